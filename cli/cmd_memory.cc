@@ -1,0 +1,91 @@
+// strata memory: per-GPU memory per pipeline stage, and whether the plan fits.
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "cli/scenario_options.h"
+#include "core/atomic_file.h"
+#include "sim/flops.h"
+#include "sim/memory_model.h"
+#include "sim/params.h"
+#include "sim/scenario.h"
+
+namespace strata::cli {
+namespace {
+
+struct MemoryArgs {
+  ScenarioArgs scenario;
+  std::string json_file;
+};
+
+std::string plan_summary(const PlanSpec& p) {
+  return fmt::format("tp {} pp {} dp {} vpp {}, micro-batch {}, global batch {}, {}, ZeRO {}{}, "
+                     "recompute {}{}{}",
+                     p.tp, p.pp, p.dp, p.vpp, p.micro_batch_size, p.global_batch_size,
+                     to_string(p.schedule), p.zero_stage, p.offload_optimizer ? " + offload" : "",
+                     to_string(p.recompute), p.sequence_parallel ? ", sequence parallel" : "",
+                     p.flash_attention ? ", flash attention" : "");
+}
+
+void print_report(const Scenario& s, const MemoryReport& r) {
+  const StepFlops flops = step_flops(s.model, s.plan);
+  fmt::print("model    {} ({} parameters), seq {}, {}\n", s.model.name,
+             count(static_cast<double>(total_params(s.model))), s.model.seq_length,
+             to_string(s.plan.dtype));
+  fmt::print("plan     {}\n", plan_summary(s.plan));
+  fmt::print("cluster  {}: {} nodes x {} GPUs = {} x {} ({})\n", s.cluster.name, s.cluster.nodes,
+             s.cluster.gpus_per_node, s.cluster.num_gpus(), s.profile.device.name, s.profile.name);
+  fmt::print("flops    {:.3e} model FLOPs per step, {:.3e} with recompute\n\n", flops.model_flops,
+             flops.hardware_flops);
+  fmt::print("{:>5} {:>6} {:>10} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}  {}\n", "stage",
+             "layers", "params", "weights", "grads", "optimizer", "activation", "buffers",
+             "reserve", "total", "");
+  for (const StageMemory& st : r.stages) {
+    fmt::print("{:>5} {:>6} {:>10} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}  {}\n",
+               st.stage, st.layers, count(static_cast<double>(st.params)), gib(st.params_bytes),
+               gib(st.grads_bytes), gib(st.optimizer_bytes), gib(st.activations_bytes),
+               gib(st.buffers_bytes), gib(st.reserve_bytes), gib(st.total_bytes),
+               st.fits ? "fits" : "DOES NOT FIT");
+  }
+  fmt::print("\ncapacity {} per GPU ({})\n", gib(r.capacity_bytes), s.profile.device.name);
+  if (r.host_bytes_per_gpu > 0) {
+    fmt::print("host     {} per GPU for the offloaded optimizer, {} per node\n",
+               gib(r.host_bytes_per_gpu), gib(r.host_bytes_per_gpu * s.cluster.gpus_per_node));
+  }
+  const double headroom = 1.0 - r.peak_bytes / r.capacity_bytes;
+  if (r.fits) {
+    fmt::print("verdict  FITS: peak {} on stage {}, {:.1f}% headroom\n", gib(r.peak_bytes),
+               r.peak_stage, 100.0 * headroom);
+  } else {
+    fmt::print("verdict  DOES NOT FIT: peak {} on stage {} exceeds {} by {}\n", gib(r.peak_bytes),
+               r.peak_stage, gib(r.capacity_bytes), gib(r.peak_bytes - r.capacity_bytes));
+  }
+}
+
+void run_memory(const MemoryArgs& args) {
+  Scenario s = load_scenario(args.scenario);
+  MemoryReport report = memory_report(s.model, s.plan, s.profile);
+  if (!args.json_file.empty()) {
+    nlohmann::ordered_json j;
+    j["inputs"] = inputs_json(s);
+    j["memory"] = to_json(report);
+    write_file_atomic(args.json_file, j.dump(2) + "\n");
+  }
+  print_report(s, report);
+}
+
+}  // namespace
+
+void add_memory_command(CLI::App& app) {
+  auto args = std::make_shared<MemoryArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "memory", "Per-GPU memory for each pipeline stage (weights, gradients, optimizer, "
+                "activations, buffers) and whether the plan fits");
+  add_scenario_options(*cmd, args->scenario);
+  cmd->add_option("--json", args->json_file, "also write the breakdown as JSON to this file");
+  cmd->callback([args] { run_memory(*args); });
+}
+
+}  // namespace strata::cli

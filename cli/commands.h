@@ -1,0 +1,11 @@
+// The subcommands of `strata`. Each add_*_command registers its options on the
+// app and a callback that does the work by calling the libraries.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace strata::cli {
+
+void add_memory_command(CLI::App& app);
+
+}  // namespace strata::cli

@@ -1,0 +1,112 @@
+#include "sim/layer_ops.h"
+
+namespace strata {
+namespace {
+
+using i64 = std::int64_t;
+
+LayerOp gemm(std::string name, i64 m, i64 n, i64 k, i64 batch, bool has_weight,
+             bool attention_core = false) {
+  LayerOp op;
+  op.name = std::move(name);
+  op.kind = OpKind::kGemm;
+  op.gemm = {m, n, k, batch};
+  op.flops = op.gemm.flops();
+  op.has_weight = has_weight;
+  op.attention_core = attention_core;
+  return op;
+}
+
+LayerOp elementwise(std::string name, double bytes, bool attention_core = false) {
+  LayerOp op;
+  op.name = std::move(name);
+  op.kind = OpKind::kElementwise;
+  op.bytes = bytes;
+  op.attention_core = attention_core;
+  return op;
+}
+
+}  // namespace
+
+LayerOpContext layer_op_context(const PlanSpec& plan) {
+  LayerOpContext c;
+  c.tp = plan.tp;
+  c.sequence_parallel = plan.sequence_parallel;
+  c.micro_batch_size = plan.micro_batch_size;
+  c.flash_attention = plan.flash_attention;
+  c.dtype = plan.dtype;
+  return c;
+}
+
+std::vector<LayerOp> layer_forward_ops(const ModelSpec& m, const LayerOpContext& c) {
+  const i64 t = c.tp;
+  const i64 b = c.micro_batch_size;
+  const i64 s = m.seq_length;
+  const i64 h = m.hidden_size;
+  const i64 heads = m.num_attention_heads / t;
+  const i64 d = m.head_dim();
+  const i64 kv = m.kv_width() / t;
+  const i64 f = m.ffn_hidden_size / t;
+  const i64 fc1 = m.swiglu ? 2 * f : f;
+  const double e = dtype_bytes(c.dtype);
+  const i64 tokens = s * b;
+  // Elementwise work on the residual stream is split over tp only with sequence parallel.
+  const double stream = static_cast<double>(tokens) * h * e / (c.sequence_parallel ? t : 1);
+
+  std::vector<LayerOp> ops;
+  ops.push_back(elementwise("input_norm", 2.0 * stream));
+  ops.push_back(gemm("qkv", tokens, h / t + 2 * kv, h, 1, true));
+  if (c.flash_attention) {
+    LayerOp a;
+    a.name = "flash_attention";
+    a.kind = OpKind::kAttention;
+    a.flops = 4.0 * static_cast<double>(b) * heads * s * s * d;  // scores + values
+    a.bytes = static_cast<double>(tokens) * (2 * heads * d + 2 * kv) * e;  // Q, K, V in, O out
+    a.attention_core = true;
+    a.attn_batch_heads = b * heads;
+    a.attn_seq = s;
+    a.attn_head_dim = d;
+    ops.push_back(a);
+  } else {
+    const double scores = static_cast<double>(b) * heads * s * s * e;
+    ops.push_back(gemm("attn_scores", s, s, d, b * heads, false, true));
+    // Softmax reads and writes the scores; dropout reads them and writes output and mask.
+    ops.push_back(elementwise("softmax", 2.0 * scores, true));
+    if (m.attention_dropout > 0.0) ops.push_back(elementwise("attn_dropout", 2.5 * scores, true));
+    ops.push_back(gemm("attn_values", s, d, s, b * heads, false, true));
+  }
+  ops.push_back(gemm("proj", tokens, h, h / t, 1, true));
+  // Residual add (+ dropout): reads two streams, writes one (and a 1-byte mask).
+  ops.push_back(elementwise("residual_attn", 3.0 * stream + (m.hidden_dropout > 0 ? stream / e : 0)));
+  ops.push_back(elementwise("post_attn_norm", 2.0 * stream));
+  ops.push_back(gemm("fc1", tokens, fc1, h, 1, true));
+  const double act_in = static_cast<double>(tokens) * fc1 * e;
+  const double act_out = static_cast<double>(tokens) * f * e;
+  ops.push_back(elementwise(m.swiglu ? "swiglu" : "gelu", act_in + act_out));
+  ops.push_back(gemm("fc2", tokens, h, f, 1, true));
+  ops.push_back(elementwise("residual_mlp", 3.0 * stream + (m.hidden_dropout > 0 ? stream / e : 0)));
+  return ops;
+}
+
+std::vector<LayerOp> head_forward_ops(const ModelSpec& m, const LayerOpContext& c) {
+  const i64 t = c.tp;
+  const i64 tokens = static_cast<i64>(m.seq_length) * c.micro_batch_size;
+  const double e = dtype_bytes(c.dtype);
+  const double stream = static_cast<double>(tokens) * m.hidden_size * e / (c.sequence_parallel ? t : 1);
+  std::vector<LayerOp> ops;
+  ops.push_back(elementwise("final_norm", 2.0 * stream));
+  ops.push_back(gemm("logits", tokens, m.vocab_size / t, m.hidden_size, 1, true));
+  // Vocab-parallel cross-entropy in fp32: reads the logits, writes fp32 softmax.
+  ops.push_back(elementwise("cross_entropy",
+                            static_cast<double>(tokens) * (m.vocab_size / t) * (e + 4.0)));
+  return ops;
+}
+
+std::vector<LayerOp> embedding_forward_ops(const ModelSpec& m, const LayerOpContext& c) {
+  const i64 tokens = static_cast<i64>(m.seq_length) * c.micro_batch_size;
+  const double e = dtype_bytes(c.dtype);
+  // Gathers one row per token and writes the stream (before the tp all-reduce).
+  return {elementwise("embedding", 2.0 * static_cast<double>(tokens) * m.hidden_size * e)};
+}
+
+}  // namespace strata

@@ -1,0 +1,65 @@
+// The operations of one transformer layer's forward pass on one GPU, for one
+// micro-batch: the single list the FLOPs model counts and the workload builder
+// turns into tasks. Backward costs follow from it (each GEMM has a data- and a
+// weight-gradient GEMM of the same size; elementwise work is read back twice).
+//
+// Shapes follow Megatron-LM's column-/row-parallel layers: QKV and fc1 split
+// their output over tp, the projection and fc2 their input.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/spec/model_spec.h"
+#include "sim/spec/plan_spec.h"
+
+namespace strata {
+
+enum class OpKind {
+  kGemm,         // a (batched) matrix multiply
+  kAttention,    // fused flash-style attention core (scores, softmax, values)
+  kElementwise,  // memory-bound: norms, softmax, activations, residuals, dropout
+};
+
+// C[m x n] = A[m x k] * B[k x n], `batch` times.
+struct GemmShape {
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  std::int64_t batch = 1;
+  double flops() const { return 2.0 * static_cast<double>(m) * n * k * batch; }
+};
+
+struct LayerOp {
+  std::string name;       // "qkv", "attn_scores", "softmax", ...
+  OpKind kind = OpKind::kElementwise;
+  GemmShape gemm;         // kGemm only
+  double flops = 0.0;     // forward FLOPs on this GPU
+  double bytes = 0.0;     // forward bytes read + written (memory-bound ops, attention)
+  bool attention_core = false;  // recomputed by selective recompute
+  bool has_weight = false;      // kGemm with a weight: backward has a weight-gradient GEMM
+  // Fused attention dimensions (kAttention): batch*heads, sequence, head size.
+  std::int64_t attn_batch_heads = 0;
+  std::int64_t attn_seq = 0;
+  std::int64_t attn_head_dim = 0;
+};
+
+struct LayerOpContext {
+  int tp = 1;
+  bool sequence_parallel = false;
+  int micro_batch_size = 1;
+  bool flash_attention = false;
+  DType dtype = DType::kBf16;
+};
+
+LayerOpContext layer_op_context(const PlanSpec& plan);
+
+// Forward operations of one transformer layer, in execution order.
+std::vector<LayerOp> layer_forward_ops(const ModelSpec& m, const LayerOpContext& c);
+// The output layer (logits GEMM) and the cross-entropy of one micro-batch.
+std::vector<LayerOp> head_forward_ops(const ModelSpec& m, const LayerOpContext& c);
+// The embedding lookup of one micro-batch.
+std::vector<LayerOp> embedding_forward_ops(const ModelSpec& m, const LayerOpContext& c);
+
+}  // namespace strata

@@ -1,0 +1,193 @@
+#include "sim/memory_model.h"
+
+#include <algorithm>
+
+#include "sim/params.h"
+
+namespace strata {
+
+LayerActivations layer_activation_bytes(const ModelSpec& m, const PlanSpec& p) {
+  const double t = p.tp;
+  const double b = p.micro_batch_size;
+  const double s = m.seq_length;
+  const double h = m.hidden_size;
+  const double a = m.num_attention_heads;
+  const double kv = static_cast<double>(m.kv_width());
+  const double f = m.ffn_hidden_size;
+  const double e = dtype_bytes(p.dtype);  // 2 bytes per stored activation (16-bit)
+  const double sbh = s * b * h;
+  // Tensors on the residual stream are replicated over tp unless sequence parallel splits them.
+  const double rep = p.sequence_parallel ? t : 1.0;
+  const bool hidden_dropout = m.hidden_dropout > 0.0;
+  const bool attn_dropout = m.attention_dropout > 0.0;
+
+  LayerActivations out;
+  if (p.recompute == Recompute::kFull) {
+    // Only the layer input is kept (Korthikanti et al. 2022, section 4.2: 2sbh).
+    out.norm_bytes = e * sbh / rep;
+    return out;
+  }
+  // Attention block: QKV input (after norm), Q, K, V, projection input, output dropout mask.
+  double attention = e * sbh / rep                    // QKV GEMM input
+                     + e * s * b * (h + 2.0 * kv) / t  // Q, K, V
+                     + e * sbh / t                     // projection input (context)
+                     + (hidden_dropout ? sbh / rep : 0.0);  // 1-byte dropout mask
+  // Attention core: softmax output, dropout mask and dropout output (the 5as^2b of the paper).
+  const bool core_stored = !p.flash_attention && p.recompute != Recompute::kSelective;
+  if (core_stored) {
+    const double as2b = a * s * s * b / t;
+    attention += e * as2b + (attn_dropout ? (1.0 + e) * as2b : 0.0);
+  } else if (p.flash_attention) {
+    attention += 4.0 * a * s * b / t;  // fp32 log-sum-exp per row, kept for backward
+  }
+  // MLP: fc1 input, activation input (2f wide when gated), fc2 input, dropout mask.
+  const double fc1_width = m.swiglu ? 2.0 * f : f;
+  double mlp = e * sbh / rep + e * s * b * fc1_width / t + e * s * b * f / t +
+               (hidden_dropout ? sbh / rep : 0.0);
+  out.attention_bytes = attention;
+  out.mlp_bytes = mlp;
+  out.norm_bytes = 2.0 * e * sbh / rep;  // inputs of the two normalizations
+  return out;
+}
+
+double layer_microbatches_in_flight(const ModelSpec& m, const PlanSpec& p, int stage) {
+  const double mb = p.num_microbatches();
+  const double layers_per_stage = static_cast<double>(m.num_layers) / p.pp;
+  switch (p.schedule) {
+    case Schedule::kGpipe: return mb * layers_per_stage;
+    case Schedule::kOneFOneB: return std::min<double>(p.pp - stage, mb) * layers_per_stage;
+    case Schedule::kInterleaved: {
+      const double chunks = std::min<double>(mb * p.vpp, 2.0 * (p.pp - stage - 1) +
+                                                             (p.vpp - 1.0) * p.pp + 1.0);
+      return chunks * layers_per_stage / p.vpp;
+    }
+  }
+  return 0.0;
+}
+
+MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const Profile& profile,
+                           const MemoryModelOptions& o) {
+  MemoryReport report;
+  report.capacity_bytes = profile.device.memory_bytes;
+  report.layer_activations = layer_activation_bytes(m, p);
+  const double e = dtype_bytes(p.dtype);
+  const double t = p.tp;
+  const double dp = p.dp;
+  const double sbh = static_cast<double>(m.seq_length) * p.micro_batch_size * m.hidden_size;
+  const double rep = p.sequence_parallel ? t : 1.0;
+  const double per_layer = report.layer_activations.total();
+  const double layers_per_stage = static_cast<double>(m.num_layers) / p.pp;
+
+  for (int stage = 0; stage < p.pp; ++stage) {
+    StageMemory st;
+    st.stage = stage;
+    st.layers = m.num_layers / p.pp;
+    st.params = stage_params_per_gpu(m, p, stage);
+    const double psi = static_cast<double>(st.params);
+
+    // Model states (ZeRO paper, section 3.1 and figure 1).
+    st.params_bytes = e * psi / (p.zero_stage >= 3 ? dp : 1.0);
+    st.grads_bytes = e * psi / (p.zero_stage >= 2 ? dp : 1.0);
+    const double optimizer = o.optimizer_bytes_per_param * psi / (p.zero_stage >= 1 ? dp : 1.0);
+    if (p.offload_optimizer) {
+      st.host_bytes = o.offload_host_bytes_per_param * psi / dp;
+    } else {
+      st.optimizer_bytes = optimizer;
+    }
+
+    // Activations of the layers in flight.
+    st.layer_microbatches_in_flight = layer_microbatches_in_flight(m, p, stage);
+    double activations = per_layer * st.layer_microbatches_in_flight;
+    const double microbatches_in_flight = st.layer_microbatches_in_flight / layers_per_stage;
+    // Recompute rebuilds one layer's activations (full) or one attention core
+    // (selective) at a time during backward: that working set is live at the peak.
+    if (p.recompute != Recompute::kNone) {
+      PlanSpec stored = p;
+      stored.recompute = Recompute::kNone;
+      LayerActivations full = layer_activation_bytes(m, stored);
+      activations += p.recompute == Recompute::kFull ? full.total()
+                                                     : full.total() - per_layer;
+    }
+    if (stage == 0 && m.hidden_dropout > 0.0) {
+      activations += sbh / rep * microbatches_in_flight;  // embedding dropout mask
+    }
+    if (stage == p.pp - 1) {
+      // Final norm input and output-layer input per micro-batch in flight, and the
+      // logits of the micro-batch in its loss: 16-bit logits plus fp32 softmax.
+      activations += 2.0 * e * sbh / rep * std::max(1.0, microbatches_in_flight / p.vpp);
+      activations += (e + 4.0) * static_cast<double>(m.seq_length) * p.micro_batch_size *
+                     m.vocab_size / t;
+    }
+    st.activations_bytes = activations;
+
+    // Buffers: pipeline send/recv (one activation each way, double-buffered),
+    // ZeRO-2/3 gradient buckets, ZeRO-3 gathered weights (current and prefetched layer).
+    double buffers = 0.0;
+    if (p.pp > 1) buffers += 4.0 * e * sbh / rep;
+    if (p.zero_stage >= 2 && dp > 1) {
+      buffers += 2.0 * e * std::min(o.dp_bucket_elements, psi);
+    }
+    if (p.zero_stage >= 3 && dp > 1) {
+      const double gathered_layers = p.overlap_param_gather ? 2.0 : 1.0;
+      buffers += gathered_layers * e * static_cast<double>(layer_params_per_gpu(m, p.tp));
+    }
+    st.buffers_bytes = buffers;
+
+    st.reserve_bytes = profile.memory.framework_reserve_bytes +
+                       profile.memory.allocator_fragmentation * (activations + buffers);
+    st.total_bytes = st.params_bytes + st.grads_bytes + st.optimizer_bytes + st.activations_bytes +
+                     st.buffers_bytes + st.reserve_bytes;
+    st.fits = st.total_bytes <= report.capacity_bytes;
+
+    if (stage == 0 || st.total_bytes > report.peak_bytes) {
+      report.peak_bytes = st.total_bytes;
+      report.peak_stage = stage;
+    }
+    report.host_bytes_per_gpu = std::max(report.host_bytes_per_gpu, st.host_bytes);
+    report.stages.push_back(st);
+  }
+  report.fits = std::all_of(report.stages.begin(), report.stages.end(),
+                            [](const StageMemory& s) { return s.fits; });
+  return report;
+}
+
+}  // namespace strata
+
+namespace strata {
+
+nlohmann::ordered_json to_json(const MemoryReport& r) {
+  nlohmann::ordered_json j;
+  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  for (const StageMemory& s : r.stages) {
+    nlohmann::ordered_json st;
+    st["stage"] = s.stage;
+    st["layers"] = s.layers;
+    st["params"] = s.params;
+    st["layer_microbatches_in_flight"] = s.layer_microbatches_in_flight;
+    st["params_bytes"] = s.params_bytes;
+    st["grads_bytes"] = s.grads_bytes;
+    st["optimizer_bytes"] = s.optimizer_bytes;
+    st["activations_bytes"] = s.activations_bytes;
+    st["buffers_bytes"] = s.buffers_bytes;
+    st["reserve_bytes"] = s.reserve_bytes;
+    st["total_bytes"] = s.total_bytes;
+    st["host_bytes"] = s.host_bytes;
+    st["fits"] = s.fits;
+    stages.push_back(st);
+  }
+  j["stages"] = stages;
+  j["peak_bytes"] = r.peak_bytes;
+  j["peak_stage"] = r.peak_stage;
+  j["capacity_bytes"] = r.capacity_bytes;
+  j["fits"] = r.fits;
+  j["host_bytes_per_gpu"] = r.host_bytes_per_gpu;
+  nlohmann::ordered_json layer;
+  layer["attention_bytes"] = r.layer_activations.attention_bytes;
+  layer["mlp_bytes"] = r.layer_activations.mlp_bytes;
+  layer["norm_bytes"] = r.layer_activations.norm_bytes;
+  layer["total_bytes"] = r.layer_activations.total();
+  j["activations_per_layer_per_microbatch"] = layer;
+  return j;
+}
+
+}  // namespace strata

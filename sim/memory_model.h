@@ -1,0 +1,86 @@
+// Memory one GPU needs for a plan, per pipeline stage, and whether it fits.
+//
+// Model states follow the ZeRO paper (Rajbhandari et al. 2020, section 3.1):
+// mixed-precision Adam keeps 2 bytes of weights and 2 of gradients per parameter
+// in bf16/fp16, plus K = 12 bytes of optimizer state (fp32 master weights,
+// momentum and variance). ZeRO stage 1 shards the optimizer state over dp, stage 2
+// the gradients too, stage 3 the weights too.
+// Activations follow Korthikanti et al. 2022 (section 4), generalised term by
+// term to grouped-query attention, gated MLPs and dropout-free models.
+// docs/memory.md gives every formula with its source.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "calib/model/profile.h"
+#include "sim/spec/model_spec.h"
+#include "sim/spec/plan_spec.h"
+
+namespace strata {
+
+// Named parameters of the memory model (documented in docs/memory.md).
+struct MemoryModelOptions {
+  // Optimizer state per parameter: fp32 master weights + Adam's two moments.
+  double optimizer_bytes_per_param = 12.0;
+  // Gradient bucket, in elements, that ZeRO-2/3 reduce-scatter from
+  // (Megatron-LM's --ddp-bucket-size default floor, 40M elements); double-buffered.
+  double dp_bucket_elements = 4e7;
+  // Host bytes per offloaded parameter: the optimizer state plus a 2-byte
+  // gradient copy (ZeRO-Offload, Ren et al. 2021, section 4.1).
+  double offload_host_bytes_per_param = 14.0;
+};
+
+// Activation bytes one GPU stores for one layer and one micro-batch, by part.
+struct LayerActivations {
+  double attention_bytes = 0.0;  // stored by the attention block
+  double mlp_bytes = 0.0;        // stored by the MLP block
+  double norm_bytes = 0.0;       // inputs of the two normalizations
+  double total() const { return attention_bytes + mlp_bytes + norm_bytes; }
+};
+
+struct StageMemory {
+  int stage = 0;
+  int layers = 0;                       // transformer layers on this pipeline rank
+  std::int64_t params = 0;              // parameters held before ZeRO sharding
+  double layer_microbatches_in_flight = 0.0;  // layer activations stored at the peak
+  double params_bytes = 0.0;
+  double grads_bytes = 0.0;
+  double optimizer_bytes = 0.0;
+  double activations_bytes = 0.0;
+  double buffers_bytes = 0.0;           // pipeline, gradient-bucket and ZeRO-3 gather buffers
+  double reserve_bytes = 0.0;           // framework reserve + allocator fragmentation
+  double total_bytes = 0.0;
+  double host_bytes = 0.0;              // host memory for offloaded optimizer state
+  bool fits = false;
+};
+
+struct MemoryReport {
+  std::vector<StageMemory> stages;
+  double capacity_bytes = 0.0;
+  double peak_bytes = 0.0;
+  int peak_stage = 0;
+  bool fits = false;
+  double host_bytes_per_gpu = 0.0;      // worst stage
+  LayerActivations layer_activations;   // per layer, per micro-batch, per GPU
+};
+
+// Stored activations of one layer for one micro-batch on one GPU.
+LayerActivations layer_activation_bytes(const ModelSpec& m, const PlanSpec& p);
+
+// Layer-micro-batches whose activations a pipeline rank stores at its peak:
+// GPipe all m; 1F1B min(p - stage, m); interleaved min(m*v, 2(p-stage-1) + (v-1)p + 1)
+// chunks of L/(p*v) layers (Megatron-LM's warm-up count plus the one in steady state).
+double layer_microbatches_in_flight(const ModelSpec& m, const PlanSpec& p, int stage);
+
+MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const Profile& profile,
+                           const MemoryModelOptions& options = {});
+
+}  // namespace strata
+
+namespace strata {
+// The report as JSON: per-stage breakdown in bytes, peak, capacity, fits.
+nlohmann::ordered_json to_json(const MemoryReport& report);
+}  // namespace strata

@@ -1,0 +1,30 @@
+// Parameter counts of a model, whole and as held by one GPU under a plan.
+#pragma once
+
+#include <cstdint>
+
+#include "sim/spec/model_spec.h"
+#include "sim/spec/plan_spec.h"
+
+namespace strata {
+
+// Parameters of one transformer layer (no parallelism).
+std::int64_t layer_params(const ModelSpec& m);
+// Word embedding (+ learned positions) parameters.
+std::int64_t embedding_params(const ModelSpec& m);
+// Output projection parameters when untied (0 when tied).
+std::int64_t output_layer_params(const ModelSpec& m);
+// Final normalization parameters.
+std::int64_t final_norm_params(const ModelSpec& m);
+// Unique parameters of the whole model.
+std::int64_t total_params(const ModelSpec& m);
+
+// Parameters held by one GPU of pipeline rank `stage` (0-based) under tensor
+// parallelism (before any ZeRO sharding). With tied embeddings and pp > 1 the
+// last stage holds its own copy of the word embedding for the output layer,
+// as Megatron-LM does.
+std::int64_t stage_params_per_gpu(const ModelSpec& m, const PlanSpec& p, int stage);
+// Parameters of one layer held by one GPU under tensor parallelism.
+std::int64_t layer_params_per_gpu(const ModelSpec& m, int tp);
+
+}  // namespace strata

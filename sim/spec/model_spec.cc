@@ -1,0 +1,95 @@
+#include "sim/spec/model_spec.h"
+
+#include <fmt/format.h>
+
+#include "core/data_paths.h"
+#include "core/error.h"
+#include "core/json_reader.h"
+
+namespace strata {
+
+const char* to_string(Normalization n) {
+  return n == Normalization::kLayerNorm ? "layernorm" : "rmsnorm";
+}
+
+const char* to_string(PositionEmbedding p) {
+  switch (p) {
+    case PositionEmbedding::kLearnedAbsolute: return "learned_absolute";
+    case PositionEmbedding::kRope: return "rope";
+    case PositionEmbedding::kAlibi: return "alibi";
+    case PositionEmbedding::kNone: return "none";
+  }
+  return "none";
+}
+
+ModelSpec read_model_spec(const nlohmann::json& doc, const std::string& file) {
+  json::ObjectReader r(doc, file);
+  constexpr std::int64_t kBig = 1 << 24;
+  ModelSpec m;
+  m.name = r.string("name");
+  m.num_layers = static_cast<int>(r.integer("num_layers", 1, 100000));
+  m.hidden_size = static_cast<int>(r.integer("hidden_size", 1, kBig));
+  m.num_attention_heads = static_cast<int>(r.integer("num_attention_heads", 1, kBig));
+  m.num_query_groups =
+      static_cast<int>(r.integer_or("num_query_groups", m.num_attention_heads, 1, kBig));
+  m.ffn_hidden_size = static_cast<int>(r.integer_or("ffn_hidden_size", 4LL * m.hidden_size, 1, 1LL << 28));
+  m.swiglu = r.boolean_or("swiglu", false);
+  m.normalization = r.choice_or("normalization", "layernorm", {"layernorm", "rmsnorm"}) == "layernorm"
+                        ? Normalization::kLayerNorm
+                        : Normalization::kRmsNorm;
+  m.seq_length = static_cast<int>(r.integer("seq_length", 1, kBig));
+  m.vocab_size = static_cast<int>(r.integer("vocab_size", 1, 1LL << 30));
+  m.untie_embeddings_and_output_weights = r.boolean_or("untie_embeddings_and_output_weights", false);
+  std::string pos = r.choice_or("position_embedding_type", "learned_absolute",
+                                {"learned_absolute", "rope", "alibi", "none"});
+  m.position_embedding_type = pos == "learned_absolute" ? PositionEmbedding::kLearnedAbsolute
+                              : pos == "rope"           ? PositionEmbedding::kRope
+                              : pos == "alibi"          ? PositionEmbedding::kAlibi
+                                                        : PositionEmbedding::kNone;
+  m.add_bias_linear = r.boolean_or("add_bias_linear", true);
+  m.hidden_dropout = r.number_or("hidden_dropout", 0.1, 0.0, 1.0);
+  m.attention_dropout = r.number_or("attention_dropout", 0.1, 0.0, 1.0);
+  if (r.has("source")) m.source = r.string("source");
+  r.allow_text("notes");
+  r.finish();
+
+  if (m.hidden_size % m.num_attention_heads != 0) {
+    throw InputError(file, "$.num_attention_heads",
+                     fmt::format("hidden_size {} must be divisible by num_attention_heads {}",
+                                 m.hidden_size, m.num_attention_heads));
+  }
+  if (m.num_attention_heads % m.num_query_groups != 0) {
+    throw InputError(file, "$.num_query_groups",
+                     fmt::format("num_attention_heads {} must be divisible by num_query_groups {}",
+                                 m.num_attention_heads, m.num_query_groups));
+  }
+  return m;
+}
+
+ModelSpec load_model_spec(const std::string& path_or_name) {
+  std::string path = resolve_data_file(path_or_name, "scenarios/models", "model");
+  return read_model_spec(json::parse_file(path), path);
+}
+
+nlohmann::ordered_json to_json(const ModelSpec& m) {
+  nlohmann::ordered_json j;
+  j["name"] = m.name;
+  j["num_layers"] = m.num_layers;
+  j["hidden_size"] = m.hidden_size;
+  j["num_attention_heads"] = m.num_attention_heads;
+  j["num_query_groups"] = m.num_query_groups;
+  j["ffn_hidden_size"] = m.ffn_hidden_size;
+  j["swiglu"] = m.swiglu;
+  j["normalization"] = to_string(m.normalization);
+  j["seq_length"] = m.seq_length;
+  j["vocab_size"] = m.vocab_size;
+  j["untie_embeddings_and_output_weights"] = m.untie_embeddings_and_output_weights;
+  j["position_embedding_type"] = to_string(m.position_embedding_type);
+  j["add_bias_linear"] = m.add_bias_linear;
+  j["hidden_dropout"] = m.hidden_dropout;
+  j["attention_dropout"] = m.attention_dropout;
+  if (!m.source.empty()) j["source"] = m.source;
+  return j;
+}
+
+}  // namespace strata

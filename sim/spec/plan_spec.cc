@@ -1,0 +1,165 @@
+#include "sim/spec/plan_spec.h"
+
+#include <fmt/format.h>
+
+#include "core/data_paths.h"
+#include "core/error.h"
+#include "core/json_reader.h"
+
+namespace strata {
+
+const char* to_string(Schedule s) {
+  switch (s) {
+    case Schedule::kGpipe: return "gpipe";
+    case Schedule::kOneFOneB: return "1f1b";
+    case Schedule::kInterleaved: return "interleaved-1f1b";
+  }
+  return "1f1b";
+}
+
+const char* to_string(Recompute r) {
+  switch (r) {
+    case Recompute::kNone: return "none";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kFull: return "full";
+  }
+  return "none";
+}
+
+PlanSpec read_plan_spec(const nlohmann::json& doc, const std::string& file) {
+  json::ObjectReader r(doc, file);
+  PlanSpec p;
+  p.tp = static_cast<int>(r.integer("tp", 1, 1 << 16));
+  p.pp = static_cast<int>(r.integer("pp", 1, 1 << 16));
+  p.dp = static_cast<int>(r.integer_or("dp", 0, 1, 1 << 24));
+  p.vpp = static_cast<int>(r.integer_or("vpp", 1, 1, 1024));
+  p.micro_batch_size = static_cast<int>(r.integer("micro_batch_size", 1, 1 << 20));
+  p.global_batch_size = static_cast<int>(r.integer("global_batch_size", 1, 1 << 30));
+  std::string schedule = r.choice_or("schedule", "1f1b", {"gpipe", "1f1b", "interleaved-1f1b"});
+  p.schedule = schedule == "gpipe" ? Schedule::kGpipe
+               : schedule == "1f1b" ? Schedule::kOneFOneB
+                                    : Schedule::kInterleaved;
+  p.zero_stage = static_cast<int>(r.integer_or("zero_stage", 0, 0, 3));
+  p.offload_optimizer = r.boolean_or("offload_optimizer", false);
+  std::string recompute = r.choice_or("recompute", "none", {"none", "selective", "full"});
+  p.recompute = recompute == "none"        ? Recompute::kNone
+                : recompute == "selective" ? Recompute::kSelective
+                                           : Recompute::kFull;
+  p.sequence_parallel = r.boolean_or("sequence_parallel", false);
+  p.overlap_grad_reduce = r.boolean_or("overlap_grad_reduce", true);
+  p.overlap_param_gather = r.boolean_or("overlap_param_gather", true);
+  std::string dtype = r.choice_or("dtype", "bf16", {"bf16", "fp16"});
+  p.dtype = dtype == "bf16" ? DType::kBf16 : DType::kFp16;
+  p.flash_attention = r.boolean_or("flash_attention", false);
+  if (r.has("source")) p.source = r.string("source");
+  r.allow_text("notes");
+  r.finish();
+  return p;
+}
+
+PlanSpec load_plan_spec(const std::string& path_or_name) {
+  std::string path = resolve_data_file(path_or_name, "scenarios/plans", "plan");
+  return read_plan_spec(json::parse_file(path), path);
+}
+
+void resolve_and_check_plan(PlanSpec& p, const ModelSpec& m, const PlanContext& c,
+                            const std::string& file) {
+  auto fail = [&](const std::string& path, const std::string& message) {
+    throw InputError(file, path, message);
+  };
+  const int model_parallel = p.tp * p.pp;
+  if (p.dp == 0) {
+    if (c.num_gpus % model_parallel != 0) {
+      fail("$.pp", fmt::format("tp*pp = {}*{} = {} must divide the cluster's {} GPUs (dp is derived "
+                               "as GPUs / (tp*pp))",
+                               p.tp, p.pp, model_parallel, c.num_gpus));
+    }
+    p.dp = c.num_gpus / model_parallel;
+  } else if (static_cast<std::int64_t>(model_parallel) * p.dp != c.num_gpus) {
+    fail("$.dp", fmt::format("tp*pp*dp = {}*{}*{} = {} must equal the cluster's {} GPUs", p.tp, p.pp,
+                             p.dp, static_cast<std::int64_t>(model_parallel) * p.dp, c.num_gpus));
+  }
+  if (p.tp > c.gpus_per_node && !c.allow_cross_node_tp) {
+    fail("$.tp", fmt::format("tp {} is larger than a node ({} GPUs); tensor parallelism across "
+                             "nodes needs --allow-cross-node-tp",
+                             p.tp, c.gpus_per_node));
+  }
+  if (p.tp <= c.gpus_per_node && c.gpus_per_node % p.tp != 0) {
+    fail("$.tp", fmt::format("tp {} must divide the {} GPUs of a node, so no tensor-parallel group "
+                             "straddles two nodes",
+                             p.tp, c.gpus_per_node));
+  }
+  if (p.tp > c.gpus_per_node && p.tp % c.gpus_per_node != 0) {
+    fail("$.tp", fmt::format("tp {} across nodes must be a multiple of the {} GPUs of a node", p.tp,
+                             c.gpus_per_node));
+  }
+  if (m.num_attention_heads % p.tp != 0) {
+    fail("$.tp", fmt::format("num_attention_heads {} of model {} must be divisible by tp {}",
+                             m.num_attention_heads, m.name, p.tp));
+  }
+  if (m.num_query_groups % p.tp != 0) {
+    fail("$.tp", fmt::format("num_query_groups {} of model {} must be divisible by tp {}",
+                             m.num_query_groups, m.name, p.tp));
+  }
+  if (m.ffn_hidden_size % p.tp != 0) {
+    fail("$.tp", fmt::format("ffn_hidden_size {} of model {} must be divisible by tp {}",
+                             m.ffn_hidden_size, m.name, p.tp));
+  }
+  if (p.vpp > 1 && p.schedule != Schedule::kInterleaved) {
+    fail("$.schedule", fmt::format("vpp {} > 1 needs schedule \"interleaved-1f1b\", got \"{}\"",
+                                   p.vpp, to_string(p.schedule)));
+  }
+  if (p.schedule == Schedule::kInterleaved && p.vpp < 2) {
+    fail("$.vpp", "schedule \"interleaved-1f1b\" needs vpp > 1 (virtual stages per pipeline rank)");
+  }
+  if (p.schedule == Schedule::kInterleaved && p.pp < 2) {
+    fail("$.pp", "schedule \"interleaved-1f1b\" needs pp > 1");
+  }
+  if (m.num_layers % (p.pp * p.vpp) != 0) {
+    fail(p.vpp > 1 ? "$.vpp" : "$.pp",
+         fmt::format("num_layers {} of model {} must be divisible by pp*vpp = {}*{} = {}",
+                     m.num_layers, m.name, p.pp, p.vpp, p.pp * p.vpp));
+  }
+  const std::int64_t per_step = static_cast<std::int64_t>(p.micro_batch_size) * p.dp;
+  if (p.global_batch_size % per_step != 0) {
+    fail("$.global_batch_size",
+         fmt::format("global_batch_size {} must be divisible by micro_batch_size*dp = {}*{} = {}",
+                     p.global_batch_size, p.micro_batch_size, p.dp, per_step));
+  }
+  if (p.schedule == Schedule::kInterleaved && p.num_microbatches() % p.pp != 0) {
+    fail("$.global_batch_size",
+         fmt::format("interleaved-1f1b needs the number of micro-batches ({} = global_batch_size / "
+                     "(micro_batch_size*dp)) to be divisible by pp {}",
+                     p.num_microbatches(), p.pp));
+  }
+  if (p.sequence_parallel && p.tp < 2) {
+    fail("$.sequence_parallel", "sequence_parallel needs tp > 1");
+  }
+  if (p.offload_optimizer && p.zero_stage == 0) {
+    fail("$.offload_optimizer",
+         "offload_optimizer needs zero_stage >= 1 (the optimizer state is offloaded shard by shard, "
+         "as in ZeRO-Offload and Megatron's distributed optimizer)");
+  }
+}
+
+nlohmann::ordered_json to_json(const PlanSpec& p) {
+  nlohmann::ordered_json j;
+  j["tp"] = p.tp;
+  j["pp"] = p.pp;
+  j["dp"] = p.dp;
+  j["vpp"] = p.vpp;
+  j["micro_batch_size"] = p.micro_batch_size;
+  j["global_batch_size"] = p.global_batch_size;
+  j["schedule"] = to_string(p.schedule);
+  j["zero_stage"] = p.zero_stage;
+  j["offload_optimizer"] = p.offload_optimizer;
+  j["recompute"] = to_string(p.recompute);
+  j["sequence_parallel"] = p.sequence_parallel;
+  j["overlap_grad_reduce"] = p.overlap_grad_reduce;
+  j["overlap_param_gather"] = p.overlap_param_gather;
+  j["dtype"] = to_string(p.dtype);
+  j["flash_attention"] = p.flash_attention;
+  return j;
+}
+
+}  // namespace strata

@@ -1,0 +1,62 @@
+// plan.json: how one training step is parallelised. Keys follow Megatron-LM.
+// Every key, its unit and default is documented in docs/formats.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/dtype.h"
+#include "sim/spec/model_spec.h"
+
+namespace strata {
+
+enum class Schedule { kGpipe, kOneFOneB, kInterleaved };
+enum class Recompute { kNone, kSelective, kFull };
+
+struct PlanSpec {
+  int tp = 1;
+  int pp = 1;
+  int dp = 0;                 // 0 until resolved from the cluster's GPU count
+  int vpp = 1;                // virtual stages (model chunks) per pipeline rank
+  int micro_batch_size = 1;
+  int global_batch_size = 1;  // sequences per optimizer step
+  Schedule schedule = Schedule::kOneFOneB;
+  int zero_stage = 0;
+  bool offload_optimizer = false;
+  Recompute recompute = Recompute::kNone;
+  bool sequence_parallel = false;
+  bool overlap_grad_reduce = true;
+  bool overlap_param_gather = true;
+  DType dtype = DType::kBf16;
+  bool flash_attention = false;  // fused attention: the s x s scores are never stored
+  std::string source;
+
+  int num_gpus() const { return tp * pp * dp; }
+  // Micro-batches each pipeline processes per step.
+  int num_microbatches() const { return global_batch_size / (micro_batch_size * dp); }
+};
+
+// What a plan is checked against: the cluster's shape.
+struct PlanContext {
+  int num_gpus = 0;
+  int gpus_per_node = 0;
+  bool allow_cross_node_tp = false;  // --allow-cross-node-tp
+};
+
+// Reads plan.json without checking it against a model or cluster.
+PlanSpec read_plan_spec(const nlohmann::json& doc, const std::string& file);
+PlanSpec load_plan_spec(const std::string& path_or_name);
+
+// Derives dp when absent and checks the plan against the model and the cluster.
+// Throws InputError naming plan_file and the JSON path of the offending key.
+void resolve_and_check_plan(PlanSpec& plan, const ModelSpec& model, const PlanContext& context,
+                            const std::string& plan_file);
+
+nlohmann::ordered_json to_json(const PlanSpec& plan);
+
+const char* to_string(Schedule s);
+const char* to_string(Recompute r);
+
+}  // namespace strata

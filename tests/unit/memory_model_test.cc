@@ -1,0 +1,161 @@
+#include "sim/memory_model.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/params.h"
+#include "test_models.h"
+
+namespace strata {
+namespace {
+
+using testing::gpt3_175b;
+using testing::gpt_7_5b;
+using testing::plan;
+
+Profile bare_profile(double capacity_bytes) {
+  Profile p;
+  p.name = "test";
+  p.device.name = "test-gpu";
+  p.device.memory_bytes = capacity_bytes;
+  p.device.peak_flops_per_s[DType::kBf16] = 312e12;
+  return p;  // no framework reserve, no fragmentation: model states only
+}
+
+double model_states_gb(const StageMemory& s) {
+  return (s.params_bytes + s.grads_bytes + s.optimizer_bytes) / 1e9;
+}
+
+// ZeRO paper (Rajbhandari et al. 2020), Figure 1: model states per device for a
+// 7.5B model at Nd = 64: baseline 120 GB, P_os 31.4 GB, P_os+g 16.6 GB, P_os+g+p 1.88 GB.
+TEST(MemoryModel, ZeroPaperFigure1) {
+  ModelSpec m = gpt_7_5b();
+  EXPECT_NEAR(total_params(m) / 7.5e9, 1.0, 0.005);
+  const double expected_gb[4] = {120.0, 31.4, 16.6, 1.88};
+  for (int stage = 0; stage <= 3; ++stage) {
+    PlanSpec p = plan(1, 1, 64, 1, 64);
+    p.zero_stage = stage;
+    MemoryReport r = memory_report(m, p, bare_profile(80e9));
+    ASSERT_EQ(r.stages.size(), 1u);
+    EXPECT_NEAR(model_states_gb(r.stages[0]) / expected_gb[stage], 1.0, 0.01)
+        << "ZeRO stage " << stage << ": " << model_states_gb(r.stages[0]) << " GB";
+  }
+}
+
+// Korthikanti et al. 2022, Table 2: activation bytes per layer (16-bit activations).
+struct ActivationCase {
+  const char* name;
+  int tp;
+  bool sp;
+  Recompute recompute;
+};
+
+void PrintTo(const ActivationCase& c, std::ostream* os) { *os << c.name; }
+
+class Korthikanti : public ::testing::TestWithParam<ActivationCase> {};
+
+TEST_P(Korthikanti, PerLayerActivationsMatchTable2) {
+  const ActivationCase c = GetParam();
+  ModelSpec m = gpt3_175b();
+  const double s = 2048, b = 1, h = 12288, a = 96, t = c.tp;
+  PlanSpec p = plan(c.tp, 8, 1, 1, 64);
+  p.sequence_parallel = c.sp;
+  p.recompute = c.recompute;
+  double expected = 0;
+  const double sbh = s * b * h;
+  if (c.recompute == Recompute::kFull) {
+    expected = 2 * sbh / (c.sp ? t : 1);
+  } else if (c.recompute == Recompute::kSelective) {
+    expected = c.sp ? sbh * 34 / t : sbh * (10 + 24 / t);
+  } else if (c.tp == 1) {
+    expected = sbh * (34 + 5 * a * s / h);
+  } else {
+    expected = c.sp ? sbh / t * (34 + 5 * a * s / h) : sbh * (10 + 24 / t + 5 * a * s / (h * t));
+  }
+  EXPECT_NEAR(layer_activation_bytes(m, p).total() / expected, 1.0, 1e-12) << c.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Gpt3, Korthikanti,
+    ::testing::Values(ActivationCase{"no parallelism", 1, false, Recompute::kNone},
+                      ActivationCase{"tensor parallel", 8, false, Recompute::kNone},
+                      ActivationCase{"tensor + sequence parallel", 8, true, Recompute::kNone},
+                      ActivationCase{"tp + selective", 8, false, Recompute::kSelective},
+                      ActivationCase{"tp + sp + selective", 8, true, Recompute::kSelective},
+                      ActivationCase{"full recompute", 8, false, Recompute::kFull},
+                      ActivationCase{"full recompute + sp", 8, true, Recompute::kFull},
+                      ActivationCase{"tp 4 + sp", 4, true, Recompute::kNone}));
+
+TEST(MemoryModel, MicrobatchesInFlightPerSchedule) {
+  ModelSpec m = gpt3_175b();  // 96 layers
+  PlanSpec p = plan(8, 8, 1, 1, 64);  // 64 micro-batches
+  p.schedule = Schedule::kOneFOneB;
+  EXPECT_DOUBLE_EQ(layer_microbatches_in_flight(m, p, 0), 8 * 12);  // p micro-batches of 12 layers
+  EXPECT_DOUBLE_EQ(layer_microbatches_in_flight(m, p, 7), 1 * 12);
+  p.schedule = Schedule::kGpipe;
+  EXPECT_DOUBLE_EQ(layer_microbatches_in_flight(m, p, 3), 64 * 12);
+  p.schedule = Schedule::kInterleaved;
+  p.vpp = 3;  // chunks of 4 layers; stage 0 holds 2*7 + 2*8 + 1 = 31 chunks
+  EXPECT_DOUBLE_EQ(layer_microbatches_in_flight(m, p, 0), 31 * 4);
+  // Korthikanti et al. 2022, section 4.2.3: interleaving stores L*(1 + (p-1)/(p*v)) layers on stage 0.
+  EXPECT_DOUBLE_EQ(layer_microbatches_in_flight(m, p, 0), 96 * (1 + 7.0 / 24));
+}
+
+TEST(MemoryModel, ZeroThreeShardsWeightsByDp) {
+  ModelSpec m = gpt_7_5b();
+  PlanSpec p0 = plan(1, 1, 16, 1, 16);
+  PlanSpec p3 = p0;
+  p3.zero_stage = 3;
+  MemoryReport r0 = memory_report(m, p0, bare_profile(80e9));
+  MemoryReport r3 = memory_report(m, p3, bare_profile(80e9));
+  EXPECT_DOUBLE_EQ(r3.stages[0].params_bytes * 16, r0.stages[0].params_bytes);
+  EXPECT_DOUBLE_EQ(r3.stages[0].grads_bytes * 16, r0.stages[0].grads_bytes);
+  EXPECT_DOUBLE_EQ(r3.stages[0].optimizer_bytes * 16, r0.stages[0].optimizer_bytes);
+  EXPECT_GT(r3.stages[0].buffers_bytes, 0.0);  // gathered layers and reduce buckets
+}
+
+TEST(MemoryModel, OffloadMovesOptimizerStateToHost) {
+  ModelSpec m = gpt_7_5b();
+  PlanSpec p = plan(1, 1, 8, 1, 8);
+  p.zero_stage = 2;
+  p.offload_optimizer = true;
+  MemoryReport r = memory_report(m, p, bare_profile(80e9));
+  EXPECT_EQ(r.stages[0].optimizer_bytes, 0.0);
+  EXPECT_NEAR(r.host_bytes_per_gpu, 14.0 * static_cast<double>(total_params(m)) / 8, 1.0);
+}
+
+TEST(MemoryModel, FitsOnlyWhenEveryStageFits) {
+  ModelSpec m = gpt3_175b();
+  PlanSpec p = plan(8, 8, 16, 1, 1536);
+  p.zero_stage = 1;
+  p.sequence_parallel = true;
+  p.recompute = Recompute::kSelective;
+  MemoryReport r = memory_report(m, p, bare_profile(80.0 * (1ull << 30)));
+  EXPECT_TRUE(r.fits);
+  // Without tensor parallelism 175B cannot fit: 16 bytes x 21.8B params per stage alone is 349 GB.
+  PlanSpec no_tp = plan(1, 8, 128, 1, 1536);
+  MemoryReport r2 = memory_report(m, no_tp, bare_profile(80.0 * (1ull << 30)));
+  EXPECT_FALSE(r2.fits);
+  for (const StageMemory& s : r2.stages) EXPECT_FALSE(s.fits);
+  // The peak stage is reported.
+  double peak = 0;
+  for (const StageMemory& s : r.stages) peak = std::max(peak, s.total_bytes);
+  EXPECT_DOUBLE_EQ(r.peak_bytes, peak);
+}
+
+TEST(Params, Gpt3Has175BillionParameters) {
+  // 96 * 12h^2 (+ biases and norms) + (V + s) * h = 174.6e9 (Brown et al. 2020: "175B").
+  EXPECT_NEAR(total_params(gpt3_175b()) / 174.6e9, 1.0, 0.002);
+  // Llama 3 8B: 8.03e9 in the released checkpoint.
+  EXPECT_NEAR(total_params(testing::llama3_8b()) / 8.03e9, 1.0, 0.002);
+}
+
+TEST(Params, StagesPartitionTheModel) {
+  ModelSpec m = testing::llama3_8b();  // untied: no duplicated embedding
+  PlanSpec p = plan(1, 4, 1, 1, 4);
+  std::int64_t sum = 0;
+  for (int s = 0; s < 4; ++s) sum += stage_params_per_gpu(m, p, s);
+  EXPECT_EQ(sum, total_params(m));
+}
+
+}  // namespace
+}  // namespace strata

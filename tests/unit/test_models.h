@@ -1,0 +1,67 @@
+// Models and plans built in code for unit tests, each with its source.
+#pragma once
+
+#include "sim/spec/model_spec.h"
+#include "sim/spec/plan_spec.h"
+
+namespace strata::testing {
+
+// GPT-3 175B (Brown et al. 2020, Table 2.1) with Megatron's padded vocabulary.
+inline ModelSpec gpt3_175b() {
+  ModelSpec m;
+  m.name = "gpt3-175b";
+  m.num_layers = 96;
+  m.hidden_size = 12288;
+  m.num_attention_heads = 96;
+  m.num_query_groups = 96;
+  m.ffn_hidden_size = 4 * 12288;
+  m.seq_length = 2048;
+  m.vocab_size = 51200;
+  return m;
+}
+
+// The 7.5B GPT of Narayanan et al. 2021, Table 1 (36 layers, hidden 4096, 32 heads):
+// 7.47B parameters, within 0.5% of the ZeRO paper's 7.5B example.
+inline ModelSpec gpt_7_5b() {
+  ModelSpec m = gpt3_175b();
+  m.name = "gpt-7.5b";
+  m.num_layers = 36;
+  m.hidden_size = 4096;
+  m.num_attention_heads = 32;
+  m.num_query_groups = 32;
+  m.ffn_hidden_size = 4 * 4096;
+  return m;
+}
+
+// Llama 3 8B (Llama Team 2024, Table 3): GQA with 8 KV heads, SwiGLU, RMSNorm.
+inline ModelSpec llama3_8b() {
+  ModelSpec m;
+  m.name = "llama3-8b";
+  m.num_layers = 32;
+  m.hidden_size = 4096;
+  m.num_attention_heads = 32;
+  m.num_query_groups = 8;
+  m.ffn_hidden_size = 14336;
+  m.swiglu = true;
+  m.normalization = Normalization::kRmsNorm;
+  m.seq_length = 8192;
+  m.vocab_size = 128256;
+  m.untie_embeddings_and_output_weights = true;
+  m.position_embedding_type = PositionEmbedding::kRope;
+  m.add_bias_linear = false;
+  m.hidden_dropout = 0.0;
+  m.attention_dropout = 0.0;
+  return m;
+}
+
+inline PlanSpec plan(int tp, int pp, int dp, int mbs, int gbs) {
+  PlanSpec p;
+  p.tp = tp;
+  p.pp = pp;
+  p.dp = dp;
+  p.micro_batch_size = mbs;
+  p.global_batch_size = gbs;
+  return p;
+}
+
+}  // namespace strata::testing

@@ -1,0 +1,184 @@
+#include "topologies/cluster_spec.h"
+
+#include <fmt/format.h>
+
+#include "core/data_paths.h"
+#include "core/error.h"
+#include "core/json_reader.h"
+
+namespace strata {
+namespace {
+
+constexpr double kGB = 1e9;
+
+LinkParams read_link(json::ObjectReader& parent, const std::string& key) {
+  json::ObjectReader r = parent.object(key);
+  LinkParams link;
+  link.bandwidth_bytes_per_s = r.number("bandwidth_gbytes_per_s", 1e-6, 1e6) * kGB;
+  link.latency_ns = r.number_or("latency_us", 0.0, 0.0, 1e6) * 1000.0;
+  if (r.has("source")) link.source = r.string("source");
+  r.finish();
+  return link;
+}
+
+nlohmann::ordered_json link_json(const LinkParams& link) {
+  nlohmann::ordered_json j;
+  j["bandwidth_gbytes_per_s"] = link.bandwidth_bytes_per_s / kGB;
+  j["latency_us"] = link.latency_ns / 1000.0;
+  if (!link.source.empty()) j["source"] = link.source;
+  return j;
+}
+
+}  // namespace
+
+NodeSpec read_node_spec(const nlohmann::json& doc, const std::string& file,
+                        const std::string& path) {
+  json::ObjectReader r(doc, file, path);
+  NodeSpec n;
+  n.name = r.string_or("name", "inline");
+  n.gpus = static_cast<int>(r.integer("gpus", 1, 1024));
+  n.gpu = r.string_or("gpu", "");
+  n.sockets = static_cast<int>(r.integer_or("sockets", 1, 1, 16));
+  n.nvlink_kind = r.choice_or("nvlink_kind", "none", {"none", "nvswitch"});
+  if (n.nvlink_kind != "none") n.nvlink = read_link(r, "nvlink");
+  n.nvls = r.boolean_or("nvls", false);
+  n.nvswitches = static_cast<int>(r.integer_or("nvswitches", n.nvlink_kind == "none" ? 0 : 1, 0, 64));
+  n.pcie_generation = static_cast<int>(r.integer_or("pcie_generation", 4, 3, 7));
+  n.pcie = read_link(r, "pcie");
+  n.gpus_per_pcie_switch = static_cast<int>(r.integer_or("gpus_per_pcie_switch", 2, 1, 64));
+  n.nics_per_pcie_switch = static_cast<int>(r.integer_or("nics_per_pcie_switch", 2, 0, 64));
+  n.socket_link_kind = r.choice_or("socket_link_kind", "upi", {"upi", "xgmi"});
+  if (n.sockets > 1 || r.has("socket_link")) n.socket_link = read_link(r, "socket_link");
+  n.nics = static_cast<int>(r.integer_or("nics", 0, 0, 64));
+  n.nic_gbps = r.number_or("nic_gbps", 0.0, 0.0, 1e5);
+  if (r.has("source")) n.source = r.string("source");
+  r.allow_text("notes");
+  r.finish();
+
+  if (n.nvls && n.nvlink_kind != "nvswitch") {
+    throw InputError(file, path + ".nvls", "nvls needs nvlink_kind \"nvswitch\"");
+  }
+  if (n.gpus % n.sockets != 0) {
+    throw InputError(file, path + ".sockets",
+                     fmt::format("the {} GPUs must spread evenly over {} sockets", n.gpus, n.sockets));
+  }
+  if ((n.gpus / n.sockets) % n.gpus_per_pcie_switch != 0) {
+    throw InputError(file, path + ".gpus_per_pcie_switch",
+                     fmt::format("the {} GPUs of a socket must fill whole PCIe switches of {}",
+                                 n.gpus / n.sockets, n.gpus_per_pcie_switch));
+  }
+  if (n.nics > 0 && n.nic_gbps <= 0.0) {
+    throw InputError(file, path + ".nic_gbps", "a node with NICs needs nic_gbps > 0");
+  }
+  return n;
+}
+
+NodeSpec load_node_preset(const std::string& name) {
+  std::string path = resolve_data_file(name, "topologies/presets/nodes", "node preset");
+  return read_node_spec(json::parse_file(path), path, "$");
+}
+
+ClusterSpec read_cluster_spec(const nlohmann::json& doc, const std::string& file) {
+  json::ObjectReader r(doc, file);
+  ClusterSpec c;
+  c.file = file;
+  c.name = r.string("name");
+  c.nodes = static_cast<int>(r.integer("nodes", 1, 1 << 20));
+  c.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", 1, 1024));
+  const nlohmann::json& node = r.raw("node");
+  if (node.is_string()) {
+    std::string name = node.get<std::string>();
+    try {
+      c.node = load_node_preset(name);
+    } catch (const InputError& e) {
+      throw InputError(file, "$.node",
+                       fmt::format("unknown node preset \"{}\" ({})", name, e.message()));
+    }
+  } else if (node.is_object()) {
+    c.node = read_node_spec(node, file, "$.node");
+  } else {
+    r.fail("node", "expected a node preset name (a string) or an inline node object, got " +
+                       json::describe(node));
+  }
+  if (c.node.gpus != c.gpus_per_node) {
+    r.fail("gpus_per_node", fmt::format("gpus_per_node {} does not match node \"{}\" which has {} GPUs",
+                                        c.gpus_per_node, c.node.name, c.node.gpus));
+  }
+
+  if (r.has("fabric")) {
+    json::ObjectReader f = r.object("fabric");
+    c.fabric.kind = f.choice("kind", {"infiniband", "roce"});
+    c.fabric.nics_per_node = static_cast<int>(f.integer_or("nics_per_node", c.node.nics, 1, 64));
+    c.fabric.nic_gbps = f.number_or("nic_gbps", c.node.nic_gbps, 1.0, 1e5);
+    c.fabric.oversubscription = f.number_or("oversubscription", 1.0, 1.0, 64.0);
+    c.fabric.tiers = static_cast<int>(f.integer_or("tiers", 0, 2, 3));
+    c.fabric.switch_radix = static_cast<int>(f.integer_or("switch_radix", 64, 4, 1024));
+    c.fabric.efficiency = f.number_or("efficiency", 0.0, 0.01, 1.0);
+    c.fabric.latency_ns = f.number_or("latency_us", 0.0, 0.0, 1e6) * 1000.0;
+    if (f.has("source")) c.fabric.source = f.string("source");
+    f.allow_text("notes");
+    f.finish();
+  } else if (c.nodes > 1) {
+    r.fail("fabric", "a cluster of more than one node needs a fabric");
+  } else {
+    c.fabric.nics_per_node = c.node.nics;
+    c.fabric.nic_gbps = c.node.nic_gbps;
+  }
+  if (c.nodes > 1 && c.fabric.nics_per_node <= 0) {
+    throw InputError(file, "$.fabric.nics_per_node",
+                     "a cluster of more than one node needs NICs (the node preset has none)");
+  }
+  c.profile = r.string("profile");
+  if (r.has("source")) c.source = r.string("source");
+  r.allow_text("notes");
+  r.finish();
+  return c;
+}
+
+ClusterSpec load_cluster_spec(const std::string& path_or_name) {
+  std::string path = resolve_data_file(path_or_name, "scenarios/clusters", "cluster");
+  return read_cluster_spec(json::parse_file(path), path);
+}
+
+nlohmann::ordered_json to_json(const NodeSpec& n) {
+  nlohmann::ordered_json j;
+  j["name"] = n.name;
+  j["gpus"] = n.gpus;
+  j["gpu"] = n.gpu;
+  j["sockets"] = n.sockets;
+  j["nvlink_kind"] = n.nvlink_kind;
+  if (n.nvlink_kind != "none") j["nvlink"] = link_json(n.nvlink);
+  j["nvls"] = n.nvls;
+  j["nvswitches"] = n.nvswitches;
+  j["pcie_generation"] = n.pcie_generation;
+  j["pcie"] = link_json(n.pcie);
+  j["gpus_per_pcie_switch"] = n.gpus_per_pcie_switch;
+  j["nics_per_pcie_switch"] = n.nics_per_pcie_switch;
+  j["socket_link_kind"] = n.socket_link_kind;
+  if (n.sockets > 1) j["socket_link"] = link_json(n.socket_link);
+  j["nics"] = n.nics;
+  j["nic_gbps"] = n.nic_gbps;
+  return j;
+}
+
+nlohmann::ordered_json to_json(const ClusterSpec& c) {
+  nlohmann::ordered_json j;
+  j["name"] = c.name;
+  j["nodes"] = c.nodes;
+  j["gpus_per_node"] = c.gpus_per_node;
+  j["node"] = to_json(c.node);
+  nlohmann::ordered_json f;
+  f["kind"] = c.fabric.kind;
+  f["nics_per_node"] = c.fabric.nics_per_node;
+  f["nic_gbps"] = c.fabric.nic_gbps;
+  f["oversubscription"] = c.fabric.oversubscription;
+  f["tiers"] = c.fabric.tiers;
+  f["switch_radix"] = c.fabric.switch_radix;
+  f["efficiency"] = c.fabric.efficiency;
+  f["latency_us"] = c.fabric.latency_ns / 1000.0;
+  j["fabric"] = f;
+  j["profile"] = c.profile;
+  return j;
+}
+
+}  // namespace strata
