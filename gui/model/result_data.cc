@@ -1,0 +1,158 @@
+#include "gui/model/result_data.h"
+
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/json_reader.h"
+
+namespace strata::gui {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+double bytes_of(json::ObjectReader& r, const std::string& key) { return r.number(key, 0.0, kInf); }
+
+}  // namespace
+
+MemoryReport read_memory_object(const nlohmann::json& memory, const std::string& file,
+                                const std::string& path) {
+  json::ObjectReader r(memory, file, path);
+  MemoryReport m;
+  const nlohmann::json& stages = r.array("stages");
+  if (!stages.is_array() || stages.empty()) {
+    r.fail("stages", "expected a non-empty array of pipeline stages");
+  }
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    json::ObjectReader s(stages[i], file, r.element_path("stages", i));
+    StageMemory st;
+    st.stage = static_cast<int>(s.integer_or("stage", static_cast<std::int64_t>(i), 0, 1000000));
+    st.layers = static_cast<int>(s.integer_or("layers", 0, 0, 1000000));
+    st.params_bytes = bytes_of(s, "params_bytes");
+    st.grads_bytes = bytes_of(s, "grads_bytes");
+    st.optimizer_bytes = bytes_of(s, "optimizer_bytes");
+    st.activations_bytes = bytes_of(s, "activations_bytes");
+    st.buffers_bytes = s.number_or("buffers_bytes", 0.0, 0.0, kInf);
+    st.reserve_bytes = s.number_or("reserve_bytes", 0.0, 0.0, kInf);
+    st.total_bytes = bytes_of(s, "total_bytes");
+    st.host_bytes = s.number_or("host_bytes", 0.0, 0.0, kInf);
+    st.fits = s.boolean_or("fits", true);
+    m.stages.push_back(st);
+  }
+  m.capacity_bytes = r.number("capacity_bytes", 0.0, kInf);
+  m.peak_bytes = r.number_or("peak_bytes", 0.0, 0.0, kInf);
+  m.peak_stage = static_cast<int>(r.integer_or("peak_stage", 0, 0, 1000000));
+  m.fits = r.boolean_or("fits", m.peak_bytes <= m.capacity_bytes);
+  m.host_bytes_per_gpu = r.number_or("host_bytes_per_gpu", 0.0, 0.0, kInf);
+  if (m.peak_bytes == 0.0) {
+    for (const StageMemory& st : m.stages) {
+      if (st.total_bytes > m.peak_bytes) {
+        m.peak_bytes = st.total_bytes;
+        m.peak_stage = st.stage;
+      }
+    }
+  }
+  return m;
+}
+
+ResultData read_result_object(const nlohmann::json& result, const std::string& file,
+                              const std::string& path) {
+  json::ObjectReader r(result, file, path);
+  ResultData d;
+  d.file = file;
+  d.step_time_s = r.number("step_time_s", 0.0, kInf);
+  d.mfu = r.number_or("mfu", 0.0, 0.0, 10.0);
+  d.hfu = r.number_or("hfu", 0.0, 0.0, 10.0);
+  d.tflops_per_gpu = r.number_or("tflops_per_gpu", 0.0, 0.0, kInf);
+  d.hw_tflops_per_gpu = r.number_or("hw_tflops_per_gpu", 0.0, 0.0, kInf);
+  d.tokens_per_s = r.number_or("tokens_per_s", 0.0, 0.0, kInf);
+  d.bubble_ratio = r.number_or("bubble_ratio", 0.0, 0.0, 1.0);
+  d.bubble_ratio_analytic = r.number_or("bubble_ratio_analytic", 0.0, 0.0, 1.0);
+  if (r.has("bubble_ratio_per_stage")) {
+    const nlohmann::json& per_stage = r.array("bubble_ratio_per_stage");
+    for (std::size_t i = 0; i < per_stage.size(); ++i) {
+      if (!per_stage[i].is_number()) {
+        throw InputError(file, r.element_path("bubble_ratio_per_stage", i),
+                         "expected a number in [0, 1], got " + json::describe(per_stage[i]));
+      }
+      d.bubble_ratio_per_stage.push_back(per_stage[i].get<double>());
+    }
+  }
+  if (r.has("exposed_comm_s")) {
+    json::ObjectReader e = r.object("exposed_comm_s");
+    d.exposed.tp_s = e.number_or("tp", 0.0, 0.0, kInf);
+    d.exposed.pp_s = e.number_or("pp", 0.0, 0.0, kInf);
+    d.exposed.dp_s = e.number_or("dp", 0.0, 0.0, kInf);
+    d.exposed.zero_s = e.number_or("zero", 0.0, 0.0, kInf);
+  }
+  d.compute_s = r.number_or("compute_s", 0.0, 0.0, kInf);
+  d.num_gpus = static_cast<int>(r.integer_or("num_gpus", 0, 0, 100000000));
+  d.events = r.integer_or("events", 0, 0, std::numeric_limits<std::int64_t>::max());
+  d.fidelity = r.choice_or("fidelity", "", {"full", "folded"});
+  if (r.has("memory")) d.memory = read_memory_object(r.raw("memory"), file, r.path_of("memory"));
+  if (r.has("link_utilization")) {
+    const nlohmann::json& links = r.array("link_utilization");
+    for (std::size_t i = 0; i < links.size(); ++i) {
+      json::ObjectReader l(links[i], file, r.element_path("link_utilization", i));
+      LinkUse u;
+      u.from = l.string("from");
+      u.to = l.string("to");
+      u.kind = l.string_or("kind", "");
+      u.bandwidth_bytes_per_s = l.number_or("bandwidth_bytes_per_s", 0.0, 0.0, kInf);
+      u.bytes = l.number_or("bytes", 0.0, 0.0, kInf);
+      u.utilization = l.number("utilization", 0.0, 1.0);
+      d.links.push_back(std::move(u));
+    }
+  }
+  if (r.has("inputs")) d.inputs = r.raw("inputs");
+  return d;
+}
+
+ResultData read_result_file(const std::string& path) {
+  const nlohmann::json doc = json::parse_file(path);
+  json::ObjectReader r(doc, path);
+  const std::string schema = r.string("schema");
+  if (schema != "strata-result/1") {
+    r.fail("schema", "expected \"strata-result/1\" (a result.json of `strata simulate`), got \"" +
+                         schema + "\"");
+  }
+  return read_result_object(doc, path, "$");
+}
+
+MemoryFile read_memory_file(const std::string& path) {
+  const nlohmann::json doc = json::parse_file(path);
+  json::ObjectReader r(doc, path);
+  MemoryFile f;
+  f.file = path;
+  f.memory = read_memory_object(r.raw("memory"), path, r.path_of("memory"));
+  if (r.has("inputs")) f.inputs = r.raw("inputs");
+  return f;
+}
+
+std::string describe_inputs(const nlohmann::json& inputs) {
+  if (!inputs.is_object()) return "";
+  std::string out;
+  auto model = inputs.find("model");
+  if (model != inputs.end() && model->is_object() && model->contains("name") &&
+      (*model)["name"].is_string()) {
+    out = (*model)["name"].get<std::string>();
+  }
+  auto plan = inputs.find("plan");
+  if (plan != inputs.end() && plan->is_object()) {
+    auto get = [&](const char* key) -> std::string {
+      auto it = plan->find(key);
+      return it != plan->end() && it->is_number_integer() ? std::to_string(it->get<int>()) : "?";
+    };
+    if (!out.empty()) out += " · ";
+    out += fmt::format("tp {} pp {} dp {}", get("tp"), get("pp"), get("dp"));
+  }
+  auto cluster = inputs.find("cluster");
+  if (cluster != inputs.end() && cluster->is_object() && cluster->contains("name") &&
+      (*cluster)["name"].is_string()) {
+    out += " · " + (*cluster)["name"].get<std::string>();
+  }
+  return out;
+}
+
+}  // namespace strata::gui

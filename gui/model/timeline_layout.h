@@ -1,0 +1,66 @@
+// The rows of the timeline, top to bottom: for each trace (predicted above
+// measured) a header row, then per node a header row, then the node's lanes
+// (rank x stream) unless the node is collapsed. A collapsed node's header row
+// draws the compute lanes of all its ranks on top of each other, so the pipeline
+// bubble stays visible with the node folded away. Qt-free.
+#pragma once
+
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gui/model/trace_model.h"
+
+namespace strata::gui {
+
+inline constexpr int kLaneHeightPx = 18;
+inline constexpr int kHeaderHeightPx = 20;
+// Traces with more lanes than this open with every node collapsed.
+inline constexpr int kCollapseAboveLanes = 48;
+
+enum class RowKind { kTrace, kNode, kLane };
+
+struct Row {
+  RowKind kind = RowKind::kLane;
+  int trace = 0;  // index into the layout's traces
+  int node = -1;  // node number (kNode, kLane); -1 when the trace names none
+  int lane = -1;  // lane index in the trace (kLane)
+  std::vector<int> overlay_lanes;  // kNode when collapsed: lanes drawn in the header row
+  bool collapsed = false;          // kNode
+  int y_px = 0;
+  int height_px = 0;
+  std::string label;
+};
+
+class TimelineLayout {
+ public:
+  // Lays out traces (not owned; they must outlive the layout or the next call).
+  // Nodes start collapsed when a trace has more than kCollapseAboveLanes lanes.
+  void set_traces(std::vector<const TraceModel*> traces);
+  const std::vector<const TraceModel*>& traces() const { return traces_; }
+
+  // Collapses or expands one node of one trace.
+  void set_collapsed(int trace, int node, bool collapsed);
+  void toggle(int trace, int node) { set_collapsed(trace, node, !is_collapsed(trace, node)); }
+  bool is_collapsed(int trace, int node) const;
+
+  const std::vector<Row>& rows() const { return rows_; }
+  int total_height_px() const;
+  // The row covering y (layout coordinates, 0 = top of the first row); -1 if none.
+  int row_at(int y_px) const;
+  // First row that reaches below y_px (for painting only what is visible).
+  int first_row_below(int y_px) const;
+
+ private:
+  void rebuild();
+
+  std::vector<const TraceModel*> traces_;
+  std::set<std::pair<int, int>> collapsed_;  // (trace, node)
+  std::vector<Row> rows_;
+};
+
+// The header text of a trace row: "predicted · gpt3-175b · step 1.234 s · 1,000 tasks".
+std::string trace_label(const TraceModel& trace);
+
+}  // namespace strata::gui

@@ -1,0 +1,153 @@
+// The timeline of one trace.json, held compactly for drawing a million tasks.
+//
+// Invariants (after finalize()):
+//   - lanes are ordered by (process sort index, rank, stream);
+//   - each lane's spans are sorted by start_ns (ties by end), and
+//     max_end_ns[i] is the largest end among spans[0..i] (non-decreasing), so the
+//     first span that can reach a time t is a binary search away even when spans
+//     overlap (measured traces) or one span is very long (the optimizer step);
+//   - a Span is 24 bytes; its rarely needed fields (name, micro-batch, layer, ...)
+//     live in the side table `details`, indexed by Span::detail.
+// No Qt types: the maths is tested without a display.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/units.h"
+
+namespace strata::gui {
+
+// Task categories of docs/formats.md ("trace.json"), in the order colors are assigned.
+enum class Category : std::uint8_t {
+  kGemm,
+  kAttention,
+  kElementwise,
+  kTp,
+  kPp,
+  kDp,
+  kZero,
+  kOptimizer,
+  kCopy,
+};
+inline constexpr int kNumCategories = 9;
+
+const char* to_string(Category c);
+// The category named s; false when s is not one of the nine names.
+bool parse_category(std::string_view s, Category* out);
+
+enum class Phase : std::uint8_t { kNone, kFwd, kBwd, kRecompute, kStep };
+const char* to_string(Phase p);
+// The phase named s ("fwd", "bwd", "recompute", "step"); false otherwise.
+bool parse_phase(std::string_view s, Phase* out);
+
+// The name of stream tid as docs/formats.md numbers them (0 compute ... 5 copy);
+// "stream N" for other numbers.
+std::string stream_name(int tid);
+
+struct Span {
+  TimeNs start_ns = 0;
+  TimeNs dur_ns = 0;
+  std::uint32_t detail = 0;  // index into TraceModel::details
+  Category category = Category::kGemm;
+
+  TimeNs end_ns() const { return start_ns + dur_ns; }
+};
+static_assert(sizeof(Span) == 24, "spans are kept compact: a million of them is 24 MB");
+
+// The side table of a span: what hovering and selection show.
+struct SpanDetail {
+  std::uint32_t name = 0;  // index into TraceModel::names
+  std::int32_t mb = -1;     // micro-batch, -1 when none
+  std::int32_t layer = -1;  // -1 when none
+  std::int16_t chunk = 0;   // virtual pipeline stage
+  Phase phase = Phase::kNone;
+  double flops = 0.0;
+  double bytes = 0.0;
+};
+
+// One (rank, stream) row of the timeline.
+struct Lane {
+  int rank = 0;        // Chrome trace pid
+  int stream = 0;      // Chrome trace tid
+  int node = -1;       // parsed from the process name "node N gpu G (rank R)"; -1 unknown
+  int sort_index = 0;  // process_sort_index, else the rank
+  std::string process_label;  // "node 0 gpu 3 (rank 3)"
+  std::string stream_label;   // "compute", "tp-comm", ...
+  std::vector<Span> spans;
+  std::vector<TimeNs> max_end_ns;  // running maximum of span ends (see invariants)
+};
+
+struct TraceModel {
+  std::string file;          // where it was read from
+  std::string kind;          // "predicted" | "measured" (otherData.strata.kind), "" if absent
+  std::string model_name;    // otherData.strata.model
+  nlohmann::json plan;       // otherData.strata.plan (null if absent)
+  double step_time_s = 0.0;  // otherData.strata.step_time_s (0 if absent)
+  int num_ranks = 0;         // otherData.strata.num_ranks (0 if absent)
+  std::vector<Lane> lanes;
+  std::vector<SpanDetail> details;
+  std::vector<std::string> names;  // interned task names
+
+  std::size_t num_spans() const;
+  // Earliest start and latest end over all spans; {0, 0} when empty.
+  TimeNs begin_ns() const;
+  TimeNs end_ns() const;
+  const std::string& name_of(const Span& s) const { return names[details[s.detail].name]; }
+  const SpanDetail& detail_of(const Span& s) const { return details[s.detail]; }
+  // Distinct node numbers of the lanes in order of first appearance (-1 for unknown).
+  std::vector<int> nodes() const;
+};
+
+// Builds a TraceModel one span at a time (the trace reader, tests, the benchmark).
+class TraceModelBuilder {
+ public:
+  // Interns a task name; the index stays valid for the builder's life.
+  std::uint32_t intern(std::string_view name);
+  // Adds a span to lane (rank, stream), creating the lane on first use.
+  void add_span(int rank, int stream, TimeNs start_ns, TimeNs dur_ns, Category category,
+                const SpanDetail& detail);
+  // Process metadata from "process_name" / "process_sort_index" events.
+  void set_process_label(int rank, std::string label);
+  void set_process_sort_index(int rank, int sort_index);
+  void set_stream_label(int rank, int stream, std::string label);
+
+  // Sorts lanes and spans, computes max_end_ns and fills the lanes' labels and
+  // nodes. The builder is empty afterwards.
+  TraceModel finalize(TraceModel header);
+
+ private:
+  static std::uint64_t key(int rank, int stream) {
+    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(rank)) << 32) |
+           static_cast<std::uint32_t>(stream);
+  }
+  std::vector<Lane> lanes_;
+  std::unordered_map<std::uint64_t, std::size_t> lane_of_;
+  std::vector<SpanDetail> details_;
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, std::uint32_t> name_index_;
+  std::unordered_map<int, std::string> process_labels_;
+  std::unordered_map<int, int> sort_indices_;
+  std::unordered_map<std::uint64_t, std::string> stream_labels_;
+  // Last lane used: consecutive events nearly always share a lane (sorted by pid, tid).
+  std::uint64_t last_key_ = ~0ull;
+  std::size_t last_lane_ = 0;
+};
+
+// The node number in a process name "node N gpu G (rank R)"; -1 when absent.
+int parse_node_of_process(std::string_view label);
+
+// Index of the first span of lane that ends after t_ns (spans.size() if none).
+std::size_t first_span_ending_after(const Lane& lane, TimeNs t_ns);
+
+// The span of lane under time t_ns, widened by tolerance_ns on both sides (for
+// picking narrow tasks with the mouse); among several, the one whose centre is
+// closest to t_ns. Returns -1 when none.
+std::int64_t span_at(const Lane& lane, TimeNs t_ns, TimeNs tolerance_ns);
+
+}  // namespace strata::gui
