@@ -70,23 +70,23 @@ std::int64_t total_params(const ModelSpec& m) {
          output_layer_params(m) + final_norm_params(m);
 }
 
+std::int64_t embedding_params_per_gpu(const ModelSpec& m, const PlanSpec& p) {
+  return word_embedding_params(m) / p.tp + position_embedding_params(m);
+}
+
+std::int64_t head_params_per_gpu(const ModelSpec& m, const PlanSpec& p) {
+  i64 params = final_norm_params(m);
+  if (m.untie_embeddings_and_output_weights || p.pp > 1) {
+    params += word_embedding_params(m) / p.tp;  // untied output layer, or Megatron's tied copy
+  }
+  return params;
+}
+
 std::int64_t stage_params_per_gpu(const ModelSpec& m, const PlanSpec& p, int stage) {
-  const int t = p.tp;
   const i64 layers_per_stage = m.num_layers / p.pp;
-  i64 params = layers_per_stage * layer_params_per_gpu(m, t);
-  const bool first = stage == 0;
-  const bool last = stage == p.pp - 1;
-  if (first) {
-    params += word_embedding_params(m) / t + position_embedding_params(m);
-  }
-  if (last) {
-    params += final_norm_params(m);
-    if (m.untie_embeddings_and_output_weights) {
-      params += word_embedding_params(m) / t;
-    } else if (!first) {
-      params += word_embedding_params(m) / t;  // Megatron's copy for the tied output layer
-    }
-  }
+  i64 params = layers_per_stage * layer_params_per_gpu(m, p.tp);
+  if (stage == 0) params += embedding_params_per_gpu(m, p);
+  if (stage == p.pp - 1) params += head_params_per_gpu(m, p);
   return params;
 }
 

@@ -24,6 +24,11 @@ std::int64_t total_params(const ModelSpec& m);
 // last stage holds its own copy of the word embedding for the output layer,
 // as Megatron-LM does.
 std::int64_t stage_params_per_gpu(const ModelSpec& m, const PlanSpec& p, int stage);
+// Embedding parameters one GPU of the first stage holds (vocabulary split over tp).
+std::int64_t embedding_params_per_gpu(const ModelSpec& m, const PlanSpec& p);
+// Output-head parameters one GPU of the last stage holds: final norm and the output
+// layer (untied, or Megatron's copy of the tied embedding when pp > 1).
+std::int64_t head_params_per_gpu(const ModelSpec& m, const PlanSpec& p);
 // Parameters of one layer held by one GPU under tensor parallelism.
 std::int64_t layer_params_per_gpu(const ModelSpec& m, int tp);
 

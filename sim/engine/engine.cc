@@ -1,0 +1,188 @@
+#include "sim/engine/engine.h"
+
+#include <cmath>
+#include <queue>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace strata::sim {
+namespace {
+
+enum class EventType : std::uint8_t { kTaskDone, kFlowDone };
+
+struct Event {
+  TimeNs time;
+  std::uint64_t seq;
+  TaskId task;
+  std::uint32_t version;
+  EventType type;
+};
+
+struct Later {
+  bool operator()(const Event& a, const Event& b) const {
+    return a.time != b.time ? a.time > b.time : a.seq > b.seq;
+  }
+};
+
+TimeNs transfer_ns(double bytes, double rate) {
+  if (bytes <= 0.0) return 0;
+  return static_cast<TimeNs>(std::ceil(bytes / rate * kNsPerSecond));
+}
+
+// A flow in flight: how much is left and at which rate it has been moving since `since`.
+struct ActiveFlow {
+  FlowModel::FlowId id = -1;
+  double remaining_bytes = 0.0;
+  double rate = 0.0;
+  TimeNs since = 0;
+};
+
+class Engine {
+ public:
+  Engine(const TaskGraph& graph, FlowModel* network) : g_(graph), net_(network) {
+    const int n = g_.num_tasks();
+    result_.start_ns.assign(n, -1);
+    result_.end_ns.assign(n, -1);
+    result_.blocker.assign(n, -1);
+    pending_.resize(n);
+    version_.assign(n, 0);
+    head_.assign(g_.num_slots(), 0);
+    flows_.resize(g_.num_comms() > 0 ? n : 0);
+    for (TaskId t = 0; t < n; ++t) {
+      pending_[t] = g_.num_dependencies(t) + static_cast<int>(g_.slots_end(t) - g_.slots_begin(t));
+    }
+  }
+
+  RunResult run() {
+    // Every stream's first task is at its head.
+    for (std::int32_t slot = 0; slot < g_.num_slots(); ++slot) {
+      const auto& tasks = g_.stream_by_slot(slot);
+      if (!tasks.empty()) release(tasks[0], -1);
+    }
+    flush_ready();
+    while (!queue_.empty()) {
+      Event e = queue_.top();
+      queue_.pop();
+      if (e.version != version_[e.task]) continue;  // superseded by a rate change
+      if (e.time < now_) throw InternalError("event engine: time ran backwards");
+      now_ = e.time;
+      ++result_.events;
+      if (e.type == EventType::kFlowDone) {
+        flow_done(e.task);
+      } else {
+        task_done(e.task);
+      }
+      flush_ready();
+    }
+    for (TaskId t = 0; t < g_.num_tasks(); ++t) {
+      if (result_.end_ns[t] < 0) {
+        throw InternalError(fmt::format("event engine: deadlock, task {} ({}) never ran", t,
+                                        g_.label(g_.label_of(t)).name));
+      }
+    }
+    result_.makespan_ns = now_;
+    return std::move(result_);
+  }
+
+ private:
+  // One of the task's conditions is met: `by` (a dependency, or the task before it
+  // on one of its streams) finished; -1 at the step's start.
+  void release(TaskId t, TaskId by) {
+    result_.blocker[t] = by;
+    if (--pending_[t] == 0) ready_.push_back(t);
+  }
+
+  // Starts tasks in the order they became ready (deterministic).
+  void flush_ready() {
+    for (std::size_t i = 0; i < ready_.size(); ++i) start(ready_[i]);
+    ready_.clear();
+    apply_rate_changes();
+  }
+
+  void schedule(TaskId t, TimeNs at, EventType type) {
+    queue_.push({at, seq_++, t, ++version_[t], type});
+  }
+
+  void start(TaskId t) {
+    result_.start_ns[t] = now_;
+    const std::int32_t c = g_.comm_of(t);
+    if (c < 0) {
+      schedule(t, now_ + g_.duration_ns(t), EventType::kTaskDone);
+      return;
+    }
+    const CommSpec& comm = g_.comm(c);
+    if (comm.bytes <= 0.0 || comm.rate_cap_bytes_per_s <= 0.0) {
+      schedule(t, now_ + comm.fixed_ns, EventType::kTaskDone);
+    } else if (net_ == nullptr || comm.links.empty()) {
+      schedule(t, now_ + comm.fixed_ns + transfer_ns(comm.bytes, comm.rate_cap_bytes_per_s),
+               EventType::kTaskDone);
+    } else {
+      ActiveFlow& f = flows_[t];
+      f.id = net_->add(comm.links, comm.rate_cap_bytes_per_s);
+      f.remaining_bytes = comm.bytes;
+      f.rate = 0.0;
+      f.since = now_;
+      flow_task_[f.id] = t;
+    }
+  }
+
+  // Re-plans the completion of every flow whose rate changed.
+  void apply_rate_changes() {
+    if (net_ == nullptr) return;
+    for (FlowModel::FlowId id : net_->take_changed()) {
+      auto it = flow_task_.find(id);
+      if (it == flow_task_.end()) continue;  // already finished
+      const TaskId t = it->second;
+      ActiveFlow& f = flows_[t];
+      f.remaining_bytes -= f.rate * ns_to_seconds(now_ - f.since);
+      if (f.remaining_bytes < 0.0) f.remaining_bytes = 0.0;
+      f.since = now_;
+      f.rate = net_->rate(id);
+      if (!(f.rate > 0.0)) throw InternalError("event engine: a flow was given no bandwidth");
+      schedule(t, now_ + transfer_ns(f.remaining_bytes, f.rate), EventType::kFlowDone);
+    }
+  }
+
+  void flow_done(TaskId t) {
+    ActiveFlow& f = flows_[t];
+    net_->remove(f.id);
+    flow_task_.erase(f.id);
+    f.id = -1;
+    schedule(t, now_ + g_.comm(g_.comm_of(t)).fixed_ns, EventType::kTaskDone);
+  }
+
+  void task_done(TaskId t) {
+    result_.end_ns[t] = now_;
+    for (const std::int32_t* s = g_.slots_begin(t); s != g_.slots_end(t); ++s) {
+      const auto& tasks = g_.stream_by_slot(*s);
+      std::int32_t& h = head_[*s];
+      ++h;
+      if (h < static_cast<std::int32_t>(tasks.size())) release(tasks[h], t);
+    }
+    for (const TaskId* s = g_.successors_begin(t); s != g_.successors_end(t); ++s) release(*s, t);
+  }
+
+  const TaskGraph& g_;
+  FlowModel* net_;
+  RunResult result_;
+  std::vector<std::int32_t> pending_;
+  std::vector<std::uint32_t> version_;
+  std::vector<std::int32_t> head_;
+  std::vector<ActiveFlow> flows_;
+  std::unordered_map<FlowModel::FlowId, TaskId> flow_task_;
+  std::vector<TaskId> ready_;
+  std::priority_queue<Event, std::vector<Event>, Later> queue_;
+  std::uint64_t seq_ = 0;
+  TimeNs now_ = 0;
+};
+
+}  // namespace
+
+RunResult run_task_graph(const TaskGraph& graph, FlowModel* network) {
+  return Engine(graph, network).run();
+}
+
+}  // namespace strata::sim

@@ -1,0 +1,25 @@
+// What the event engine needs from a network: flows over links whose rates are
+// shared max-min fairly and change whenever a flow starts or ends. The topology
+// part's FlowSharing implements it (sim/engine/topology_flow_model.h adapts it);
+// tests use simple models with hand-computable rates.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace strata::sim {
+
+class FlowModel {
+ public:
+  using FlowId = std::int64_t;
+  virtual ~FlowModel() = default;
+  // Starts a flow over `links`, never faster than rate_cap_bytes_per_s (> 0).
+  virtual FlowId add(const std::vector<std::int32_t>& links, double rate_cap_bytes_per_s) = 0;
+  virtual void remove(FlowId id) = 0;
+  // Current rate in bytes per second (> 0 for an active flow).
+  virtual double rate(FlowId id) const = 0;
+  // Flows whose rate changed since the last call, including flows just added.
+  virtual std::vector<FlowId> take_changed() = 0;
+};
+
+}  // namespace strata::sim

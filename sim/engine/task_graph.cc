@@ -1,0 +1,118 @@
+#include "sim/engine/task_graph.h"
+
+#include "core/error.h"
+
+namespace strata::sim {
+
+const char* to_string(StreamKind s) {
+  switch (s) {
+    case StreamKind::kCompute: return "compute";
+    case StreamKind::kTpComm: return "tp-comm";
+    case StreamKind::kDpComm: return "dp-comm";
+    case StreamKind::kPpSend: return "pp-send";
+    case StreamKind::kPpRecv: return "pp-recv";
+    case StreamKind::kCopy: return "copy";
+  }
+  return "compute";
+}
+
+const char* to_string(Category c) {
+  switch (c) {
+    case Category::kGemm: return "gemm";
+    case Category::kAttention: return "attention";
+    case Category::kElementwise: return "elementwise";
+    case Category::kTp: return "tp";
+    case Category::kPp: return "pp";
+    case Category::kDp: return "dp";
+    case Category::kZero: return "zero";
+    case Category::kOptimizer: return "optimizer";
+    case Category::kCopy: return "copy";
+  }
+  return "elementwise";
+}
+
+bool is_communication(Category c) {
+  return c == Category::kTp || c == Category::kPp || c == Category::kDp || c == Category::kZero;
+}
+
+const char* to_string(Phase p) {
+  switch (p) {
+    case Phase::kForward: return "fwd";
+    case Phase::kBackward: return "bwd";
+    case Phase::kRecompute: return "recompute";
+    case Phase::kStep: return "step";
+  }
+  return "fwd";
+}
+
+TaskGraph::TaskGraph(int num_ranks)
+    : num_ranks_(num_ranks), streams_(static_cast<std::size_t>(num_ranks) * kNumStreamKinds) {}
+
+std::int32_t TaskGraph::add_label(TaskLabel label) {
+  labels_.push_back(std::move(label));
+  return static_cast<std::int32_t>(labels_.size() - 1);
+}
+
+std::int32_t TaskGraph::add_comm(CommSpec comm) {
+  comms_.push_back(std::move(comm));
+  return static_cast<std::int32_t>(comms_.size() - 1);
+}
+
+std::int32_t TaskGraph::add_detail(std::vector<DetailOp> ops) {
+  details_.push_back(std::move(ops));
+  return static_cast<std::int32_t>(details_.size() - 1);
+}
+
+TaskId TaskGraph::new_task(TimeNs duration_ns, std::int32_t comm, std::int32_t label,
+                           const TaskInfo& info) {
+  if (finalized_) throw InternalError("task graph: task added after finalize()");
+  duration_ns_.push_back(duration_ns);
+  comm_.push_back(comm);
+  label_.push_back(label);
+  info_.push_back(info);
+  num_deps_.push_back(0);
+  return static_cast<TaskId>(duration_ns_.size() - 1);
+}
+
+TaskId TaskGraph::add_compute(int rank, StreamKind stream, TimeNs duration_ns, std::int32_t label,
+                              const TaskInfo& info) {
+  TaskId t = new_task(duration_ns, -1, label, info);
+  std::int32_t slot = rank * kNumStreamKinds + static_cast<int>(stream);
+  slots_.push_back(slot);
+  slot_offset_.push_back(static_cast<std::int32_t>(slots_.size()));
+  streams_[slot].push_back(t);
+  return t;
+}
+
+TaskId TaskGraph::add_comm_task(const std::vector<std::pair<int, StreamKind>>& slots,
+                                std::int32_t comm, std::int32_t label, const TaskInfo& info) {
+  TaskId t = new_task(comms_[comm].fixed_ns, comm, label, info);
+  for (const auto& [rank, stream] : slots) {
+    std::int32_t slot = rank * kNumStreamKinds + static_cast<int>(stream);
+    slots_.push_back(slot);
+    streams_[slot].push_back(t);
+  }
+  slot_offset_.push_back(static_cast<std::int32_t>(slots_.size()));
+  return t;
+}
+
+void TaskGraph::add_dependency(TaskId before, TaskId task) {
+  if (before == task) throw InternalError("task graph: a task cannot depend on itself");
+  edges_.emplace_back(before, task);
+  ++num_deps_[task];
+}
+
+void TaskGraph::finalize() {
+  const std::size_t n = duration_ns_.size();
+  succ_offset_.assign(n + 1, 0);
+  for (const auto& [before, after] : edges_) ++succ_offset_[before + 1];
+  for (std::size_t i = 0; i < n; ++i) succ_offset_[i + 1] += succ_offset_[i];
+  succ_.assign(edges_.size(), 0);
+  std::vector<std::int32_t> fill(succ_offset_.begin(), succ_offset_.end() - 1);
+  for (const auto& [before, after] : edges_) succ_[fill[before]++] = after;
+  edges_.clear();
+  edges_.shrink_to_fit();
+  finalized_ = true;
+}
+
+}  // namespace strata::sim

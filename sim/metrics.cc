@@ -1,0 +1,138 @@
+#include "sim/metrics.h"
+
+#include <algorithm>
+
+namespace strata::sim {
+namespace {
+
+int kind_of(Category c) {
+  switch (c) {
+    case Category::kTp: return static_cast<int>(CommKind::kTp);
+    case Category::kPp: return static_cast<int>(CommKind::kPp);
+    case Category::kDp: return static_cast<int>(CommKind::kDp);
+    case Category::kZero: return static_cast<int>(CommKind::kZero);
+    case Category::kCopy: return static_cast<int>(CommKind::kOffload);
+    default: return -1;
+  }
+}
+
+}  // namespace
+
+const char* to_string(CommKind k) {
+  switch (k) {
+    case CommKind::kTp: return "tp";
+    case CommKind::kPp: return "pp";
+    case CommKind::kDp: return "dp";
+    case CommKind::kZero: return "zero";
+    case CommKind::kOffload: return "offload";
+  }
+  return "tp";
+}
+
+StepMetrics step_metrics(const Workload& w, const RunResult& run) {
+  const TaskGraph& g = w.graph;
+  StepMetrics out;
+  const TimeNs makespan = run.makespan_ns;
+  out.step_time_s = ns_to_seconds(makespan);
+  const int n = g.num_ranks();
+  out.ranks.resize(n);
+
+  auto kind = [&](TaskId t) { return kind_of(g.label(g.label_of(t)).category); };
+
+  for (int r = 0; r < n; ++r) {
+    RankMetrics& rm = out.ranks[r];
+    // Attributes the gap [from, until) before a task blocked by `blocker`.
+    auto attribute = [&](TimeNs from, TimeNs until, TaskId blocker) {
+      bool pipeline = blocker < 0;
+      int last_kind = -1;
+      TaskId b = blocker;
+      while (b >= 0 && until > from) {
+        const int k = kind(b);
+        if (k < 0) {
+          // The chain ends at compute: another rank's (waiting for other stages is
+          // pipeline bubble) or this rank's own work on another stream.
+          const int owner = *g.slots_begin(b) / kNumStreamKinds;
+          if (owner != r) pipeline = true;
+          break;
+        }
+        if (k == static_cast<int>(CommKind::kPp)) pipeline = true;
+        const TimeNs begin = std::max(from, run.start_ns[b]);
+        if (until > begin) rm.exposed_s[k] += ns_to_seconds(until - begin);
+        until = std::min(until, begin);
+        last_kind = k;
+        b = run.blocker[b];
+        if (b < 0) pipeline = true;  // the chain starts at the step's start
+      }
+      if (until > from) {
+        if (pipeline || last_kind < 0) {
+          rm.bubble_s += ns_to_seconds(until - from);
+        } else {
+          rm.exposed_s[last_kind] += ns_to_seconds(until - from);
+        }
+      }
+    };
+
+    const auto& compute = g.stream(r, StreamKind::kCompute);
+    TimeNs cursor = 0;
+    for (TaskId t : compute) {
+      rm.compute_s += ns_to_seconds(run.end_ns[t] - run.start_ns[t]);
+      if (run.start_ns[t] > cursor) attribute(cursor, run.start_ns[t], run.blocker[t]);
+      cursor = run.end_ns[t];
+    }
+    // After the rank's last compute: its own communication still running is exposed;
+    // the rest is waiting for the other stages (pipeline flush).
+    if (makespan > cursor) {
+      std::vector<std::pair<TimeNs, TimeNs>> busy[kNumCommKinds];
+      for (StreamKind s : {StreamKind::kTpComm, StreamKind::kDpComm, StreamKind::kPpSend, StreamKind::kCopy}) {
+        for (TaskId t : g.stream(r, s)) {
+          const int k = kind(t);
+          if (k < 0 || run.end_ns[t] <= cursor) continue;
+          busy[k].emplace_back(std::max(cursor, run.start_ns[t]), run.end_ns[t]);
+        }
+      }
+      // Claim time in priority order so no instant counts twice.
+      std::vector<std::pair<TimeNs, TimeNs>> claimed;
+      auto overlap_free = [&](TimeNs a, TimeNs b) {
+        TimeNs free = b - a;
+        for (const auto& [c0, c1] : claimed) free -= std::max<TimeNs>(0, std::min(b, c1) - std::max(a, c0));
+        return std::max<TimeNs>(0, free);
+      };
+      TimeNs tail_exposed = 0;
+      for (int k : {static_cast<int>(CommKind::kDp), static_cast<int>(CommKind::kZero),
+                    static_cast<int>(CommKind::kOffload), static_cast<int>(CommKind::kPp),
+                    static_cast<int>(CommKind::kTp)}) {
+        std::sort(busy[k].begin(), busy[k].end());
+        TimeNs reach = cursor;
+        for (const auto& [a0, a1] : busy[k]) {
+          const TimeNs a = std::max(a0, reach);
+          if (a1 <= a) continue;
+          const TimeNs free = overlap_free(a, a1);
+          rm.exposed_s[k] += ns_to_seconds(free);
+          tail_exposed += free;
+          claimed.emplace_back(a, a1);
+          reach = a1;
+        }
+      }
+      rm.bubble_s += ns_to_seconds(std::max<TimeNs>(0, makespan - cursor - tail_exposed));
+    }
+  }
+
+  int max_stage = 0;
+  for (int s : w.stage) max_stage = std::max(max_stage, s);
+  std::vector<double> bubble_sum(max_stage + 1, 0.0);
+  std::vector<int> count(max_stage + 1, 0);
+  for (int r = 0; r < n; ++r) {
+    bubble_sum[w.stage[r]] += out.ranks[r].bubble_s;
+    ++count[w.stage[r]];
+    out.compute_s += out.ranks[r].compute_s / n;
+    for (int k = 0; k < kNumCommKinds; ++k) out.exposed_s[k] += out.ranks[r].exposed_s[k] / n;
+  }
+  for (int s = 0; s <= max_stage; ++s) {
+    const double ratio = count[s] > 0 && out.step_time_s > 0 ? bubble_sum[s] / count[s] / out.step_time_s : 0.0;
+    out.bubble_ratio_per_stage.push_back(ratio);
+    out.bubble_ratio += ratio / (max_stage + 1);
+  }
+  return out;
+}
+
+}  // namespace strata::sim

@@ -1,0 +1,41 @@
+// What a simulated step means to the user: step time, MFU/HFU, where each rank's
+// compute stream waited (pipeline bubble, exposed communication by kind).
+//
+// Each idle gap on a rank's compute stream is attributed by following the chain of
+// what the next compute task waited for: the part of the gap during which the
+// blocking communication ran is exposed communication of its kind; the part before
+// it, when the chain leads to a pipeline transfer or to the step's start or end, is
+// pipeline bubble (warm-up and flush). With uniform stages and free communication
+// this gives the bubble (p-1)/(m+p-1) exactly.
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "sim/engine/engine.h"
+#include "sim/workload/workload.h"
+
+namespace strata::sim {
+
+enum class CommKind { kTp, kPp, kDp, kZero, kOffload };
+inline constexpr int kNumCommKinds = 5;
+const char* to_string(CommKind k);
+
+struct RankMetrics {
+  double compute_s = 0.0;
+  double bubble_s = 0.0;
+  std::array<double, kNumCommKinds> exposed_s{};
+};
+
+struct StepMetrics {
+  double step_time_s = 0.0;
+  std::vector<RankMetrics> ranks;          // per simulated rank
+  std::vector<double> bubble_ratio_per_stage;
+  double bubble_ratio = 0.0;               // mean over stages
+  double compute_s = 0.0;                  // mean over ranks
+  std::array<double, kNumCommKinds> exposed_s{};  // mean over ranks
+};
+
+StepMetrics step_metrics(const Workload& workload, const RunResult& run);
+
+}  // namespace strata::sim

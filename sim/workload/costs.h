@@ -1,0 +1,47 @@
+// What the workload builder asks about time: how long a compute op takes on one
+// GPU (OpCosts) and what a communication costs on the cluster (CommCosts).
+// The simulator backs them with the device profile's cost model and the topology;
+// tests back them with hand-computable figures.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/collective.h"
+#include "core/dtype.h"
+#include "core/units.h"
+#include "sim/engine/task_graph.h"
+#include "sim/layer_ops.h"
+
+namespace strata::sim {
+
+class OpCosts {
+ public:
+  virtual ~OpCosts() = default;
+  virtual TimeNs gemm_ns(const GemmShape& shape, DType dtype) const = 0;
+  // A memory-bound op of the layer operation list ("input_norm", "softmax", "gelu",
+  // "residual_attn", "cross_entropy", ...) moving `bytes`.
+  virtual TimeNs elementwise_ns(const std::string& op_name, double bytes, DType dtype) const = 0;
+  // Fused (flash-style) attention over batch_heads heads of seq x head_dim; causal.
+  virtual TimeNs attention_ns(std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim,
+                              bool backward, DType dtype) const = 0;
+  // The optimizer update (Adam) streaming `bytes` through device memory.
+  virtual TimeNs optimizer_ns(double bytes) const = 0;
+  // A pinned host <-> device copy.
+  virtual TimeNs host_copy_ns(double bytes) const = 0;
+  // The optimizer update on the host (offload) for `params` parameters.
+  virtual TimeNs host_optimizer_ns(double params) const = 0;
+};
+
+class CommCosts {
+ public:
+  virtual ~CommCosts() = default;
+  // A collective over `group` (global GPU indices in rank order) of `bytes`
+  // (nccl-tests' convention), with its category for traces and metrics.
+  virtual CommSpec collective(CollectiveOp op, const std::vector<int>& group, double bytes,
+                              Category category) const = 0;
+  // A point-to-point transfer (pipeline activations or gradients).
+  virtual CommSpec p2p(int src_gpu, int dst_gpu, double bytes) const = 0;
+};
+
+}  // namespace strata::sim

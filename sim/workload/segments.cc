@@ -1,0 +1,221 @@
+#include "sim/workload/segments.h"
+
+#include <algorithm>
+
+namespace strata::sim {
+namespace {
+
+// A collective hooked to a point of the forward op list, with what it is in
+// forward and in backward (either may be absent).
+struct CommPoint {
+  std::optional<CollectiveOp> forward;
+  std::optional<CollectiveOp> backward;
+  double bytes = 0.0;
+};
+
+// An op of the forward list, or a collective point between ops.
+struct Item {
+  bool is_point = false;
+  LayerOp op;
+  CommPoint point;
+};
+
+Category op_category(const LayerOp& op) {
+  switch (op.kind) {
+    case OpKind::kGemm: return op.attention_core ? Category::kAttention : Category::kGemm;
+    case OpKind::kAttention: return Category::kAttention;
+    case OpKind::kElementwise: return Category::kElementwise;
+  }
+  return Category::kElementwise;
+}
+
+TaskGraph::DetailOp forward_detail(const LayerOp& op, const PlanSpec& p, const OpCosts& c,
+                                   const std::string& prefix = "") {
+  TimeNs t = 0;
+  switch (op.kind) {
+    case OpKind::kGemm: t = c.gemm_ns(op.gemm, p.dtype); break;
+    case OpKind::kAttention:
+      t = c.attention_ns(op.attn_batch_heads, op.attn_seq, op.attn_head_dim, false, p.dtype);
+      break;
+    case OpKind::kElementwise: t = c.elementwise_ns(op.name, op.bytes, p.dtype); break;
+  }
+  return {prefix + op.name, op_category(op), t, op.flops, op.bytes};
+}
+
+// Backward of one op: for C[m x n] = A[m x k] B[k x n], dA = dC B^T is an m x k x n GEMM
+// and dB = A^T dC a k x n x m one (both for weights and for attention's batched GEMMs);
+// memory-bound ops read the input and the incoming gradient and write a gradient:
+// twice their forward traffic.
+std::vector<TaskGraph::DetailOp> backward_details(const LayerOp& op, const PlanSpec& p,
+                                                  const OpCosts& c) {
+  std::vector<TaskGraph::DetailOp> out;
+  switch (op.kind) {
+    case OpKind::kGemm: {
+      GemmShape dgrad{op.gemm.m, op.gemm.k, op.gemm.n, op.gemm.batch};
+      GemmShape wgrad{op.gemm.k, op.gemm.n, op.gemm.m, op.gemm.batch};
+      out.push_back({op.name + " dgrad", op_category(op), c.gemm_ns(dgrad, p.dtype), dgrad.flops(), 0.0});
+      out.push_back({op.name + " wgrad", op_category(op), c.gemm_ns(wgrad, p.dtype), wgrad.flops(), 0.0});
+      break;
+    }
+    case OpKind::kAttention:
+      out.push_back({op.name + " bwd", Category::kAttention,
+                     c.attention_ns(op.attn_batch_heads, op.attn_seq, op.attn_head_dim, true, p.dtype),
+                     2.0 * op.flops, 2.0 * op.bytes});
+      break;
+    case OpKind::kElementwise:
+      out.push_back({op.name + " bwd", Category::kElementwise,
+                     c.elementwise_ns(op.name, 2.0 * op.bytes, p.dtype), 0.0, 2.0 * op.bytes});
+      break;
+  }
+  return out;
+}
+
+// Turns a sequence of details and collective points into segments, merging
+// consecutive details into one compute segment.
+class SegmentSink {
+ public:
+  void add(TaskGraph::DetailOp op) { pending_.push_back(std::move(op)); }
+  void add_comm(CollectiveOp op, double bytes) {
+    flush();
+    Segment s;
+    s.is_comm = true;
+    s.op = op;
+    s.comm_bytes = bytes;
+    out_.push_back(std::move(s));
+  }
+  std::vector<Segment> take() {
+    flush();
+    return std::move(out_);
+  }
+
+ private:
+  void flush() {
+    if (pending_.empty()) return;
+    Segment s;
+    TimeNs longest = -1;
+    for (const auto& op : pending_) {
+      s.duration_ns += op.duration_ns;
+      s.flops += op.flops;
+      s.bytes += op.bytes;
+      if (op.duration_ns > longest) {
+        longest = op.duration_ns;
+        s.category = op.category;
+      }
+    }
+    s.ops = std::move(pending_);
+    pending_.clear();
+    out_.push_back(std::move(s));
+  }
+  std::vector<TaskGraph::DetailOp> pending_;
+  std::vector<Segment> out_;
+};
+
+BlockSegments build(const std::vector<Item>& items, const PlanSpec& p, const OpCosts& c) {
+  BlockSegments b;
+  SegmentSink fwd;
+  SegmentSink rec;
+  for (const Item& it : items) {
+    if (it.is_point) {
+      if (it.point.forward) {
+        fwd.add_comm(*it.point.forward, it.point.bytes);
+        rec.add_comm(*it.point.forward, it.point.bytes);
+      }
+      continue;
+    }
+    fwd.add(forward_detail(it.op, p, c));
+    rec.add(forward_detail(it.op, p, c, "recompute "));
+  }
+  b.forward = fwd.take();
+  if (p.recompute == Recompute::kFull) b.recompute = rec.take();
+
+  // Backward: the forward list in reverse; selective recompute replays the
+  // attention core's forward just before its backward.
+  SegmentSink bwd;
+  bool core_replayed = false;
+  for (auto it = items.rbegin(); it != items.rend(); ++it) {
+    if (it->is_point) {
+      if (it->point.backward) bwd.add_comm(*it->point.backward, it->point.bytes);
+      continue;
+    }
+    if (p.recompute == Recompute::kSelective && it->op.attention_core && !core_replayed) {
+      for (const Item& f : items) {
+        if (!f.is_point && f.op.attention_core) bwd.add(forward_detail(f.op, p, c, "recompute "));
+      }
+      core_replayed = true;
+    }
+    for (auto& d : backward_details(it->op, p, c)) bwd.add(std::move(d));
+  }
+  b.backward = bwd.take();
+  return b;
+}
+
+Item op_item(LayerOp op) {
+  Item it;
+  it.op = std::move(op);
+  return it;
+}
+
+Item point(std::optional<CollectiveOp> forward, std::optional<CollectiveOp> backward, double bytes) {
+  Item it;
+  it.is_point = true;
+  it.point = {forward, backward, bytes};
+  return it;
+}
+
+// Bytes of the full residual stream of one micro-batch (what TP collectives move).
+double stream_bytes(const ModelSpec& m, const PlanSpec& p) {
+  return static_cast<double>(m.seq_length) * p.micro_batch_size * m.hidden_size *
+         dtype_bytes(p.dtype);
+}
+
+// The collective point that precedes a column-parallel layer ("f" / all-gather).
+Item before_column_parallel(const PlanSpec& p, double bytes) {
+  if (p.sequence_parallel) return point(CollectiveOp::kAllGather, CollectiveOp::kReduceScatter, bytes);
+  return point(std::nullopt, CollectiveOp::kAllReduce, bytes);
+}
+
+// The collective point that follows a row-parallel layer ("g" / reduce-scatter).
+Item after_row_parallel(const PlanSpec& p, double bytes) {
+  if (p.sequence_parallel) return point(CollectiveOp::kReduceScatter, CollectiveOp::kAllGather, bytes);
+  return point(CollectiveOp::kAllReduce, std::nullopt, bytes);
+}
+
+}  // namespace
+
+BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs) {
+  const double bytes = stream_bytes(m, p);
+  const bool tp = p.tp > 1;
+  std::vector<Item> items;
+  for (LayerOp& op : layer_forward_ops(m, layer_op_context(p))) {
+    const bool column_parallel = op.name == "qkv" || op.name == "fc1";
+    const bool row_parallel = op.name == "proj" || op.name == "fc2";
+    if (tp && column_parallel) items.push_back(before_column_parallel(p, bytes));
+    items.push_back(op_item(std::move(op)));
+    if (tp && row_parallel) items.push_back(after_row_parallel(p, bytes));
+  }
+  return build(items, p, costs);
+}
+
+BlockSegments embedding_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs) {
+  std::vector<Item> items;
+  for (LayerOp& op : embedding_forward_ops(m, layer_op_context(p))) items.push_back(op_item(std::move(op)));
+  // The vocabulary-parallel embedding sums its partial lookups over tp.
+  if (p.tp > 1) items.push_back(after_row_parallel(p, stream_bytes(m, p)));
+  return build(items, p, costs);
+}
+
+BlockSegments head_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs) {
+  std::vector<Item> items;
+  const double tokens = static_cast<double>(m.seq_length) * p.micro_batch_size;
+  for (LayerOp& op : head_forward_ops(m, layer_op_context(p))) {
+    if (p.tp > 1 && op.name == "logits") items.push_back(before_column_parallel(p, stream_bytes(m, p)));
+    const bool loss = op.name == "cross_entropy";
+    items.push_back(op_item(std::move(op)));
+    // Vocabulary-parallel cross-entropy all-reduces the max, the sum of exponentials
+    // and the target logit of every token over tp (Megatron-LM, cross_entropy.py): 3 fp32 values.
+    if (p.tp > 1 && loss) items.push_back(point(CollectiveOp::kAllReduce, std::nullopt, 3.0 * 4.0 * tokens));
+  }
+  return build(items, p, costs);
+}
+
+}  // namespace strata::sim

@@ -1,0 +1,671 @@
+#include "sim/workload/workload.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "sim/params.h"
+#include "sim/schedule/pipeline_schedule.h"
+#include "sim/workload/segments.h"
+
+namespace strata::sim {
+
+const char* to_string(Fidelity f) { return f == Fidelity::kFull ? "full" : "folded"; }
+
+namespace {
+
+// First and last task of a piece of a rank's program.
+struct Mark {
+  TaskId first = -1;
+  TaskId last = -1;
+  void add(TaskId t) {
+    if (first < 0) first = t;
+    last = t;
+  }
+};
+
+// A data-parallel gradient bucket: consecutive layers of one chunk in backward order.
+struct Bucket {
+  int chunk = 0;
+  int low_layer = 0;   // chunk-local index of the lowest layer (last in backward)
+  int high_layer = 0;  // chunk-local index of the highest layer (first in backward)
+  bool with_embedding = false;
+  double params = 0.0;
+};
+
+// Per-template-segment task label and detail ids, created once.
+struct SegmentIds {
+  std::vector<std::int32_t> label;
+  std::vector<std::int32_t> detail;
+};
+
+class Builder {
+ public:
+  Builder(const ModelSpec& m, const PlanSpec& p, const OpCosts& oc, const CommCosts& cc,
+          Fidelity fidelity, const WorkloadOptions& o)
+      : m_(m), p_(p), oc_(oc), cc_(cc), fidelity_(fidelity), o_(o) {}
+
+  Workload build() {
+    place_ranks();
+    w_.graph = TaskGraph(static_cast<int>(w_.global_rank.size()));
+    layer_ = layer_segments(m_, p_, oc_);
+    embedding_ = embedding_segments(m_, p_, oc_);
+    head_ = head_segments(m_, p_, oc_);
+    layer_ids_ = register_block(layer_, "layer");
+    embedding_ids_ = register_block(embedding_, "embedding");
+    head_ids_ = register_block(head_, "head");
+    build_programs();
+    for (int r = 0; r < p_.pp; ++r) {
+      for (int d = 0; d < p_.dp; ++d) {
+        if (sim_index(global(0, d, r)) >= 0) emit_tp_group(d, r);
+      }
+    }
+    add_pipeline_transfers();
+    add_data_parallel_and_step();
+    w_.graph.finalize();
+    return std::move(w_);
+  }
+
+ private:
+  struct BlockIds {
+    SegmentIds forward, backward, recompute;
+  };
+
+  int global(int t, int d, int r) const { return t + p_.tp * (d + p_.dp * r); }
+  int sim_index(int global_rank) const { return sim_of_global_[global_rank]; }
+  int chunk_layers() const { return m_.num_layers / (p_.pp * p_.vpp); }
+  int num_virtual_stages() const { return p_.pp * p_.vpp; }
+
+  void place_ranks() {
+    const int world = p_.tp * p_.dp * p_.pp;
+    sim_of_global_.assign(world, -1);
+    for (int r = 0; r < p_.pp; ++r) {
+      for (int d = 0; d < p_.dp; ++d) {
+        for (int t = 0; t < p_.tp; ++t) {
+          if (fidelity_ == Fidelity::kFolded && (t != 0 || d != 0)) continue;
+          const int g = global(t, d, r);
+          sim_of_global_[g] = static_cast<int>(w_.global_rank.size());
+          w_.global_rank.push_back(g);
+          w_.stage.push_back(r);
+          w_.tp_rank.push_back(t);
+          w_.dp_rank.push_back(d);
+        }
+      }
+    }
+    w_.fidelity = fidelity_;
+    const std::size_t n = w_.global_rank.size();
+    op_marks_.resize(n);
+    layer_marks_.resize(n);
+    last_task_.assign(n, -1);
+  }
+
+  static std::string segment_name(const Segment& s) {
+    if (s.is_comm) return to_string(s.op);
+    if (s.ops.size() == 1) return s.ops.front().name;
+    return s.ops.front().name + ".." + s.ops.back().name;
+  }
+
+  SegmentIds register_segments(const std::vector<Segment>& segs, Phase phase) {
+    SegmentIds ids;
+    for (const Segment& s : segs) {
+      TaskLabel label{segment_name(s), s.is_comm ? Category::kTp : s.category, phase};
+      ids.label.push_back(w_.graph.add_label(label));
+      ids.detail.push_back(s.is_comm ? -1 : w_.graph.add_detail(s.ops));
+    }
+    return ids;
+  }
+
+  BlockIds register_block(const BlockSegments& b, const std::string&) {
+    return {register_segments(b.forward, Phase::kForward),
+            register_segments(b.backward, Phase::kBackward),
+            register_segments(b.recompute, Phase::kRecompute)};
+  }
+
+  void build_programs() {
+    const int m = p_.num_microbatches();
+    programs_.resize(p_.pp);
+    op_index_.resize(p_.pp);
+    for (int r = 0; r < p_.pp; ++r) {
+      programs_[r] = pipeline_program(p_.schedule, p_.pp, p_.vpp, m, r);
+      op_index_[r].assign(2 * p_.vpp * m, -1);
+      for (int i = 0; i < static_cast<int>(programs_[r].size()); ++i) {
+        const PipelineOp& op = programs_[r][i];
+        op_index_[r][op_key(op.phase, op.chunk, op.microbatch)] = i;
+      }
+    }
+  }
+
+  int op_key(PipelinePhase phase, int chunk, int mb) const {
+    return ((phase == PipelinePhase::kForward ? 0 : 1) * p_.vpp + chunk) * p_.num_microbatches() + mb;
+  }
+
+  std::vector<int> tp_group_gpus(int d, int r) const {
+    std::vector<int> g;
+    for (int t = 0; t < p_.tp; ++t) g.push_back(global(t, d, r));
+    return g;
+  }
+
+  std::vector<int> dp_group_gpus(int t, int r) const {
+    std::vector<int> g;
+    for (int d = 0; d < p_.dp; ++d) g.push_back(global(t, d, r));
+    return g;
+  }
+
+  // Interns the CommSpec of a collective, so repeated collectives share one entry.
+  std::int32_t collective(CollectiveOp op, const std::vector<int>& group, double bytes,
+                          Category category) {
+    auto key = std::make_tuple(static_cast<int>(op), group.front(), group.size() > 1 ? group[1] - group[0] : 0,
+                               static_cast<int>(group.size()), static_cast<long long>(bytes),
+                               static_cast<int>(category));
+    auto it = comm_ids_.find(key);
+    if (it != comm_ids_.end()) return it->second;
+    std::int32_t id = w_.graph.add_comm(cc_.collective(op, group, bytes, category));
+    comm_ids_.emplace(key, id);
+    return id;
+  }
+
+  std::int32_t label(const std::string& name, Category category, Phase phase) {
+    auto key = std::make_tuple(name, static_cast<int>(category), static_cast<int>(phase));
+    auto it = label_ids_.find(key);
+    if (it != label_ids_.end()) return it->second;
+    std::int32_t id = w_.graph.add_label({name, category, phase});
+    label_ids_.emplace(key, id);
+    return id;
+  }
+
+  // Emits template segments for the simulated members of a tensor-parallel group.
+  // prev[i]/prev_comm[i] track member i's last task in this op, to chain data deps.
+  void emit(const std::vector<Segment>& segs, const SegmentIds& ids, const std::vector<int>& members,
+            const std::vector<int>& group, int mb, int layer, int chunk, std::vector<TaskId>& prev,
+            std::vector<char>& prev_comm, std::vector<Mark*>& marks) {
+    for (std::size_t k = 0; k < segs.size(); ++k) {
+      const Segment& s = segs[k];
+      TaskInfo info;
+      info.microbatch = mb;
+      info.layer = layer;
+      info.chunk = chunk;
+      if (!s.is_comm) {
+        info.detail = ids.detail[k];
+        info.flops = s.flops;
+        info.bytes = s.bytes;
+        for (std::size_t i = 0; i < members.size(); ++i) {
+          TaskId t = w_.graph.add_compute(members[i], StreamKind::kCompute, s.duration_ns,
+                                          ids.label[k], info);
+          if (prev[i] >= 0 && prev_comm[i]) w_.graph.add_dependency(prev[i], t);
+          prev[i] = t;
+          prev_comm[i] = 0;
+          for (Mark* mk : {marks[2 * i], marks[2 * i + 1]}) {
+            if (mk != nullptr) mk->add(t);
+          }
+        }
+        continue;
+      }
+      if (p_.tp == 1) continue;
+      info.bytes = s.comm_bytes;
+      std::vector<std::pair<int, StreamKind>> slots;
+      for (int member : members) slots.emplace_back(member, StreamKind::kTpComm);
+      TaskId t = w_.graph.add_comm_task(slots, collective(s.op, group, s.comm_bytes, Category::kTp),
+                                        ids.label[k], info);
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        if (prev[i] >= 0) w_.graph.add_dependency(prev[i], t);
+        prev[i] = t;
+        prev_comm[i] = 1;
+        for (Mark* mk : {marks[2 * i], marks[2 * i + 1]}) {
+          if (mk != nullptr) mk->add(t);
+        }
+      }
+    }
+  }
+
+  // Pass 1: the compute and tensor-parallel program of one tensor-parallel group.
+  void emit_tp_group(int d, int r) {
+    std::vector<int> members;
+    for (int t = 0; t < p_.tp; ++t) {
+      int s = sim_index(global(t, d, r));
+      if (s >= 0) members.push_back(s);
+    }
+    const std::vector<int> group = tp_group_gpus(d, r);
+    const auto& program = programs_[r];
+    const int lc = chunk_layers();
+    for (int member : members) {
+      op_marks_[member].assign(program.size(), Mark{});
+      layer_marks_[member].assign(program.size() * lc, Mark{});
+    }
+    const int last_vs = num_virtual_stages() - 1;
+    std::vector<TaskId> prev(members.size(), -1);
+    std::vector<char> prev_comm(members.size(), 0);
+    std::vector<Mark*> marks(2 * members.size(), nullptr);
+    for (std::size_t oi = 0; oi < program.size(); ++oi) {
+      const PipelineOp& op = program[oi];
+      const int vs = virtual_stage(p_.pp, r, op.chunk);
+      const int first_layer = vs * lc;
+      std::fill(prev.begin(), prev.end(), -1);
+      std::fill(prev_comm.begin(), prev_comm.end(), 0);
+      auto set_marks = [&](int layer_in_chunk) {
+        for (std::size_t i = 0; i < members.size(); ++i) {
+          marks[2 * i] = &op_marks_[members[i]][oi];
+          marks[2 * i + 1] =
+              layer_in_chunk >= 0 ? &layer_marks_[members[i]][oi * lc + layer_in_chunk] : nullptr;
+        }
+      };
+      if (op.phase == PipelinePhase::kForward) {
+        if (vs == 0) {
+          set_marks(-1);
+          emit(embedding_.forward, embedding_ids_.forward, members, group, op.microbatch, -1,
+               op.chunk, prev, prev_comm, marks);
+        }
+        for (int j = 0; j < lc; ++j) {
+          set_marks(j);
+          emit(layer_.forward, layer_ids_.forward, members, group, op.microbatch, first_layer + j,
+               op.chunk, prev, prev_comm, marks);
+        }
+        if (vs == last_vs) {
+          set_marks(-1);
+          emit(head_.forward, head_ids_.forward, members, group, op.microbatch, -1, op.chunk, prev,
+               prev_comm, marks);
+        }
+      } else {
+        if (vs == last_vs) {
+          set_marks(-1);
+          emit(head_.backward, head_ids_.backward, members, group, op.microbatch, -1, op.chunk,
+               prev, prev_comm, marks);
+        }
+        for (int j = lc - 1; j >= 0; --j) {
+          set_marks(j);
+          emit(layer_.recompute, layer_ids_.recompute, members, group, op.microbatch,
+               first_layer + j, op.chunk, prev, prev_comm, marks);
+          emit(layer_.backward, layer_ids_.backward, members, group, op.microbatch,
+               first_layer + j, op.chunk, prev, prev_comm, marks);
+        }
+        if (vs == 0) {
+          set_marks(-1);
+          emit(embedding_.backward, embedding_ids_.backward, members, group, op.microbatch, -1,
+               op.chunk, prev, prev_comm, marks);
+        }
+      }
+    }
+    for (int member : members) {
+      if (!program.empty()) last_task_[member] = op_marks_[member].back().last;
+    }
+  }
+
+  double activation_bytes() const {
+    // Megatron's scatter/gather optimisation (Narayanan et al. 2021, section 4.1) and
+    // sequence parallelism both send 1/tp of the activation tensor per tensor-parallel rank.
+    return static_cast<double>(m_.seq_length) * p_.micro_batch_size * m_.hidden_size *
+           dtype_bytes(p_.dtype) / p_.tp;
+  }
+
+  // Pass 2: activations and gradients between pipeline stages, in each sender's order.
+  void add_pipeline_transfers() {
+    if (p_.pp == 1) return;
+    const int last_vs = num_virtual_stages() - 1;
+    const std::int32_t send_act = label("send activations", Category::kPp, Phase::kForward);
+    const std::int32_t send_grad = label("send gradients", Category::kPp, Phase::kBackward);
+    for (std::size_t i = 0; i < w_.global_rank.size(); ++i) {
+      const int r = w_.stage[i];
+      const auto& program = programs_[r];
+      for (std::size_t oi = 0; oi < program.size(); ++oi) {
+        const PipelineOp& op = program[oi];
+        const int vs = virtual_stage(p_.pp, r, op.chunk);
+        const bool forward = op.phase == PipelinePhase::kForward;
+        if ((forward && vs == last_vs) || (!forward && vs == 0)) continue;
+        const int to_vs = forward ? vs + 1 : vs - 1;
+        const int to_stage = to_vs % p_.pp;
+        const int to_chunk = to_vs / p_.pp;
+        const int to_global = global(w_.tp_rank[i], w_.dp_rank[i], to_stage);
+        const int j = sim_index(to_global);
+        if (j < 0) continue;
+        const int to_op = op_index_[to_stage][op_key(op.phase, to_chunk, op.microbatch)];
+        TaskInfo info;
+        info.microbatch = op.microbatch;
+        info.chunk = op.chunk;
+        info.bytes = activation_bytes();
+        info.peer = j;
+        std::int32_t comm = w_.graph.add_comm(cc_.p2p(w_.global_rank[i], to_global, activation_bytes()));
+        TaskId t = w_.graph.add_comm_task({{static_cast<int>(i), StreamKind::kPpSend}}, comm,
+                                          forward ? send_act : send_grad, info);
+        w_.graph.add_dependency(op_marks_[i][oi].last, t);
+        w_.graph.add_dependency(t, op_marks_[j][to_op].first);
+      }
+    }
+  }
+
+  // The buckets of one pipeline rank, in the order their gradients become final.
+  std::vector<Bucket> buckets_of_stage(int r) const {
+    const auto& program = programs_[r];
+    // Chunks ordered by when their last backward runs.
+    std::vector<std::pair<int, int>> last_backward;  // (op index, chunk)
+    for (int c = 0; c < p_.vpp; ++c) {
+      int last = -1;
+      for (int i = 0; i < static_cast<int>(program.size()); ++i) {
+        if (program[i].phase == PipelinePhase::kBackward && program[i].chunk == c) last = i;
+      }
+      last_backward.emplace_back(last, c);
+    }
+    std::sort(last_backward.begin(), last_backward.end());
+    const double layer_params = static_cast<double>(layer_params_per_gpu(m_, p_.tp));
+    const int last_vs = num_virtual_stages() - 1;
+    std::vector<Bucket> buckets;
+    for (const auto& [unused, c] : last_backward) {
+      const int vs = virtual_stage(p_.pp, r, c);
+      Bucket b;
+      b.chunk = c;
+      b.high_layer = chunk_layers() - 1;
+      if (vs == last_vs) b.params += static_cast<double>(head_params_per_gpu(m_, p_));
+      for (int j = chunk_layers() - 1; j >= 0; --j) {
+        b.params += layer_params;
+        b.low_layer = j;
+        if (b.params >= o_.dp_bucket_params && j > 0) {
+          buckets.push_back(b);
+          b = Bucket{};
+          b.chunk = c;
+          b.high_layer = j - 1;
+        }
+      }
+      if (vs == 0) {
+        b.params += static_cast<double>(embedding_params_per_gpu(m_, p_));
+        b.with_embedding = true;
+      }
+      buckets.push_back(b);
+    }
+    return buckets;
+  }
+
+  int last_backward_op(int r, int chunk) const {
+    int last = -1;
+    const auto& program = programs_[r];
+    for (int i = 0; i < static_cast<int>(program.size()); ++i) {
+      if (program[i].phase == PipelinePhase::kBackward && program[i].chunk == chunk) last = i;
+    }
+    return last;
+  }
+
+  int first_forward_op(int r, int chunk) const {
+    const auto& program = programs_[r];
+    for (int i = 0; i < static_cast<int>(program.size()); ++i) {
+      if (program[i].phase == PipelinePhase::kForward && program[i].chunk == chunk) return i;
+    }
+    return -1;
+  }
+
+  // The task after which a bucket's gradients of one backward op are final.
+  TaskId bucket_ready(int member, int op, const Bucket& b) const {
+    if (b.with_embedding) return op_marks_[member][op].last;
+    return layer_marks_[member][op * chunk_layers() + b.low_layer].last;
+  }
+
+  // The first task that needs a bucket's weights in a forward op.
+  TaskId bucket_first_use(int member, int op, const Bucket& b) const {
+    if (b.with_embedding) return op_marks_[member][op].first;
+    return layer_marks_[member][op * chunk_layers() + b.low_layer].first;
+  }
+
+  TaskId dp_comm(const std::vector<int>& members, std::int32_t comm, std::int32_t lbl,
+                 const TaskInfo& info) {
+    std::vector<std::pair<int, StreamKind>> slots;
+    for (int member : members) slots.emplace_back(member, StreamKind::kDpComm);
+    return w_.graph.add_comm_task(slots, comm, lbl, info);
+  }
+
+  // Pass 3: gradient reduction, ZeRO gathers, the optimizer step.
+  void add_data_parallel_and_step() {
+    const double e = dtype_bytes(p_.dtype);
+    const std::size_t n = w_.global_rank.size();
+    std::vector<TaskId> last_dp(n, -1);  // each rank's last gradient-reduction task
+
+    const std::int32_t lbl_ar = label("grad all_reduce", Category::kDp, Phase::kBackward);
+    const std::int32_t lbl_rs = label("grad reduce_scatter", Category::kDp, Phase::kBackward);
+    const std::int32_t lbl_ag = label("param all_gather", Category::kZero, Phase::kStep);
+    const std::int32_t lbl_ag_fwd = label("param all_gather", Category::kZero, Phase::kForward);
+    const std::int32_t lbl_ag_bwd = label("param all_gather", Category::kZero, Phase::kBackward);
+
+    for (int r = 0; r < p_.pp; ++r) {
+      for (int t = 0; t < p_.tp; ++t) {
+        std::vector<int> members;
+        for (int d = 0; d < p_.dp; ++d) {
+          int s = sim_index(global(t, d, r));
+          if (s >= 0) members.push_back(s);
+        }
+        if (members.empty() || p_.dp == 1) continue;
+        const std::vector<int> group = dp_group_gpus(t, r);
+        const std::vector<Bucket> buckets = buckets_of_stage(r);
+        const auto& program = programs_[r];
+
+        if (p_.zero_stage == 3) {
+          add_zero3(members, group, r, last_dp, lbl_ag_fwd, lbl_ag_bwd, lbl_rs);
+          continue;
+        }
+        // ZeRO-1/2: the weights updated by the last step are gathered at this step's
+        // start, overlapped with the forward (Megatron's --overlap-param-gather), each
+        // bucket before its first use.
+        if (p_.zero_stage >= 1 && p_.overlap_param_gather) {
+          std::vector<Bucket> forward_order = buckets;
+          std::sort(forward_order.begin(), forward_order.end(), [](const Bucket& a, const Bucket& b) {
+            return a.chunk != b.chunk ? a.chunk < b.chunk : a.low_layer < b.low_layer;
+          });
+          for (const Bucket& b : forward_order) {
+            TaskInfo info;
+            info.chunk = b.chunk;
+            info.bytes = b.params * e;
+            TaskId ag = dp_comm(members, collective(CollectiveOp::kAllGather, group, b.params * e, Category::kZero),
+                                lbl_ag_fwd, info);
+            const int op = first_forward_op(r, b.chunk);
+            for (int member : members) w_.graph.add_dependency(ag, bucket_first_use(member, op, b));
+          }
+        }
+        // Gradient reduction: all-reduce (ZeRO-0) or reduce-scatter (ZeRO-1) once per
+        // step after the last micro-batch; ZeRO-2 reduce-scatters every micro-batch.
+        const CollectiveOp reduce = p_.zero_stage == 0 ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter;
+        const std::int32_t lbl = p_.zero_stage == 0 ? lbl_ar : lbl_rs;
+        if (p_.zero_stage == 2) {
+          for (std::size_t oi = 0; oi < program.size(); ++oi) {
+            const PipelineOp& op = program[oi];
+            if (op.phase != PipelinePhase::kBackward) continue;
+            for (const Bucket& b : buckets) {
+              if (b.chunk != op.chunk) continue;
+              TaskInfo info;
+              info.microbatch = op.microbatch;
+              info.chunk = op.chunk;
+              info.bytes = b.params * e;
+              TaskId rs = dp_comm(members, collective(reduce, group, b.params * e, Category::kDp), lbl, info);
+              for (int member : members) {
+                TaskId ready = p_.overlap_grad_reduce ? bucket_ready(member, static_cast<int>(oi), b)
+                                                      : op_marks_[member][oi].last;
+                w_.graph.add_dependency(ready, rs);
+                last_dp[member] = rs;
+              }
+            }
+          }
+        } else {
+          for (const Bucket& b : buckets) {
+            TaskInfo info;
+            info.chunk = b.chunk;
+            info.bytes = b.params * e;
+            TaskId red = dp_comm(members, collective(reduce, group, b.params * e, Category::kDp), lbl, info);
+            const int op = last_backward_op(r, b.chunk);
+            for (int member : members) {
+              TaskId ready = p_.overlap_grad_reduce ? bucket_ready(member, op, b) : last_task_[member];
+              w_.graph.add_dependency(ready, red);
+              last_dp[member] = red;
+            }
+          }
+        }
+        if (p_.zero_stage >= 1 && !p_.overlap_param_gather) {
+          for (const Bucket& b : buckets) {
+            TaskInfo info;
+            info.chunk = b.chunk;
+            info.bytes = b.params * e;
+            step_gathers_spec_.push_back({members, collective(CollectiveOp::kAllGather, group, b.params * e, Category::kZero), info});
+          }
+        }
+      }
+    }
+    add_embedding_sync(last_dp);
+    add_step(last_dp, lbl_ag);
+  }
+
+  // ZeRO-3: every layer's weights are gathered before its forward and again before its
+  // backward, and its gradients reduce-scattered after its backward, every micro-batch.
+  void add_zero3(const std::vector<int>& members, const std::vector<int>& group, int r,
+                 std::vector<TaskId>& last_dp, std::int32_t lbl_ag_fwd, std::int32_t lbl_ag_bwd,
+                 std::int32_t lbl_rs) {
+    const double e = dtype_bytes(p_.dtype);
+    const double layer_bytes = static_cast<double>(layer_params_per_gpu(m_, p_.tp)) * e;
+    const std::int32_t ag = collective(CollectiveOp::kAllGather, group, layer_bytes, Category::kZero);
+    const std::int32_t rs = collective(CollectiveOp::kReduceScatter, group, layer_bytes, Category::kDp);
+    const int lc = chunk_layers();
+    const auto& program = programs_[r];
+    for (std::size_t oi = 0; oi < program.size(); ++oi) {
+      const PipelineOp& op = program[oi];
+      const bool forward = op.phase == PipelinePhase::kForward;
+      // Layers in execution order within this op.
+      for (int step = 0; step < lc; ++step) {
+        const int j = forward ? step : lc - 1 - step;
+        TaskInfo info;
+        info.microbatch = op.microbatch;
+        info.chunk = op.chunk;
+        info.layer = virtual_stage(p_.pp, r, op.chunk) * lc + j;
+        info.bytes = layer_bytes;
+        TaskId gather = dp_comm(members, ag, forward ? lbl_ag_fwd : lbl_ag_bwd, info);
+        // Prefetch: with overlap the gather of a layer may start once the layer two
+        // before it has finished (two layers' weights live); without, once the previous
+        // layer has finished.
+        const int wait_steps = p_.overlap_param_gather ? 2 : 1;
+        const int prev_step = step - wait_steps;
+        for (int member : members) {
+          if (prev_step >= 0) {
+            const int pj = forward ? prev_step : lc - 1 - prev_step;
+            w_.graph.add_dependency(layer_marks_[member][oi * lc + pj].last, gather);
+          }
+          w_.graph.add_dependency(gather, layer_marks_[member][oi * lc + j].first);
+        }
+        if (!forward) {
+          TaskId red = dp_comm(members, rs, lbl_rs, info);
+          for (int member : members) {
+            w_.graph.add_dependency(layer_marks_[member][oi * lc + j].last, red);
+            last_dp[member] = red;
+          }
+        }
+      }
+    }
+  }
+
+  // Tied embeddings with pp > 1: the first and last stages all-reduce the word
+  // embedding's gradient (Megatron-LM's embedding group).
+  void add_embedding_sync(std::vector<TaskId>& last_dp) {
+    if (m_.untie_embeddings_and_output_weights || p_.pp == 1) return;
+    const double bytes = static_cast<double>(m_.vocab_size) * m_.hidden_size / p_.tp * dtype_bytes(p_.dtype);
+    const std::int32_t lbl = label("embedding grad all_reduce", Category::kDp, Phase::kBackward);
+    for (int d = 0; d < p_.dp; ++d) {
+      for (int t = 0; t < p_.tp; ++t) {
+        const int a = sim_index(global(t, d, 0));
+        const int b = sim_index(global(t, d, p_.pp - 1));
+        if (a < 0 || b < 0) continue;
+        TaskInfo info;
+        info.bytes = bytes;
+        std::int32_t comm = collective(CollectiveOp::kAllReduce, {global(t, d, 0), global(t, d, p_.pp - 1)},
+                                       bytes, Category::kDp);
+        TaskId task = w_.graph.add_comm_task({{a, StreamKind::kDpComm}, {b, StreamKind::kDpComm}}, comm, lbl, info);
+        for (int s : {a, b}) {
+          w_.graph.add_dependency(last_task_[s], task);
+          last_dp[s] = task;
+        }
+      }
+    }
+  }
+
+  // The end of the step: a global gradient-norm all-reduce (gradient clipping), the
+  // optimizer update of each rank's shard, and the weight gathers not overlapped.
+  void add_step(std::vector<TaskId>& last_dp, std::int32_t lbl_ag) {
+    const std::size_t n = w_.global_rank.size();
+    const int world = p_.tp * p_.dp * p_.pp;
+    TaskId norm = -1;
+    if (world > 1) {
+      std::vector<int> everyone(world);
+      for (int g = 0; g < world; ++g) everyone[g] = g;
+      // One fp32 partial norm per rank (Megatron-LM's clip_grad_norm_fp32).
+      CommSpec spec = cc_.collective(CollectiveOp::kAllReduce, everyone, 4.0, Category::kDp);
+      spec.links.clear();  // latency-bound: costed without the network
+      std::vector<std::pair<int, StreamKind>> slots;
+      for (std::size_t i = 0; i < n; ++i) slots.emplace_back(static_cast<int>(i), StreamKind::kDpComm);
+      TaskInfo info;
+      info.bytes = 4.0;
+      norm = w_.graph.add_comm_task(slots, w_.graph.add_comm(spec),
+                                    label("grad norm all_reduce", Category::kDp, Phase::kStep), info);
+      for (std::size_t i = 0; i < n; ++i) {
+        w_.graph.add_dependency(last_task_[i], norm);
+        if (last_dp[i] >= 0) w_.graph.add_dependency(last_dp[i], norm);
+      }
+    }
+    const std::int32_t lbl_opt = label("optimizer step", Category::kOptimizer, Phase::kStep);
+    const std::int32_t lbl_d2h = label("gradients to host", Category::kCopy, Phase::kStep);
+    const std::int32_t lbl_host = label("host optimizer step", Category::kOptimizer, Phase::kStep);
+    const std::int32_t lbl_h2d = label("weights to device", Category::kCopy, Phase::kStep);
+    std::vector<TaskId> updated(n, -1);
+    for (std::size_t i = 0; i < n; ++i) {
+      const double params = static_cast<double>(stage_params_per_gpu(m_, p_, w_.stage[i]));
+      const double shard = p_.zero_stage >= 1 ? params / p_.dp : params;
+      TaskInfo info;
+      const int rank = static_cast<int>(i);
+      if (p_.offload_optimizer) {
+        info.bytes = shard * dtype_bytes(p_.dtype);
+        TaskId d2h = w_.graph.add_compute(rank, StreamKind::kCopy, oc_.host_copy_ns(info.bytes), lbl_d2h, info);
+        // The three run back to back on the copy stream: gradients down, the host's
+        // Adam update, weights back up.
+        w_.graph.add_compute(rank, StreamKind::kCopy, oc_.host_optimizer_ns(shard), lbl_host, info);
+        TaskId h2d = w_.graph.add_compute(rank, StreamKind::kCopy, oc_.host_copy_ns(info.bytes), lbl_h2d, info);
+        w_.graph.add_dependency(norm >= 0 ? norm : last_task_[i], d2h);
+        updated[i] = h2d;
+      } else {
+        info.bytes = shard * o_.optimizer_bytes_per_param;
+        TaskId opt = w_.graph.add_compute(rank, StreamKind::kCompute, oc_.optimizer_ns(info.bytes), lbl_opt, info);
+        if (norm >= 0) w_.graph.add_dependency(norm, opt);
+        updated[i] = opt;
+      }
+    }
+    for (const GatherSpec& g : step_gathers_spec_) {
+      TaskId ag = dp_comm(g.members, g.comm, lbl_ag, g.info);
+      for (int member : g.members) w_.graph.add_dependency(updated[member], ag);
+    }
+  }
+
+  struct GatherSpec {
+    std::vector<int> members;
+    std::int32_t comm;
+    TaskInfo info;
+  };
+
+  const ModelSpec& m_;
+  const PlanSpec& p_;
+  const OpCosts& oc_;
+  const CommCosts& cc_;
+  Fidelity fidelity_;
+  WorkloadOptions o_;
+  Workload w_;
+  std::vector<int> sim_of_global_;
+  BlockSegments layer_, embedding_, head_;
+  BlockIds layer_ids_, embedding_ids_, head_ids_;
+  std::vector<std::vector<PipelineOp>> programs_;
+  std::vector<std::vector<int>> op_index_;
+  std::vector<std::vector<Mark>> op_marks_;     // [rank][op]
+  std::vector<std::vector<Mark>> layer_marks_;  // [rank][op * chunk_layers + layer]
+  std::vector<TaskId> last_task_;
+  std::vector<GatherSpec> step_gathers_spec_;
+  std::map<std::tuple<int, int, int, int, long long, int>, std::int32_t> comm_ids_;
+  std::map<std::tuple<std::string, int, int>, std::int32_t> label_ids_;
+};
+
+}  // namespace
+
+Workload build_workload(const ModelSpec& model, const PlanSpec& plan, const OpCosts& op_costs,
+                        const CommCosts& comm_costs, Fidelity fidelity,
+                        const WorkloadOptions& options) {
+  if (plan.dp <= 0) throw InternalError("build_workload: the plan's dp is not resolved");
+  return Builder(model, plan, op_costs, comm_costs, fidelity, options).build();
+}
+
+}  // namespace strata::sim

@@ -1,0 +1,57 @@
+// Hand-computable costs for simulator tests.
+#pragma once
+
+#include "sim/workload/costs.h"
+
+namespace strata::sim::testing {
+
+// Every GEMM of a layer costs `gemm_ns`, so a layer's backward (a data- and a
+// weight-gradient GEMM per forward GEMM) costs exactly twice its forward.
+// Memory-bound ops, the optimizer and the output layer's logits GEMM (n or k
+// equal to the vocabulary slice) are free, so stages are uniform.
+class GemmCountCosts : public OpCosts {
+ public:
+  GemmCountCosts(TimeNs gemm_ns, std::int64_t vocab_slice) : gemm_ns_(gemm_ns), vocab_(vocab_slice) {}
+  TimeNs gemm_ns(const GemmShape& s, DType) const override {
+    return (s.n == vocab_ || s.k == vocab_ || s.m == vocab_) ? 0 : gemm_ns_;
+  }
+  TimeNs elementwise_ns(const std::string&, double, DType) const override { return 0; }
+  TimeNs attention_ns(std::int64_t, std::int64_t, std::int64_t, bool, DType) const override { return 0; }
+  TimeNs optimizer_ns(double) const override { return 0; }
+  TimeNs host_copy_ns(double) const override { return 0; }
+  TimeNs host_optimizer_ns(double) const override { return 0; }
+
+ private:
+  TimeNs gemm_ns_;
+  std::int64_t vocab_;
+};
+
+// Communication that takes no time.
+class FreeComm : public CommCosts {
+ public:
+  CommSpec collective(CollectiveOp, const std::vector<int>&, double, Category) const override { return {}; }
+  CommSpec p2p(int, int, double) const override { return {}; }
+};
+
+// alpha + bytes / bandwidth for every transfer, without links.
+class AlphaBetaComm : public CommCosts {
+ public:
+  AlphaBetaComm(TimeNs alpha_ns, double bytes_per_s) : alpha_(alpha_ns), bw_(bytes_per_s) {}
+  CommSpec collective(CollectiveOp, const std::vector<int>&, double bytes, Category) const override {
+    return spec(bytes);
+  }
+  CommSpec p2p(int, int, double bytes) const override { return spec(bytes); }
+
+ private:
+  CommSpec spec(double bytes) const {
+    CommSpec s;
+    s.fixed_ns = alpha_;
+    s.bytes = bytes;
+    s.rate_cap_bytes_per_s = bw_;
+    return s;
+  }
+  TimeNs alpha_;
+  double bw_;
+};
+
+}  // namespace strata::sim::testing
