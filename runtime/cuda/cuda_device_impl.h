@@ -1,0 +1,131 @@
+// The cuda Device class, shared by cuda_device.cc (memory, copies, events,
+// cuBLAS GEMMs) and cuda_kernels.cu (every other kernel), and by the NCCL
+// communicator (which orders its stream after the device's). Private to runtime/cuda.
+//
+// All work is issued on one non-blocking stream per device, so calls are ordered
+// as the Device contract says; each call first makes this device current.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "runtime/device.h"
+
+namespace strata::rt {
+
+// Throws InternalError naming what failed when status is not cudaSuccess.
+void cuda_check(cudaError_t status, const char* what);
+void cublas_check(cublasStatus_t status, const char* what);
+
+class CudaDevice final : public Device {
+ public:
+  // Throws InputError when ordinal is not a visible GPU.
+  explicit CudaDevice(int ordinal);
+  ~CudaDevice() override;
+
+  const DeviceInfo& info() const override { return info_; }
+  int ordinal() const { return ordinal_; }
+  cudaStream_t stream() const { return stream_; }
+  // Makes this device current for the calling thread.
+  void activate() const;
+
+  void copy_to_device(const void* host, void* device_dst, std::size_t bytes) override;
+  void copy_to_host(const void* device_src, void* host, std::size_t bytes) override;
+  void copy_on_device(const void* src, void* dst, std::size_t bytes) override;
+
+  void gemm(const GemmArgs& args) override;
+
+  void layernorm_forward(const TensorView& x, const TensorView& gamma, const TensorView& beta,
+                         std::int64_t rows, std::int64_t cols, float eps, const TensorView& y,
+                         const TensorView& mean, const TensorView& rstd) override;
+  void layernorm_backward(const TensorView& dy, const TensorView& x, const TensorView& gamma,
+                          const TensorView& mean, const TensorView& rstd, std::int64_t rows,
+                          std::int64_t cols, const TensorView& dx, const TensorView& dgamma,
+                          const TensorView& dbeta) override;
+  void rmsnorm_forward(const TensorView& x, const TensorView& gamma, std::int64_t rows,
+                       std::int64_t cols, float eps, const TensorView& y,
+                       const TensorView& rstd) override;
+  void rmsnorm_backward(const TensorView& dy, const TensorView& x, const TensorView& gamma,
+                        const TensorView& rstd, std::int64_t rows, std::int64_t cols,
+                        const TensorView& dx, const TensorView& dgamma) override;
+
+  void gelu_forward(const TensorView& x, const TensorView& y) override;
+  void gelu_backward(const TensorView& dy, const TensorView& x, const TensorView& dx) override;
+  void swiglu_forward(const TensorView& x, std::int64_t rows, std::int64_t f,
+                      const TensorView& y) override;
+  void swiglu_backward(const TensorView& dy, const TensorView& x, std::int64_t rows,
+                       std::int64_t f, const TensorView& dx) override;
+  void softmax_forward(const TensorView& x, std::int64_t rows, std::int64_t cols,
+                       std::int64_t rows_per_matrix, float scale, bool causal,
+                       const TensorView& y) override;
+  void softmax_backward(const TensorView& y, const TensorView& dy, std::int64_t rows,
+                        std::int64_t cols, float scale, const TensorView& dx) override;
+
+  void add(const TensorView& a, const TensorView& b, const TensorView& out) override;
+  void add_bias(const TensorView& x, const TensorView& bias, std::int64_t rows,
+                std::int64_t cols) override;
+  void bias_backward(const TensorView& dy, std::int64_t rows, std::int64_t cols,
+                     const TensorView& dbias) override;
+  void scale(const TensorView& x, float alpha) override;
+  void axpy(float alpha, const TensorView& x, const TensorView& y) override;
+  void fill(const TensorView& x, float value) override;
+  void convert(const TensorView& src, const TensorView& dst) override;
+  void fill_random(const TensorView& x, std::uint64_t seed, std::uint64_t first_index, float lo,
+                   float hi) override;
+  void copy_2d(const TensorView& src, std::int64_t src_ld, const TensorView& dst,
+               std::int64_t dst_ld, std::int64_t rows, std::int64_t cols) override;
+  void permute_0213(const TensorView& x, std::int64_t d0, std::int64_t d1, std::int64_t d2,
+                    std::int64_t d3, const TensorView& y) override;
+
+  void embedding_forward(const IndexView& ids, const TensorView& table, std::int64_t vocab_rows,
+                         std::int64_t h, std::int64_t vocab_start, const TensorView& out) override;
+  void embedding_backward(const IndexView& ids, const TensorView& dout, std::int64_t vocab_rows,
+                          std::int64_t h, std::int64_t vocab_start,
+                          const TensorView& dtable) override;
+  void cross_entropy_row_max(const TensorView& logits, std::int64_t tokens,
+                             std::int64_t vocab_cols, const TensorView& row_max) override;
+  void cross_entropy_partials(const TensorView& logits, const IndexView& labels,
+                              std::int64_t tokens, std::int64_t vocab_cols,
+                              std::int64_t vocab_start, const TensorView& row_max,
+                              const TensorView& sum_exp, const TensorView& target_logit) override;
+  void cross_entropy_loss(const TensorView& row_max, const TensorView& sum_exp,
+                          const TensorView& target_logit, std::int64_t tokens,
+                          const TensorView& loss) override;
+  void cross_entropy_backward(const TensorView& logits, const IndexView& labels,
+                              const TensorView& row_max, const TensorView& sum_exp,
+                              std::int64_t tokens, std::int64_t vocab_cols,
+                              std::int64_t vocab_start, float grad_scale,
+                              const TensorView& dlogits) override;
+
+  void sum(const TensorView& x, const TensorView& out) override;
+  void sum_squares(const TensorView& x, const TensorView& out) override;
+  void adam_step(const TensorView& param, const TensorView& grad, const TensorView& exp_avg,
+                 const TensorView& exp_avg_sq, const AdamParams& params,
+                 std::int64_t step) override;
+
+  std::unique_ptr<Event> create_event() override;
+  void record(Event& event) override;
+  TimeNs elapsed_ns(const Event& start, const Event& end) override;
+  void synchronize() override;
+
+ protected:
+  void* raw_allocate(std::size_t bytes, MemoryKind kind) override;
+  void raw_free(void* data, std::size_t bytes, MemoryKind kind) noexcept override;
+
+ private:
+  int ordinal_ = 0;
+  DeviceInfo info_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  void* cublas_workspace_ = nullptr;
+  double* reduce_partials_ = nullptr;  // kReducePartials doubles for sum / sum_squares
+};
+
+// Blocks of the first stage of sum / sum_squares: a fixed number, so the order
+// of the sum (and its bits) does not depend on the GPU.
+inline constexpr int kReducePartials = 1024;
+
+}  // namespace strata::rt
