@@ -8,13 +8,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include "topologies/graph_spec.h"
+
 namespace strata {
 
 // A link class inside a node, per GPU (or per socket pair) and per direction.
 struct LinkParams {
-  double bandwidth_bytes_per_s = 0.0;  // per direction
+  double bandwidth_bytes_per_s = 0.0;  // line rate, per direction (datasheet)
   double latency_ns = 0.0;
+  // Achievable share of the line rate for bulk GPU transfers (NCCL's own per-link
+  // figures; see the presets' sources). 1 = the line rate.
+  double efficiency = 1.0;
   std::string source;
+
+  double achievable_bytes_per_s() const { return bandwidth_bytes_per_s * efficiency; }
 };
 
 // One node's parts. Node presets are files of exactly this schema.
@@ -22,6 +29,9 @@ struct NodeSpec {
   std::string name;             // preset name, or "inline"
   int gpus = 0;
   std::string gpu;              // the GPU model, informational ("A100-SXM4-80GB")
+  // CUDA compute capability x10 (80 = A100, 90 = H100/H200): selects NCCL's
+  // per-architecture tuning constants.
+  int compute_capability = 80;
   int sockets = 1;              // CPU sockets = NUMA domains; GPUs are spread evenly
   // NVLink: absent (kind "none") on PCIe-only boxes.
   std::string nvlink_kind = "none";  // "none" | "nvswitch"
@@ -42,6 +52,7 @@ struct NodeSpec {
 };
 
 struct FabricSpec {
+  std::string name = "inline";       // preset name (topologies/presets/fabrics/), or "inline"
   std::string kind = "infiniband";   // "infiniband" | "roce"
   int nics_per_node = 0;             // defaults to the node's NIC count
   double nic_gbps = 0.0;             // defaults to the node's NIC rate
@@ -50,8 +61,17 @@ struct FabricSpec {
   int switch_radix = 64;             // ports per switch (NDR QM9700: 64)
   double efficiency = 0.0;           // achievable share of line rate; 0 = the kind's default
   double latency_ns = 0.0;           // per switch hop; 0 = the kind's default
+  // Rail-optimized: NIC r of every node in a group of nodes goes to that group's
+  // rail-r leaf. Otherwise a leaf holds whole nodes (all their NICs).
+  bool rail_optimized = true;
   std::string source;
 };
+
+// The achievable share of line rate for the fabric (the spec's figure, else the
+// kind's default; sources in topologies/cluster_spec.cc).
+double fabric_efficiency(const FabricSpec& fabric);
+// Latency of one switch traversal (the spec's figure, else the kind's default).
+double fabric_hop_latency_ns(const FabricSpec& fabric);
 
 struct ClusterSpec {
   std::string name;
@@ -60,6 +80,8 @@ struct ClusterSpec {
   NodeSpec node;
   FabricSpec fabric;
   std::string profile;          // shipped profile name or path
+  // An inline graph replaces the generated one (node preset + fat-tree) when not empty.
+  topo::GraphSpec graph;
   std::string file;             // the file it was read from (for error messages)
   std::string source;
 
@@ -72,10 +94,18 @@ NodeSpec read_node_spec(const nlohmann::json& doc, const std::string& file,
 // Loads a shipped node preset by name (topologies/presets/nodes/NAME.json).
 NodeSpec load_node_preset(const std::string& name);
 
+// Reads a fabric description (a preset file or the inline `fabric` object); NIC
+// count and rate default to the node's.
+FabricSpec read_fabric_spec(const nlohmann::json& doc, const std::string& file,
+                            const std::string& path, const NodeSpec& node);
+// Loads a shipped fabric preset by name (topologies/presets/fabrics/NAME.json).
+FabricSpec load_fabric_preset(const std::string& name, const NodeSpec& node);
+
 ClusterSpec read_cluster_spec(const nlohmann::json& doc, const std::string& file);
 ClusterSpec load_cluster_spec(const std::string& path_or_name);
 
 nlohmann::ordered_json to_json(const ClusterSpec& cluster);
 nlohmann::ordered_json to_json(const NodeSpec& node);
+nlohmann::ordered_json to_json(const FabricSpec& fabric);
 
 }  // namespace strata

@@ -1,0 +1,95 @@
+// Max-min fair sharing of link bandwidth among concurrent flows, for the event
+// engine: it adds and removes flows as transfers start and end, and asks which
+// rates changed.
+//
+// The allocation (progressive filling, Bertsekas & Gallager, "Data Networks",
+// 2nd ed., section 6.5.2): every flow's rate r_f satisfies
+//   sum over flows f on link l of r_f <= capacity_l          (for every link l)
+//   r_f <= cap_f                                              (the flow's own cap)
+// and each flow is either at its cap or crosses a saturated link on which no
+// other flow is faster (its bottleneck). Equivalently: raise all rates together,
+// freeze a flow when it reaches its cap or one of its links fills, repeat.
+//
+// Incremental update: a change can only move the flows connected to it through
+// shared links (its connected component). add() first tries the cases that need
+// no re-solve (the new flow is capped below every residual on its path, or it
+// saturates a link where no other flow is faster); remove() needs none when its
+// links were not saturated. Otherwise only the component is re-solved.
+//
+// Not thread-safe: one engine owns one FlowSharing.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "topologies/topology.h"
+
+namespace strata::topo {
+
+class FlowSharing {
+ public:
+  using FlowId = std::int64_t;
+  static constexpr double kNoCap = std::numeric_limits<double>::infinity();
+
+  // Link capacities are the topology's achievable link bandwidths.
+  explicit FlowSharing(const Topology& topology);
+  // Explicit capacities (bytes/s per LinkId), for tests and custom models.
+  explicit FlowSharing(std::vector<double> capacities_bytes_per_s);
+
+  // A flow over `path`, never faster than rate_cap (bytes/s, > 0; kNoCap for none;
+  // e.g. a protocol's cap). The path may be empty only with a finite cap. Returns a
+  // handle that stays unique for this object's lifetime. Throws InternalError for
+  // link ids out of range or a non-positive cap.
+  FlowId add(const std::vector<LinkId>& path, double rate_cap_bytes_per_s);
+  // Removes a live flow; its bandwidth goes to the others. Throws InternalError for
+  // an unknown or already removed id.
+  void remove(FlowId id);
+  // Current rate in bytes/s of a live flow. Throws InternalError for unknown ids.
+  double rate(FlowId id) const;
+  // Live flows whose rate changed since the last call (added ones included, removed
+  // ones not), sorted by id; clears the list.
+  std::vector<FlowId> take_changed();
+
+  int live_flows() const { return live_; }
+  // Flows re-solved by the last add/remove (0 when a fast path applied): a measure
+  // of how local the incremental update was.
+  int last_resolved_flows() const { return last_resolved_; }
+
+ private:
+  struct Flow {
+    std::vector<LinkId> path;
+    std::vector<int> position;  // index of this flow in link_flows_[path[i]]
+    double cap = kNoCap;
+    double rate = 0.0;
+    std::uint32_t generation = 0;
+    bool live = false;
+    bool changed = false;
+  };
+
+  int slot_of(FlowId id) const;
+  FlowId id_of(int slot) const;
+  void attach(int slot);
+  void detach(int slot);
+  bool saturated(LinkId l) const;
+  void set_rate(int slot, double rate);
+  // Re-solves the component reachable from these links.
+  void resolve_from(const std::vector<LinkId>& seed_links);
+
+  std::vector<double> capacity_;
+  std::vector<double> load_;                     // sum of rates per link
+  std::vector<std::vector<int>> link_flows_;     // live flow slots per link
+  std::vector<Flow> flows_;
+  std::vector<int> free_slots_;
+  std::vector<int> changed_;
+  int live_ = 0;
+  int last_resolved_ = 0;
+
+  // Scratch for component solves (epoch-stamped to avoid clearing).
+  std::vector<std::uint32_t> link_epoch_;
+  std::vector<int> link_local_;
+  std::vector<std::uint32_t> flow_epoch_;
+  std::uint32_t epoch_ = 0;
+};
+
+}  // namespace strata::topo
