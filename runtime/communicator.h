@@ -17,8 +17,10 @@
 //     the time waited. After a CommError the communicator is unusable: call
 //     abort() (which ends every rank of the job) or let the process exit.
 //   - Every started Request must be waited on before the buffers it uses are
-//     freed or reused; a Request destroyed unwaited waits (up to the timeout)
-//     and logs any failure, since MPI/NCCL cannot cancel a collective.
+//     freed or reused, and must not outlive its communicator; a Request
+//     destroyed unwaited waits (up to the timeout) and logs any failure, since
+//     MPI/NCCL cannot cancel a collective. After a timeout on MPI the request
+//     stays valid: a late peer can still be waited for with a longer timeout.
 //
 // Thread safety: a Communicator and its Requests are used by one host thread.
 // (One process driving several GPUs uses one thread per communicator.)
@@ -48,7 +50,8 @@ class Request {
  public:
   virtual ~Request() = default;
   // Blocks until the operation completes; throws CommError past the
-  // communicator's timeout or when a peer failed. Idempotent once complete.
+  // communicator's timeout (its value when wait is called) or when a peer
+  // failed. Idempotent once complete.
   virtual void wait() = 0;
   // True once complete; never blocks (drives MPI progress).
   virtual bool test() = 0;

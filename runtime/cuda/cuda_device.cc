@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "runtime/backend.h"
 #include "runtime/cuda/cuda_backend.h"
+#include "runtime/cuda/cublas_loader.h"
 #include "runtime/kernel_checks.h"
 
 namespace strata::rt {
@@ -57,7 +58,7 @@ void cuda_check(cudaError_t status, const char* what) {
 
 void cublas_check(cublasStatus_t status, const char* what) {
   if (status != CUBLAS_STATUS_SUCCESS) {
-    throw InternalError(fmt::format("{}: {}", what, cublasGetStatusString(status)));
+    throw InternalError(fmt::format("{}: {}", what, cublas_api().status_string(status)));
   }
 }
 
@@ -77,10 +78,11 @@ CudaDevice::CudaDevice(int ordinal) : ordinal_(ordinal) {
   cudaDeviceProp prop{};
   cuda_check(cudaGetDeviceProperties(&prop, ordinal), "cudaGetDeviceProperties");
   cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-  cublas_check(cublasCreate(&cublas_), "cublasCreate");
-  cublas_check(cublasSetStream(cublas_, stream_), "cublasSetStream");
+  const CublasApi& blas = cublas_api();
+  cublas_check(blas.create(&cublas_), "cublasCreate");
+  cublas_check(blas.set_stream(cublas_, stream_), "cublasSetStream");
   cuda_check(cudaMalloc(&cublas_workspace_, kCublasWorkspaceBytes), "cudaMalloc(cuBLAS workspace)");
-  cublas_check(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes),
+  cublas_check(blas.set_workspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes),
                "cublasSetWorkspace");
   cuda_check(cudaMalloc(reinterpret_cast<void**>(&reduce_partials_),
                         kReducePartials * sizeof(double)),
@@ -100,7 +102,7 @@ CudaDevice::CudaDevice(int ordinal) : ordinal_(ordinal) {
   info_.versions["cuda_runtime"] = version_text(runtime_version);
   info_.versions["cuda_driver"] = version_text(driver_version);
   int cublas_version = 0;
-  cublasGetVersion(cublas_, &cublas_version);
+  blas.get_version(cublas_, &cublas_version);
   info_.versions["cublas"] = std::to_string(cublas_version);
   int nccl_version = 0;
   ncclGetVersion(&nccl_version);
@@ -117,7 +119,7 @@ CudaDevice::CudaDevice(int ordinal) : ordinal_(ordinal) {
 CudaDevice::~CudaDevice() {
   cudaSetDevice(ordinal_);
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
-  if (cublas_ != nullptr) cublasDestroy(cublas_);
+  if (cublas_ != nullptr) cublas_api().destroy(cublas_);
   if (cublas_workspace_ != nullptr) cudaFree(cublas_workspace_);
   if (reduce_partials_ != nullptr) cudaFree(reduce_partials_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
@@ -196,7 +198,7 @@ void CudaDevice::gemm(const GemmArgs& g) {
   const std::int64_t min_ld = g.k == 0 ? std::max<std::int64_t>({1, g.m, g.n}) : 1;
   const std::int64_t lda = std::max(g.lda, min_ld);
   const std::int64_t ldb = std::max(g.ldb, min_ld);
-  cublas_check(cublasGemmStridedBatchedEx(
+  cublas_check(cublas_api().gemm_strided_batched(
                    cublas_, op_b, op_a, static_cast<int>(g.n), static_cast<int>(g.m),
                    static_cast<int>(g.k), &alpha, g.b.data, cuda_type(g.b.dtype),
                    static_cast<int>(ldb), g.stride_b, g.a.data, cuda_type(g.a.dtype),

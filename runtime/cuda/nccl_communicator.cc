@@ -61,10 +61,10 @@ void settle(ncclComm_t comm, ncclResult_t started, std::chrono::milliseconds tim
 
 class NcclRequest final : public Request {
  public:
-  NcclRequest(ncclComm_t comm, int ordinal, cudaEvent_t done, std::string what,
-              std::chrono::milliseconds timeout)
-      : comm_(comm), ordinal_(ordinal), done_event_(done), what_(std::move(what)),
-        timeout_(timeout) {}
+  // owner: whose timeout (as set when wait() is called) bounds each wait.
+  NcclRequest(const Communicator& owner, ncclComm_t comm, int ordinal, cudaEvent_t done,
+              std::string what)
+      : owner_(owner), comm_(comm), ordinal_(ordinal), done_event_(done), what_(std::move(what)) {}
   ~NcclRequest() override {
     if (!complete_ && !failed_) {
       try {
@@ -80,7 +80,7 @@ class NcclRequest final : public Request {
   void wait() override {
     if (complete_) return;
     try {
-      poll_until([this] { return test(); }, timeout_, [this] { return what_; });
+      poll_until([this] { return test(); }, owner_.timeout(), [this] { return what_; });
     } catch (const CommError&) {
       failed_ = true;
       ncclCommAbort(comm_);  // stop NCCL kernels that would otherwise spin forever
@@ -108,11 +108,11 @@ class NcclRequest final : public Request {
   }
 
  private:
+  const Communicator& owner_;
   ncclComm_t comm_;
   int ordinal_;
   cudaEvent_t done_event_;
   std::string what_;
-  std::chrono::milliseconds timeout_;
   bool complete_ = false;
   bool failed_ = false;
 };
@@ -267,7 +267,7 @@ class NcclCommunicator final : public Communicator {
     cudaEvent_t done = nullptr;
     cuda_check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
     cuda_check(cudaEventRecord(done, stream_), "cudaEventRecord");
-    return std::make_unique<NcclRequest>(comm_, device_.ordinal(), done, what, timeout());
+    return std::make_unique<NcclRequest>(*this, comm_, device_.ordinal(), done, what);
   }
 
   CudaDevice& device_;

@@ -42,8 +42,8 @@ int mpi_count(const char* op, std::int64_t numel) {
 // Requests of one operation; `after` runs once they complete (in-place fix-ups).
 class MpiRequest final : public Request {
  public:
-  MpiRequest(std::string what, std::chrono::milliseconds timeout)
-      : what_(std::move(what)), timeout_(timeout) {}
+  // comm: whose timeout (as set when wait() is called) bounds each wait.
+  MpiRequest(std::string what, const Communicator& comm) : what_(std::move(what)), comm_(comm) {}
   ~MpiRequest() override {
     if (done_ || requests_.empty()) return;
     try {
@@ -58,7 +58,7 @@ class MpiRequest final : public Request {
 
   void wait() override {
     if (done_) return;
-    poll_until([this] { return test(); }, timeout_, [this] { return what_; });
+    poll_until([this] { return test(); }, comm_.timeout(), [this] { return what_; });
   }
 
   bool test() override {
@@ -79,7 +79,7 @@ class MpiRequest final : public Request {
 
  private:
   std::string what_;
-  std::chrono::milliseconds timeout_;
+  const Communicator& comm_;
   std::vector<MPI_Request> requests_;
   std::function<void()> after_;
   bool done_ = false;
@@ -196,7 +196,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   void barrier() override {
-    auto req = std::make_unique<MpiRequest>(describe("barrier", 0), timeout());
+    auto req = std::make_unique<MpiRequest>(describe("barrier", 0), *this);
     issue(req->requests(), "barrier", MPI_Ibarrier(comm_, &req->requests().emplace_back()));
     req->wait();
   }
@@ -227,7 +227,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   std::unique_ptr<MpiRequest> request(const std::string& op, const TensorView& v) const {
-    return std::make_unique<MpiRequest>(describe(op, v.bytes()), timeout());
+    return std::make_unique<MpiRequest>(describe(op, v.bytes()), *this);
   }
 
   // A failed MPI_I* call leaves no request to wait on.
