@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   app.parse_complete_callback([&] { strata::init_logging(quiet ? -1 : verbosity); });
 
   strata::cli::add_memory_command(app);
+  strata::cli::add_topo_command(app);
 
   try {
     app.parse(argc, argv);

@@ -64,6 +64,18 @@ TEST_F(CommTest, WorldMatchesTheLaunch) {
   EXPECT_EQ(world_->size(), launch.size);
   EXPECT_EQ(world_->rank(), launch.rank);
   EXPECT_STREQ(world_->transport(), launch.launched() ? "mpi" : "self");
+  // With the default thread count, the ranks on this node never ask for more
+  // threads in all than the node has cores.
+  auto dev = make_device(Backend::kCpu, 0);
+  EXPECT_LE(dev->info().compute_units * launch.local_size,
+            std::max(dev->info().host_cores, launch.local_size));
+}
+
+TEST_F(CommTest, SelfHasNoPeers) {
+  if (size_ > 1) GTEST_SKIP() << "only a one-rank world has no peers";
+  Tensor buf = device_->allocate_tensor(4, DType::kFp32);
+  EXPECT_THROW(world_->send(buf.view(), 1), InternalError);
+  EXPECT_THROW(world_->recv(buf.view(), 0), InternalError);
 }
 
 TEST_F(CommTest, AllReduceSumAndMaxInAndOutOfPlace) {

@@ -1,0 +1,79 @@
+// The backend factory and what a device says about itself.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "runtime/backend.h"
+#include "runtime/communicator.h"
+#include "runtime/device.h"
+
+namespace strata::rt {
+namespace {
+
+TEST(Device, BackendNames) {
+  EXPECT_EQ(parse_backend("cpu"), Backend::kCpu);
+  EXPECT_EQ(parse_backend("cuda"), Backend::kCuda);
+  EXPECT_EQ(parse_backend("gpu"), std::nullopt);
+  EXPECT_STREQ(to_string(Backend::kCuda), "cuda");
+  EXPECT_TRUE(backend_compiled(Backend::kCpu));
+}
+
+TEST(Device, CpuSaysItComputesEveryDtypeInFp32) {
+  DeviceOptions options;
+  options.cpu_threads = 1;
+  auto dev = make_device(Backend::kCpu, 0, options);
+  const DeviceInfo& info = dev->info();
+  EXPECT_EQ(info.backend, Backend::kCpu);
+  EXPECT_EQ(info.compute_units, 1);
+  EXPECT_GE(info.host_cores, 1);
+  EXPECT_GT(info.memory_bytes, 0);
+  EXPECT_FALSE(info.isa.empty());  // Eigen's SIMD sets, e.g. "AVX512, FMA, AVX2, AVX, SSE, ..."
+  EXPECT_EQ(info.versions.at("eigen").rfind("3.", 0), 0u);
+  for (DType d : {DType::kBf16, DType::kFp16, DType::kFp32, DType::kTf32}) {
+    EXPECT_EQ(dev->storage_dtype(d), DType::kFp32) << to_string(d);
+  }
+  EXPECT_NE(info.notes.find("computed in fp32"), std::string::npos) << info.notes;
+  Tensor t = dev->allocate_tensor(10, DType::kBf16);
+  EXPECT_EQ(t.dtype(), DType::kFp32);
+  EXPECT_EQ(t.buffer().bytes(), 40u);
+}
+
+TEST(Device, DefaultThreadsNeverExceedTheCores) {
+  auto dev = make_device(Backend::kCpu, 0);
+  EXPECT_GE(dev->info().compute_units, 1);
+  EXPECT_LE(dev->info().compute_units, dev->info().host_cores);
+}
+
+TEST(Device, UnavailableBackendsAreInputErrors) {
+  EXPECT_THROW(make_device(Backend::kCpu, 1), InputError);
+  if (cuda_device_count() > 0) GTEST_SKIP() << "this machine has a GPU";
+  try {
+    make_device(Backend::kCuda, 0);
+    FAIL() << "a cuda device was made without a GPU";
+  } catch (const InputError& e) {
+    const std::string m = e.message();
+    // Either the build has no cuda backend or the machine has no GPU; both say so.
+    EXPECT_TRUE(m.find("built without CUDA") != std::string::npos ||
+                m.find("sees no GPU") != std::string::npos)
+        << m;
+    EXPECT_NE(m.find("--backend cpu"), std::string::npos) << m;
+  }
+}
+
+TEST(Device, LocalCommunicatorsNeedTheCudaBackend) {
+  auto dev = make_device(Backend::kCpu, 0);
+  EXPECT_THROW(make_local_communicators({dev.get(), dev.get()}), InputError);
+}
+
+TEST(Device, SliceStaysInsideItsTensor) {
+  auto dev = make_device(Backend::kCpu, 0);
+  Tensor t = dev->allocate_tensor(8, DType::kFp32);
+  const TensorView s = t.view().slice(2, 6);
+  EXPECT_EQ(static_cast<float*>(s.data), static_cast<float*>(t.view().data) + 2);
+  EXPECT_EQ(s.numel, 6);
+  EXPECT_THROW(t.view().slice(3, 6), InternalError);
+}
+
+}  // namespace
+}  // namespace strata::rt
