@@ -32,7 +32,7 @@ void BM_CpuGemm(benchmark::State& state) {
   state.counters["threads"] = dev->info().compute_units;
 }
 // A square GEMM, and the forward QKV GEMM of a small GPT (b·s = 2048 tokens, h = 1024).
-BENCHMARK(BM_CpuGemm)->Args({1024, 1024, 1024})->Args({2048, 3072, 1024})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CpuGemm)->Args({1024, 1024, 1024})->Args({2048, 3072, 1024})->UseRealTime()->Unit(benchmark::kMillisecond);
 
 void BM_CpuLayerNorm(benchmark::State& state) {
   const std::int64_t rows = state.range(0), cols = state.range(1);
@@ -48,7 +48,7 @@ void BM_CpuLayerNorm(benchmark::State& state) {
   }
   state.counters["bytes/s"] = benchmark::Counter(2.0 * rows * cols * 4, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_CpuLayerNorm)->Args({2048, 1024})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CpuLayerNorm)->Args({2048, 1024})->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 void BM_CpuCausalSoftmax(benchmark::State& state) {
   const std::int64_t matrices = state.range(0), s = state.range(1);
@@ -62,7 +62,7 @@ void BM_CpuCausalSoftmax(benchmark::State& state) {
   state.counters["bytes/s"] = benchmark::Counter(2.0 * matrices * s * s * 4, benchmark::Counter::kIsIterationInvariantRate);
 }
 // 16 heads x batch 1 at sequence 1024.
-BENCHMARK(BM_CpuCausalSoftmax)->Args({16, 1024})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CpuCausalSoftmax)->Args({16, 1024})->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace strata::rt
