@@ -132,7 +132,14 @@ class NcclCommunicator final : public Communicator {
     cudaSetDevice(device_.ordinal());
     if (!aborted_) {
       cudaStreamSynchronize(stream_);
-      ncclCommDestroy(comm_);
+      // Non-blocking communicators finish their work with ncclCommFinalize,
+      // polled to completion (bounded by the timeout), before ncclCommDestroy.
+      try {
+        settle(comm_, ncclCommFinalize(comm_), timeout(), describe("finalize", 0));
+        ncclCommDestroy(comm_);
+      } catch (const std::exception& e) {
+        spdlog::error("{}", e.what());  // settle aborted the communicator on a timeout
+      }
     }
     cudaFree(barrier_word_);
     cudaStreamDestroy(stream_);
