@@ -9,5 +9,7 @@ namespace strata::cli {
 void add_memory_command(CLI::App& app);
 // strata topo show (cmd_topo.cc).
 void add_topo_command(CLI::App& app);
+// strata simulate (cmd_simulate.cc).
+void add_simulate_command(CLI::App& app);
 
 }  // namespace strata::cli

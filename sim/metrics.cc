@@ -51,8 +51,7 @@ StepMetrics step_metrics(const Workload& w, const RunResult& run) {
         if (k < 0) {
           // The chain ends at compute: another rank's (waiting for other stages is
           // pipeline bubble) or this rank's own work on another stream.
-          const int owner = *g.slots_begin(b) / kNumStreamKinds;
-          if (owner != r) pipeline = true;
+          if (!g.runs_on(b, r)) pipeline = true;
           break;
         }
         if (k == static_cast<int>(CommKind::kPp)) pipeline = true;

@@ -35,6 +35,7 @@ TimeNs transfer_ns(double bytes, double rate) {
 // A flow in flight: how much is left and at which rate it has been moving since `since`.
 struct ActiveFlow {
   FlowModel::FlowId id = -1;
+  TaskId task = -1;
   double remaining_bytes = 0.0;
   double rate = 0.0;
   TimeNs since = 0;
@@ -50,7 +51,6 @@ class Engine {
     pending_.resize(n);
     version_.assign(n, 0);
     head_.assign(g_.num_slots(), 0);
-    flows_.resize(g_.num_comms() > 0 ? n : 0);
     for (TaskId t = 0; t < n; ++t) {
       pending_[t] = g_.num_dependencies(t) + static_cast<int>(g_.slots_end(t) - g_.slots_begin(t));
     }
@@ -59,7 +59,7 @@ class Engine {
   RunResult run() {
     // Every stream's first task is at its head.
     for (std::int32_t slot = 0; slot < g_.num_slots(); ++slot) {
-      const auto& tasks = g_.stream_by_slot(slot);
+      const auto tasks = g_.stream_by_slot(slot);
       if (!tasks.empty()) release(tasks[0], -1);
     }
     flush_ready();
@@ -120,12 +120,14 @@ class Engine {
       schedule(t, now_ + comm.fixed_ns + transfer_ns(comm.bytes, comm.rate_cap_bytes_per_s),
                EventType::kTaskDone);
     } else {
-      ActiveFlow& f = flows_[t];
+      ActiveFlow f;
       f.id = net_->add(comm.links, comm.rate_cap_bytes_per_s);
       f.remaining_bytes = comm.bytes;
       f.rate = 0.0;
       f.since = now_;
-      flow_task_[f.id] = t;
+      f.task = t;
+      flows_.emplace(f.id, f);
+      flow_of_task_.emplace(t, f.id);
     }
   }
 
@@ -133,10 +135,10 @@ class Engine {
   void apply_rate_changes() {
     if (net_ == nullptr) return;
     for (FlowModel::FlowId id : net_->take_changed()) {
-      auto it = flow_task_.find(id);
-      if (it == flow_task_.end()) continue;  // already finished
-      const TaskId t = it->second;
-      ActiveFlow& f = flows_[t];
+      auto it = flows_.find(id);
+      if (it == flows_.end()) continue;  // already finished
+      ActiveFlow& f = it->second;
+      const TaskId t = f.task;
       f.remaining_bytes -= f.rate * ns_to_seconds(now_ - f.since);
       if (f.remaining_bytes < 0.0) f.remaining_bytes = 0.0;
       f.since = now_;
@@ -147,17 +149,17 @@ class Engine {
   }
 
   void flow_done(TaskId t) {
-    ActiveFlow& f = flows_[t];
-    net_->remove(f.id);
-    flow_task_.erase(f.id);
-    f.id = -1;
+    const FlowModel::FlowId id = flow_of_task_.at(t);
+    net_->remove(id);
+    flows_.erase(id);
+    flow_of_task_.erase(t);
     schedule(t, now_ + g_.comm(g_.comm_of(t)).fixed_ns, EventType::kTaskDone);
   }
 
   void task_done(TaskId t) {
     result_.end_ns[t] = now_;
     for (const std::int32_t* s = g_.slots_begin(t); s != g_.slots_end(t); ++s) {
-      const auto& tasks = g_.stream_by_slot(*s);
+      const auto tasks = g_.stream_by_slot(*s);
       std::int32_t& h = head_[*s];
       ++h;
       if (h < static_cast<std::int32_t>(tasks.size())) release(tasks[h], t);
@@ -171,8 +173,9 @@ class Engine {
   std::vector<std::int32_t> pending_;
   std::vector<std::uint32_t> version_;
   std::vector<std::int32_t> head_;
-  std::vector<ActiveFlow> flows_;
-  std::unordered_map<FlowModel::FlowId, TaskId> flow_task_;
+  // Only the flows in flight (a handful per rank), not one slot per task.
+  std::unordered_map<FlowModel::FlowId, ActiveFlow> flows_;
+  std::unordered_map<TaskId, FlowModel::FlowId> flow_of_task_;
   std::vector<TaskId> ready_;
   std::priority_queue<Event, std::vector<Event>, Later> queue_;
   std::uint64_t seq_ = 0;

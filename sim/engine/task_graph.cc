@@ -45,8 +45,7 @@ const char* to_string(Phase p) {
   return "fwd";
 }
 
-TaskGraph::TaskGraph(int num_ranks)
-    : num_ranks_(num_ranks), streams_(static_cast<std::size_t>(num_ranks) * kNumStreamKinds) {}
+TaskGraph::TaskGraph(int num_ranks) : num_ranks_(num_ranks) {}
 
 std::int32_t TaskGraph::add_label(TaskLabel label) {
   labels_.push_back(std::move(label));
@@ -59,6 +58,9 @@ std::int32_t TaskGraph::add_comm(CommSpec comm) {
 }
 
 std::int32_t TaskGraph::add_detail(std::vector<DetailOp> ops) {
+  double flops = 0.0;
+  for (const DetailOp& op : ops) flops += op.flops;
+  detail_flops_.push_back(flops);
   details_.push_back(std::move(ops));
   return static_cast<std::int32_t>(details_.size() - 1);
 }
@@ -80,8 +82,36 @@ TaskId TaskGraph::add_compute(int rank, StreamKind stream, TimeNs duration_ns, s
   std::int32_t slot = rank * kNumStreamKinds + static_cast<int>(stream);
   slots_.push_back(slot);
   slot_offset_.push_back(static_cast<std::int32_t>(slots_.size()));
-  streams_[slot].push_back(t);
   return t;
+}
+
+TaskId TaskGraph::add_shared_compute(const std::vector<int>& ranks, TimeNs duration_ns,
+                                     std::int32_t label, const TaskInfo& info) {
+  TaskId t = new_task(duration_ns, -1, label, info);
+  for (int rank : ranks) {
+    std::int32_t slot = rank * kNumStreamKinds + static_cast<int>(StreamKind::kCompute);
+    slots_.push_back(slot);
+  }
+  slot_offset_.push_back(static_cast<std::int32_t>(slots_.size()));
+  return t;
+}
+
+void TaskGraph::reserve(std::size_t tasks, std::size_t slots, std::size_t dependencies) {
+  duration_ns_.reserve(tasks);
+  comm_.reserve(tasks);
+  label_.reserve(tasks);
+  info_.reserve(tasks);
+  num_deps_.reserve(tasks);
+  slot_offset_.reserve(tasks + 1);
+  slots_.reserve(slots);
+  edges_.reserve(dependencies);
+}
+
+bool TaskGraph::runs_on(TaskId t, int rank) const {
+  for (const std::int32_t* s = slots_begin(t); s != slots_end(t); ++s) {
+    if (*s / kNumStreamKinds == rank) return true;
+  }
+  return false;
 }
 
 TaskId TaskGraph::add_comm_task(const std::vector<std::pair<int, StreamKind>>& slots,
@@ -90,7 +120,6 @@ TaskId TaskGraph::add_comm_task(const std::vector<std::pair<int, StreamKind>>& s
   for (const auto& [rank, stream] : slots) {
     std::int32_t slot = rank * kNumStreamKinds + static_cast<int>(stream);
     slots_.push_back(slot);
-    streams_[slot].push_back(t);
   }
   slot_offset_.push_back(static_cast<std::int32_t>(slots_.size()));
   return t;
@@ -104,6 +133,20 @@ void TaskGraph::add_dependency(TaskId before, TaskId task) {
 
 void TaskGraph::finalize() {
   const std::size_t n = duration_ns_.size();
+  // Streams: a counting sort of the slots by stream keeps each stream in task order.
+  const int num_streams = num_slots();
+  stream_offset_.assign(num_streams + 1, 0);
+  for (std::int32_t slot : slots_) ++stream_offset_[slot + 1];
+  for (int i = 0; i < num_streams; ++i) stream_offset_[i + 1] += stream_offset_[i];
+  stream_tasks_.resize(slots_.size());
+  {
+    std::vector<std::int32_t> fill(stream_offset_.begin(), stream_offset_.end() - 1);
+    for (std::size_t t = 0; t < n; ++t) {
+      for (std::int32_t k = slot_offset_[t]; k < slot_offset_[t + 1]; ++k) {
+        stream_tasks_[fill[slots_[k]]++] = static_cast<TaskId>(t);
+      }
+    }
+  }
   succ_offset_.assign(n + 1, 0);
   for (const auto& [before, after] : edges_) ++succ_offset_[before + 1];
   for (std::size_t i = 0; i < n; ++i) succ_offset_[i + 1] += succ_offset_[i];

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -53,13 +54,14 @@ struct TaskLabel {
   Phase phase = Phase::kForward;
 };
 
+// Kept small: a 1,024-GPU step has millions of tasks. A compute task's FLOPs come
+// from its detail (TaskGraph::detail_flops).
 struct TaskInfo {
-  int microbatch = -1;
-  int layer = -1;   // global layer index, -1 when none
-  int chunk = 0;
+  std::int32_t microbatch = -1;
+  std::int32_t layer = -1;   // global layer index, -1 when none
+  std::int32_t chunk = 0;
   std::int32_t detail = -1;  // index into TaskGraph::details (per-op breakdown), -1 when none
   std::int32_t peer = -1;    // pipeline transfers: the receiving rank
-  double flops = 0.0;
   double bytes = 0.0;
 };
 
@@ -76,6 +78,12 @@ class TaskGraph {
   // A compute (or copy) task of fixed duration on one stream.
   TaskId add_compute(int rank, StreamKind stream, TimeNs duration_ns, std::int32_t label,
                      const TaskInfo& info);
+  // One compute task run in lockstep on the compute streams of several ranks (the
+  // identical work of tensor-parallel peers between two of their collectives).
+  TaskId add_shared_compute(const std::vector<int>& ranks, TimeNs duration_ns, std::int32_t label,
+                            const TaskInfo& info);
+  // Capacity hints, to avoid regrowing millions of entries.
+  void reserve(std::size_t tasks, std::size_t slots, std::size_t dependencies);
   // A communication task on several (rank, stream) slots.
   TaskId add_comm_task(const std::vector<std::pair<int, StreamKind>>& slots, std::int32_t comm,
                        std::int32_t label, const TaskInfo& info);
@@ -104,6 +112,9 @@ class TaskGraph {
   const CommSpec& comm(std::int32_t id) const { return comms_[id]; }
   int num_comms() const { return static_cast<int>(comms_.size()); }
   const std::vector<DetailOp>& detail(std::int32_t id) const { return details_[id]; }
+  double detail_flops(std::int32_t id) const { return detail_flops_[id]; }
+  // True when `rank` is one of the ranks task t runs on.
+  bool runs_on(TaskId t, int rank) const;
 
   int num_dependencies(TaskId t) const { return num_deps_[t]; }
   const TaskId* successors_begin(TaskId t) const { return succ_.data() + succ_offset_[t]; }
@@ -112,12 +123,17 @@ class TaskGraph {
   // Slots of a task: (rank, stream) encoded as rank * kNumStreamKinds + stream.
   const std::int32_t* slots_begin(TaskId t) const { return slots_.data() + slot_offset_[t]; }
   const std::int32_t* slots_end(TaskId t) const { return slots_.data() + slot_offset_[t + 1]; }
-  // The tasks of a stream in program order.
-  const std::vector<TaskId>& stream(int rank, StreamKind s) const {
-    return streams_[static_cast<std::size_t>(rank) * kNumStreamKinds + static_cast<int>(s)];
+  // The tasks of a stream in program order (after finalize).
+  std::span<const TaskId> stream(int rank, StreamKind s) const {
+    return stream_by_slot(rank * kNumStreamKinds + static_cast<int>(s));
   }
-  const std::vector<TaskId>& stream_by_slot(std::int32_t slot) const { return streams_[slot]; }
-  int num_slots() const { return static_cast<int>(streams_.size()); }
+  std::span<const TaskId> stream_by_slot(std::int32_t slot) const {
+    return {stream_tasks_.data() + stream_offset_[slot],
+            static_cast<std::size_t>(stream_offset_[slot + 1] - stream_offset_[slot])};
+  }
+  int num_slots() const { return num_ranks_ * kNumStreamKinds; }
+  std::size_t num_dependencies_total() const { return succ_.size(); }
+  std::size_t num_slot_entries() const { return slots_.size(); }
 
  private:
   TaskId new_task(TimeNs duration_ns, std::int32_t comm, std::int32_t label, const TaskInfo& info);
@@ -130,7 +146,9 @@ class TaskGraph {
   std::vector<std::int32_t> num_deps_;
   std::vector<std::int32_t> slot_offset_{0};
   std::vector<std::int32_t> slots_;
-  std::vector<std::vector<TaskId>> streams_;
+  // Streams as CSR, built by finalize() from the slots (tasks in creation order).
+  std::vector<std::int32_t> stream_offset_;
+  std::vector<TaskId> stream_tasks_;
   // Dependencies are collected as (before, after) and turned into CSR successor lists.
   std::vector<std::pair<TaskId, TaskId>> edges_;
   std::vector<std::int32_t> succ_offset_;
@@ -138,6 +156,7 @@ class TaskGraph {
   std::vector<TaskLabel> labels_;
   std::vector<CommSpec> comms_;
   std::vector<std::vector<DetailOp>> details_;
+  std::vector<double> detail_flops_;
   bool finalized_ = false;
 };
 

@@ -58,6 +58,7 @@ class Builder {
     embedding_ids_ = register_block(embedding_, "embedding");
     head_ids_ = register_block(head_, "head");
     build_programs();
+    reserve();
     for (int r = 0; r < p_.pp; ++r) {
       for (int d = 0; d < p_.dp; ++d) {
         if (sim_index(global(0, d, r)) >= 0) emit_tp_group(d, r);
@@ -100,6 +101,18 @@ class Builder {
     op_marks_.resize(n);
     layer_marks_.resize(n);
     last_task_.assign(n, -1);
+  }
+
+  // Sizes the graph's storage from the program: tasks per tensor-parallel group
+  // times the groups simulated, plus transfers and data-parallel work.
+  void reserve() {
+    const std::size_t groups = w_.global_rank.size() / (fidelity_ == Fidelity::kFolded ? 1 : p_.tp);
+    const std::size_t per_layer = layer_.forward.size() + layer_.backward.size() + layer_.recompute.size();
+    const std::size_t ops = 2ull * p_.vpp * p_.num_microbatches();
+    const std::size_t tasks = groups * (ops * (chunk_layers() * per_layer / 2 + 8)) +
+                              w_.global_rank.size() * (ops + 64);
+    const std::size_t ranks_per_group = fidelity_ == Fidelity::kFolded ? 1 : p_.tp;
+    w_.graph.reserve(tasks, tasks * ranks_per_group, tasks + w_.global_rank.size() * ops * 2);
   }
 
   static std::string segment_name(const Segment& s) {
@@ -167,6 +180,16 @@ class Builder {
     return id;
   }
 
+  // Interns the CommSpec of a pipeline transfer of one activation tensor.
+  std::int32_t p2p(int src_gpu, int dst_gpu) {
+    auto key = std::make_pair(src_gpu, dst_gpu);
+    auto it = p2p_ids_.find(key);
+    if (it != p2p_ids_.end()) return it->second;
+    std::int32_t id = w_.graph.add_comm(cc_.p2p(src_gpu, dst_gpu, activation_bytes()));
+    p2p_ids_.emplace(key, id);
+    return id;
+  }
+
   std::int32_t label(const std::string& name, Category category, Phase phase) {
     auto key = std::make_tuple(name, static_cast<int>(category), static_cast<int>(phase));
     auto it = label_ids_.find(key);
@@ -189,12 +212,13 @@ class Builder {
       info.chunk = chunk;
       if (!s.is_comm) {
         info.detail = ids.detail[k];
-        info.flops = s.flops;
         info.bytes = s.bytes;
+        // Tensor-parallel peers run the same segment in lockstep between two of their
+        // collectives: one task on all their compute streams.
+        TaskId t = w_.graph.add_shared_compute(members, s.duration_ns, ids.label[k], info);
+        // The members share their previous task too: one dependency covers them all.
+        if (prev[0] >= 0 && prev_comm[0]) w_.graph.add_dependency(prev[0], t);
         for (std::size_t i = 0; i < members.size(); ++i) {
-          TaskId t = w_.graph.add_compute(members[i], StreamKind::kCompute, s.duration_ns,
-                                          ids.label[k], info);
-          if (prev[i] >= 0 && prev_comm[i]) w_.graph.add_dependency(prev[i], t);
           prev[i] = t;
           prev_comm[i] = 0;
           for (Mark* mk : {marks[2 * i], marks[2 * i + 1]}) {
@@ -209,8 +233,8 @@ class Builder {
       for (int member : members) slots.emplace_back(member, StreamKind::kTpComm);
       TaskId t = w_.graph.add_comm_task(slots, collective(s.op, group, s.comm_bytes, Category::kTp),
                                         ids.label[k], info);
+      if (prev[0] >= 0) w_.graph.add_dependency(prev[0], t);
       for (std::size_t i = 0; i < members.size(); ++i) {
-        if (prev[i] >= 0) w_.graph.add_dependency(prev[i], t);
         prev[i] = t;
         prev_comm[i] = 1;
         for (Mark* mk : {marks[2 * i], marks[2 * i + 1]}) {
@@ -325,7 +349,7 @@ class Builder {
         info.chunk = op.chunk;
         info.bytes = activation_bytes();
         info.peer = j;
-        std::int32_t comm = w_.graph.add_comm(cc_.p2p(w_.global_rank[i], to_global, activation_bytes()));
+        std::int32_t comm = p2p(w_.global_rank[i], to_global);
         TaskId t = w_.graph.add_comm_task({{static_cast<int>(i), StreamKind::kPpSend}}, comm,
                                           forward ? send_act : send_grad, info);
         w_.graph.add_dependency(op_marks_[i][oi].last, t);
@@ -657,6 +681,7 @@ class Builder {
   std::vector<GatherSpec> step_gathers_spec_;
   std::map<std::tuple<int, int, int, int, long long, int>, std::int32_t> comm_ids_;
   std::map<std::tuple<std::string, int, int>, std::int32_t> label_ids_;
+  std::map<std::pair<int, int>, std::int32_t> p2p_ids_;
 };
 
 }  // namespace

@@ -1,0 +1,138 @@
+// strata simulate: one training step, rank by rank: step time, MFU, bubble,
+// exposed communication, memory; result.json and a Perfetto trace.
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "cli/scenario_options.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/progress.h"
+#include "sim/params.h"
+#include "sim/simulate.h"
+
+namespace strata::cli {
+namespace {
+
+struct SimulateArgs {
+  ScenarioArgs scenario;
+  std::string fidelity = "full";
+  std::string out_dir;
+  std::vector<int> trace_ranks;
+  bool no_trace = false;
+  double train_tokens = 0.0;
+};
+
+nlohmann::ordered_json training_json(const Scenario& s, const sim::SimulationResult& r, double tokens) {
+  const double seconds = tokens / r.tokens_per_s;
+  // The 6ND rule (Kaplan et al. 2020): 6 FLOPs per parameter per token, at the
+  // simulated model-FLOPs rate.
+  const double six_nd = 6.0 * static_cast<double>(total_params(s.model)) * tokens /
+                        (r.num_gpus * r.tflops_per_gpu * 1e12);
+  nlohmann::ordered_json j;
+  j["tokens"] = tokens;
+  j["days"] = seconds / 86400.0;
+  j["gpu_hours"] = seconds / 3600.0 * r.num_gpus;
+  j["six_nd_days"] = six_nd / 86400.0;
+  return j;
+}
+
+void print_summary(const Scenario& s, const sim::SimulationResult& r, double wall_s,
+                   const nlohmann::ordered_json& training) {
+  const PlanSpec& p = s.plan;
+  fmt::print("{} on {} ({} x {}), tp {} pp {} dp {} vpp {}, micro-batch {}, global batch {}, {}, "
+             "ZeRO {}, recompute {}{}\n",
+             s.model.name, s.cluster.name, r.num_gpus, s.profile.device.name, p.tp, p.pp, p.dp, p.vpp,
+             p.micro_batch_size, p.global_batch_size, to_string(p.schedule), p.zero_stage,
+             to_string(p.recompute), p.sequence_parallel ? ", sequence parallel" : "");
+  fmt::print("simulated {} of {} ranks ({} fidelity), {} events in {:.2f} s\n\n",
+             r.workload.global_rank.size(), r.num_gpus, sim::to_string(r.fidelity), r.events, wall_s);
+  fmt::print("step time        {}\n", seconds(r.metrics.step_time_s));
+  fmt::print("throughput       {:.0f} tokens/s\n", r.tokens_per_s);
+  fmt::print("MFU / HFU        {:.1f}% / {:.1f}%\n", 100 * r.mfu, 100 * r.hfu);
+  fmt::print("TFLOP/s per GPU  {:.1f} model, {:.1f} with recompute (peak {:.1f})\n", r.tflops_per_gpu,
+             r.hw_tflops_per_gpu, r.peak_flops_per_gpu / 1e12);
+  std::string stages;
+  for (double b : r.metrics.bubble_ratio_per_stage) stages += fmt::format(" {:.1f}", 100 * b);
+  fmt::print("bubble           {:.2f}% (analytic {:.2f}%); per stage %:{}\n", 100 * r.metrics.bubble_ratio,
+             100 * r.bubble_ratio_analytic, stages);
+  fmt::print("compute          {} per GPU\n", seconds(r.metrics.compute_s));
+  fmt::print("exposed comm     tp {}, pp {}, dp {}, zero {}", seconds(r.metrics.exposed_s[0]),
+             seconds(r.metrics.exposed_s[1]), seconds(r.metrics.exposed_s[2]), seconds(r.metrics.exposed_s[3]));
+  if (r.metrics.exposed_s[4] > 0) fmt::print(", offload {}", seconds(r.metrics.exposed_s[4]));
+  fmt::print("\n");
+  fmt::print("memory           peak {} on stage {} of {}: {}\n", gib(r.memory.peak_bytes), r.memory.peak_stage,
+             gib(r.memory.capacity_bytes), r.memory.fits ? "fits" : "DOES NOT FIT");
+  if (!training.is_null()) {
+    fmt::print("training         {:.3g} tokens: {:.1f} days, {:.0f} GPU-hours (6ND rule at this rate: {:.1f} days)\n",
+               training["tokens"].get<double>(), training["days"].get<double>(),
+               training["gpu_hours"].get<double>(), training["six_nd_days"].get<double>());
+  }
+  if (!r.notes.empty()) {
+    fmt::print("notes\n");
+    for (const std::string& n : r.notes) fmt::print("  - {}\n", n);
+  }
+}
+
+void run_simulate(const SimulateArgs& args) {
+  if (args.fidelity != "full" && args.fidelity != "folded") {
+    throw InputError("", "--fidelity", "expected \"full\" or \"folded\", got \"" + args.fidelity + "\"");
+  }
+  Scenario s = load_scenario(args.scenario);
+  sim::SimulationOptions options;
+  options.fidelity = args.fidelity == "full" ? sim::Fidelity::kFull : sim::Fidelity::kFolded;
+  ProgressLine progress("simulate", 100);
+  options.progress = [&](double f) {
+    progress.update(static_cast<std::int64_t>(100 * f));
+    return true;
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  sim::SimulationResult r = sim::simulate(s, options);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  progress.finish();
+
+  nlohmann::ordered_json result = sim::result_json(s, r);
+  nlohmann::ordered_json training;
+  if (args.train_tokens > 0) {
+    training = training_json(s, r, args.train_tokens);
+    result["training"] = training;
+  }
+  OutputSet out;
+  out.add(args.out_dir + "/result.json", result.dump(2) + "\n");
+  std::vector<int> traced;
+  if (!args.no_trace) {
+    traced = args.trace_ranks.empty() ? sim::default_trace_ranks(r) : sim::simulated_ranks_of(r, args.trace_ranks);
+    out.add(args.out_dir + "/trace.json", sim::result_trace(s, r, traced));
+  }
+  print_summary(s, r, wall, training);
+  out.commit();
+  fmt::print("\nwrote {}/result.json", args.out_dir);
+  if (!args.no_trace) fmt::print(", {}/trace.json ({} ranks; open in ui.perfetto.dev or strata-gui)", args.out_dir, traced.size());
+  fmt::print("\n");
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app) {
+  auto args = std::make_shared<SimulateArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "simulate", "Simulate one training step rank by rank: step time, MFU, bubble, exposed "
+                  "communication, memory, and a Perfetto trace");
+  add_scenario_options(*cmd, args->scenario);
+  cmd->add_option("--fidelity", args->fidelity,
+                  "full: every rank; folded: one rank per stage (tp and dp peers are symmetric)")
+      ->check(CLI::IsMember({"full", "folded"}));
+  cmd->add_option("--out", args->out_dir, "directory for result.json and trace.json")->required();
+  cmd->add_option("--trace-ranks", args->trace_ranks,
+                  "global ranks to write to the trace (default: all up to 64 ranks, else tp/dp rank 0 of each stage)")
+      ->delimiter(',');
+  cmd->add_flag("--no-trace", args->no_trace, "write result.json only");
+  cmd->add_option("--train-tokens", args->train_tokens,
+                  "also report the days and GPU-hours to train on this many tokens")
+      ->check(CLI::PositiveNumber);
+  cmd->callback([args] { run_simulate(*args); });
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,36 @@
+// OpCosts backed by a device profile's cost model (calib/model/cost_model.h):
+// datasheet rooflines for shipped profiles, measured curves after `strata calibrate`.
+#pragma once
+
+#include "calib/model/cost_model.h"
+#include "sim/workload/costs.h"
+
+namespace strata::sim {
+
+// Named assumption for the offloaded optimizer (no profile measures the host):
+// DeepSpeed's CPU-Adam streams 28 bytes per parameter through host DRAM at this
+// share of the node's DRAM bandwidth per GPU. A dual-socket DGX-class host has
+// ~400 GB/s of DDR4-3200 (16 channels x 25.6 GB/s), ~50 GB/s per GPU; a vectorised
+// Adam reaches about half of it.
+inline constexpr double kHostOptimizerBytesPerSecond = 25e9;
+inline constexpr double kHostOptimizerBytesPerParam = 28.0;
+
+class ProfileOpCosts : public OpCosts {
+ public:
+  explicit ProfileOpCosts(const CostModel& model) : model_(model) {}
+  TimeNs gemm_ns(const GemmShape& shape, DType dtype) const override;
+  TimeNs elementwise_ns(const std::string& op_name, double bytes, DType dtype) const override;
+  TimeNs attention_ns(std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim,
+                      bool backward, DType dtype) const override;
+  TimeNs optimizer_ns(double bytes) const override;
+  TimeNs host_copy_ns(double bytes) const override;
+  TimeNs host_optimizer_ns(double params) const override;
+
+ private:
+  const CostModel& model_;
+};
+
+// The memory-bound kernel kind of a layer op ("input_norm" -> kNorm, ...).
+KernelKind kernel_kind_of(const std::string& op_name);
+
+}  // namespace strata::sim

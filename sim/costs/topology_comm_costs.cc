@@ -1,0 +1,158 @@
+#include "sim/costs/topology_comm_costs.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace strata::sim {
+namespace {
+
+// Uncontended time of a flow: its bytes at the lower of its cap and its path's bottleneck.
+double flow_seconds(const topo::Topology& t, const topo::FlowSpec& f) {
+  if (f.bytes <= 0.0) return 0.0;
+  double rate = f.rate_cap_bytes_per_s;
+  if (!f.path.empty()) rate = std::min(rate, t.path_bandwidth_bytes_per_s(f.path));
+  return f.bytes / rate;
+}
+
+bool spans_nodes(const topo::Topology& t, const std::vector<int>& group) {
+  for (int g : group) {
+    if (t.node_of(g) != t.node_of(group.front())) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TopologyCommCosts::TopologyCommCosts(const topo::Topology& topology,
+                                     const topo::CollectiveModel& collectives,
+                                     const CostModel& cost_model, const PlanSpec& plan,
+                                     Fidelity fidelity)
+    : topology_(topology), collectives_(collectives), cost_model_(cost_model), plan_(plan),
+      fidelity_(fidelity) {}
+
+CommSpec TopologyCommCosts::from_flows(CollectiveOp op, const std::vector<int>& group,
+                                       double bytes) const {
+  CommSpec spec;
+  spec.name = fmt::format("{} x{} {:.0f} B", to_string(op), group.size(), bytes);
+  if (group.size() < 2 || bytes <= 0.0) return spec;
+  topo::CollectiveFlows flows = collectives_.flows(op, group, bytes);
+  spec.fixed_ns = seconds_to_ns(flows.fixed_latency_ns * 1e-9);
+  double worst = 0.0;
+  const topo::FlowSpec* critical = nullptr;
+  for (const topo::FlowSpec& f : flows.flows) {
+    const double s = flow_seconds(topology_, f);
+    if (s > worst) {
+      worst = s;
+      critical = &f;
+    }
+  }
+  if (critical == nullptr) return spec;
+  std::set<std::int32_t> links;
+  for (const topo::FlowSpec& f : flows.flows) {
+    if (flow_seconds(topology_, f) >= 0.99 * worst) links.insert(f.path.begin(), f.path.end());
+  }
+  spec.bytes = critical->bytes;
+  spec.rate_cap_bytes_per_s = critical->bytes / worst;
+  spec.links.assign(links.begin(), links.end());
+  // A measured time for this op, group size and placement replaces the model's.
+  if (auto measured = cost_model_.collective_seconds(op, static_cast<int>(group.size()),
+                                                     spans_nodes(topology_, group), bytes)) {
+    const double transfer = *measured - ns_to_seconds(spec.fixed_ns);
+    if (transfer > 0.0) {
+      spec.rate_cap_bytes_per_s = spec.bytes / transfer;
+    } else {
+      spec.fixed_ns = seconds_to_ns(*measured);
+      spec.bytes = 0.0;
+    }
+  }
+  return spec;
+}
+
+std::vector<std::vector<int>> TopologyCommCosts::symmetric_copies(const std::vector<int>& group) const {
+  // Coordinates of a rank: (t, d, r) with rank = t + tp * (d + dp * r).
+  auto coords = [&](int g) {
+    return std::array<int, 3>{g % plan_.tp, (g / plan_.tp) % plan_.dp, g / (plan_.tp * plan_.dp)};
+  };
+  std::array<bool, 3> varies{false, false, false};
+  const auto base = coords(group.front());
+  for (int g : group) {
+    const auto c = coords(g);
+    for (int k = 0; k < 3; ++k) varies[k] = varies[k] || c[k] != base[k];
+  }
+  // Copies vary the tensor- and data-parallel coordinates the group does not span;
+  // the stage stays (other stages run this collective at other times). Only copies
+  // on the group's own nodes are kept: they share its NICs, PCIe switches and socket
+  // links; on a fabric, copies elsewhere meet it only in the switches, which folded
+  // fidelity leaves to full fidelity.
+  std::set<int> nodes;
+  for (int g : group) nodes.insert(topology_.node_of(g));
+  auto shares_a_node = [&](const std::vector<int>& copy) {
+    for (int g : copy) {
+      if (nodes.count(topology_.node_of(g)) != 0) return true;
+    }
+    return false;
+  };
+  std::vector<std::vector<int>> copies;
+  const int t_count = varies[0] ? 1 : plan_.tp;
+  const int d_count = varies[1] ? 1 : plan_.dp;
+  for (int dt = 0; dt < t_count; ++dt) {
+    for (int dd = 0; dd < d_count; ++dd) {
+      std::vector<int> copy;
+      for (int g : group) {
+        auto c = coords(g);
+        if (!varies[0]) c[0] = dt;
+        if (!varies[1]) c[1] = dd;
+        copy.push_back(c[0] + plan_.tp * (c[1] + plan_.dp * c[2]));
+      }
+      if (shares_a_node(copy)) copies.push_back(std::move(copy));
+    }
+  }
+  return copies;
+}
+
+CommSpec TopologyCommCosts::folded(CollectiveOp op, const std::vector<int>& group, double bytes) const {
+  CommSpec own = from_flows(op, group, bytes);
+  if (own.bytes <= 0.0 || own.links.empty()) {
+    own.links.clear();
+    return own;
+  }
+  // Solve the sharing with every copy active; the group's collective ends when its
+  // slowest flow does.
+  topo::FlowSharing sharing(topology_);
+  std::vector<topo::FlowSharing::FlowId> mine;
+  for (const std::vector<int>& copy : symmetric_copies(group)) {
+    CommSpec s = copy == group ? own : from_flows(op, copy, bytes);
+    if (s.bytes <= 0.0 || s.links.empty()) continue;
+    auto id = sharing.add(s.links, s.rate_cap_bytes_per_s);
+    if (copy == group) mine.push_back(id);
+  }
+  double rate = own.rate_cap_bytes_per_s;
+  for (auto id : mine) rate = std::min(rate, sharing.rate(id));
+  own.rate_cap_bytes_per_s = rate;
+  own.links.clear();  // costed without the network: the contention is already in the rate
+  return own;
+}
+
+CommSpec TopologyCommCosts::collective(CollectiveOp op, const std::vector<int>& group, double bytes,
+                                       Category) const {
+  Key key{static_cast<int>(op), group, bytes};
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+  }
+  CommSpec spec = fidelity_ == Fidelity::kFolded ? folded(op, group, bytes) : from_flows(op, group, bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  cache_.emplace(std::move(key), spec);
+  return spec;
+}
+
+CommSpec TopologyCommCosts::p2p(int src_gpu, int dst_gpu, double bytes) const {
+  return collective(CollectiveOp::kSendRecv, {src_gpu, dst_gpu}, bytes, Category::kPp);
+}
+
+}  // namespace strata::sim

@@ -1,0 +1,76 @@
+// CommCosts and the engine's FlowModel backed by the cluster's topology
+// (topologies/): NCCL's cost model for each collective, and max-min fair sharing
+// of the links for contention.
+//
+// Full fidelity: a collective becomes one flow over the links of its critical
+// point-to-point flows (those that set its time: every edge of a ring), carrying
+// the critical flow's bytes at its protocol's cap, so that alone on the wires it
+// takes exactly NCCL's predicted time, and concurrent collectives slow each other
+// wherever they share a link.
+// Folded fidelity: only one rank per stage runs, so contention with the symmetric
+// copies of a collective (the same collective of the other tensor-parallel or
+// data-parallel groups of the stage on the same nodes, which run at the same
+// moment) is solved once, statically, and cached.
+// Where the device profile measured a collective (op, group size, placement), its
+// measured time replaces NCCL's model as the uncontended time.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+#include "calib/model/cost_model.h"
+#include "sim/engine/flow_model.h"
+#include "sim/spec/plan_spec.h"
+#include "sim/workload/costs.h"
+#include "sim/workload/workload.h"
+#include "topologies/collective_model.h"
+#include "topologies/flow_sharing.h"
+#include "topologies/topology.h"
+
+namespace strata::sim {
+
+class TopologyCommCosts : public CommCosts {
+ public:
+  // All references must outlive this object.
+  TopologyCommCosts(const topo::Topology& topology, const topo::CollectiveModel& collectives,
+                    const CostModel& cost_model, const PlanSpec& plan, Fidelity fidelity);
+  CommSpec collective(CollectiveOp op, const std::vector<int>& group, double bytes,
+                      Category category) const override;
+  CommSpec p2p(int src_gpu, int dst_gpu, double bytes) const override;
+
+ private:
+  CommSpec from_flows(CollectiveOp op, const std::vector<int>& group, double bytes) const;
+  // The same collective on the other groups of the stage that run at the same time.
+  std::vector<std::vector<int>> symmetric_copies(const std::vector<int>& group) const;
+  CommSpec folded(CollectiveOp op, const std::vector<int>& group, double bytes) const;
+
+  using Key = std::tuple<int, std::vector<int>, double>;
+
+  // Every collective of a step repeats thousands of times: cost each once.
+  mutable std::mutex mutex_;
+  mutable std::map<Key, CommSpec> cache_;
+  const topo::Topology& topology_;
+  const topo::CollectiveModel& collectives_;
+  const CostModel& cost_model_;
+  PlanSpec plan_;
+  Fidelity fidelity_;
+};
+
+// The engine's view of topo::FlowSharing.
+class TopologyFlowModel : public FlowModel {
+ public:
+  explicit TopologyFlowModel(const topo::Topology& topology) : sharing_(topology) {}
+  FlowId add(const std::vector<std::int32_t>& links, double rate_cap_bytes_per_s) override {
+    return sharing_.add(links, rate_cap_bytes_per_s);
+  }
+  void remove(FlowId id) override { sharing_.remove(id); }
+  double rate(FlowId id) const override { return sharing_.rate(id); }
+  std::vector<FlowId> take_changed() override { return sharing_.take_changed(); }
+
+ private:
+  topo::FlowSharing sharing_;
+};
+
+}  // namespace strata::sim

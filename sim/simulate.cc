@@ -1,0 +1,245 @@
+#include "sim/simulate.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "core/error.h"
+#include "sim/costs/profile_op_costs.h"
+#include "sim/costs/topology_comm_costs.h"
+#include "sim/trace_writer.h"
+#include "topologies/kinds.h"
+
+namespace strata::sim {
+namespace {
+
+topo::CollectiveEfficiency efficiency_from(const CostModel& cm) {
+  topo::CollectiveEfficiency eff;
+  eff.source = cm.profile().name;
+  for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter,
+                          CollectiveOp::kBroadcast, CollectiveOp::kAllToAll, CollectiveOp::kSendRecv}) {
+    for (bool inter : {false, true}) {
+      if (auto f = cm.collective_efficiency(op, inter)) {
+        eff.factor[{op, inter ? topo::Scope::kInterNode : topo::Scope::kIntraNode}] = std::min(1.0, *f);
+      }
+    }
+  }
+  return eff;
+}
+
+std::vector<LinkUse> link_usage(const topo::Topology& topology, const Workload& w, const RunResult& run) {
+  std::vector<double> bytes(topology.num_links(), 0.0);
+  const TaskGraph& g = w.graph;
+  for (TaskId t = 0; t < g.num_tasks(); ++t) {
+    const std::int32_t c = g.comm_of(t);
+    if (c < 0) continue;
+    const CommSpec& spec = g.comm(c);
+    for (std::int32_t l : spec.links) bytes[l] += spec.bytes;
+  }
+  std::vector<LinkUse> out;
+  const double step = ns_to_seconds(run.makespan_ns);
+  for (int l = 0; l < topology.num_links(); ++l) {
+    if (bytes[l] <= 0.0) continue;
+    const topo::Link& link = topology.link(l);
+    LinkUse u;
+    u.from = topology.vertex(link.from_vertex).name;
+    u.to = topology.vertex(link.to_vertex).name;
+    u.kind = topo::to_string(link.kind);
+    u.bandwidth_bytes_per_s = link.bandwidth_bytes_per_s;
+    u.bytes = bytes[l];
+    u.utilization = step > 0 ? bytes[l] / (link.bandwidth_bytes_per_s * step) : 0.0;
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+}  // namespace
+
+SimulationResult simulate(const Scenario& s, const SimulationOptions& options) {
+  auto report = [&](double fraction) {
+    if (options.progress && !options.progress(fraction)) throw Cancelled();
+  };
+  report(0.0);
+  SimulationResult r;
+  r.fidelity = options.fidelity;
+  r.num_gpus = s.plan.num_gpus();
+  // Phase timings go to the debug log (`strata -v simulate ...`).
+  auto phase_start = std::chrono::steady_clock::now();
+  auto phase_done = [&](const char* phase) {
+    const auto now = std::chrono::steady_clock::now();
+    spdlog::debug("simulate: {} took {:.1f} ms", phase,
+                  std::chrono::duration<double, std::milli>(now - phase_start).count());
+    phase_start = now;
+  };
+  CostModel cost_model(s.profile);
+  topo::Topology topology = topo::Topology::build(s.cluster);
+  topo::CollectiveModel collectives(topology, topo::default_nccl_tuning(), efficiency_from(cost_model));
+  phase_done("topology");
+  ProfileOpCosts op_costs(cost_model);
+  TopologyCommCosts comm_costs(topology, collectives, cost_model, s.plan, options.fidelity);
+  r.workload = build_workload(s.model, s.plan, op_costs, comm_costs, options.fidelity);
+  phase_done("workload");
+  report(0.3);
+  std::unique_ptr<TopologyFlowModel> network;
+  if (options.fidelity == Fidelity::kFull) network = std::make_unique<TopologyFlowModel>(topology);
+  r.run = run_task_graph(r.workload.graph, network.get());
+  phase_done("engine");
+  report(0.9);
+
+  r.metrics = step_metrics(r.workload, r.run);
+  r.flops = step_flops(s.model, s.plan);
+  r.memory = memory_report(s.model, s.plan, s.profile);
+  r.events = r.run.events;
+  r.peak_flops_per_gpu = s.profile.device.peak_flops(s.plan.dtype);
+  const double step = r.metrics.step_time_s;
+  const double gpus = r.num_gpus;
+  r.mfu = r.flops.model_flops / (step * gpus * r.peak_flops_per_gpu);
+  r.hfu = r.flops.hardware_flops / (step * gpus * r.peak_flops_per_gpu);
+  r.tflops_per_gpu = r.flops.model_flops / step / gpus / 1e12;
+  r.hw_tflops_per_gpu = r.flops.hardware_flops / step / gpus / 1e12;
+  r.tokens_per_s = static_cast<double>(s.plan.global_batch_size) * s.model.seq_length / step;
+  const double p = s.plan.pp;
+  r.bubble_ratio_analytic = (p - 1.0) / (s.plan.vpp * s.plan.num_microbatches() + p - 1.0);
+  if (options.fidelity == Fidelity::kFull) {
+    r.links = link_usage(topology, r.workload, r.run);
+  } else {
+    r.notes.push_back("folded fidelity: link utilization is reported by --fidelity full only");
+  }
+  phase_done("metrics");
+  r.cost_origins = cost_model.origins();
+  for (const SectionOrigin& o : r.cost_origins) {
+    if (o.origin != "measured") {
+      r.notes.push_back(fmt::format("{} costs use {} figures of profile {} ({}); run `strata calibrate` "
+                                    "on your hardware for measured ones",
+                                    o.section, o.origin, s.profile.name, o.summary));
+    }
+  }
+  if (!collectives.calibrated()) {
+    r.notes.push_back("collectives use NCCL's model on datasheet link bandwidths (no measured efficiency)");
+  }
+  report(1.0);
+  return r;
+}
+
+std::vector<int> default_trace_ranks(const SimulationResult& r) {
+  const Workload& w = r.workload;
+  std::vector<int> ranks;
+  for (int i = 0; i < static_cast<int>(w.global_rank.size()); ++i) {
+    if (w.global_rank.size() <= 64 || (w.tp_rank[i] == 0 && w.dp_rank[i] == 0)) ranks.push_back(i);
+  }
+  return ranks;
+}
+
+std::vector<int> simulated_ranks_of(const SimulationResult& r, const std::vector<int>& global_ranks) {
+  std::vector<int> out;
+  for (int g : global_ranks) {
+    auto it = std::find(r.workload.global_rank.begin(), r.workload.global_rank.end(), g);
+    if (it == r.workload.global_rank.end()) {
+      throw InputError("", "--trace-ranks",
+                       fmt::format("rank {} was not simulated ({} fidelity simulates {} of {} ranks{})", g,
+                                   to_string(r.fidelity), r.workload.global_rank.size(), r.num_gpus,
+                                   r.fidelity == Fidelity::kFolded ? ": tp and dp rank 0 of each stage" : ""));
+    }
+    out.push_back(static_cast<int>(it - r.workload.global_rank.begin()));
+  }
+  return out;
+}
+
+std::string result_trace(const Scenario& s, const SimulationResult& r, const std::vector<int>& ranks) {
+  TraceOptions o;
+  o.ranks = ranks;
+  const Workload& w = r.workload;
+  for (std::size_t i = 0; i < w.global_rank.size(); ++i) {
+    const int g = w.global_rank[i];
+    o.rank_names.push_back(fmt::format("node {} gpu {} (rank {}: tp {} dp {} pp {})", g / s.cluster.gpus_per_node,
+                                       g % s.cluster.gpus_per_node, g, w.tp_rank[i], w.dp_rank[i], w.stage[i]));
+  }
+  // Expanding compute blocks into ops multiplies events ~5x; past 2 million events
+  // the blocks are written whole so the file stays openable.
+  o.expand_ops = trace_event_count(w, o) <= 400000;
+  nlohmann::ordered_json other;
+  other["kind"] = "predicted";
+  other["model"] = s.model.name;
+  other["plan"] = to_json(s.plan);
+  other["step_time_s"] = r.metrics.step_time_s;
+  other["num_ranks"] = r.num_gpus;
+  nlohmann::ordered_json written = nlohmann::ordered_json::array();
+  for (int i : ranks) written.push_back(w.global_rank[i]);
+  other["ranks"] = written;
+  other["ops_expanded"] = o.expand_ops;
+  o.other_data = other;
+  return trace_json(w, r.run, o);
+}
+
+nlohmann::ordered_json result_json(const Scenario& s, const SimulationResult& r) {
+  nlohmann::ordered_json j;
+  j["schema"] = "strata-result/1";
+  j["step_time_s"] = r.metrics.step_time_s;
+  j["mfu"] = r.mfu;
+  j["hfu"] = r.hfu;
+  j["tflops_per_gpu"] = r.tflops_per_gpu;
+  j["hw_tflops_per_gpu"] = r.hw_tflops_per_gpu;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["bubble_ratio"] = r.metrics.bubble_ratio;
+  j["bubble_ratio_per_stage"] = r.metrics.bubble_ratio_per_stage;
+  j["bubble_ratio_analytic"] = r.bubble_ratio_analytic;
+  nlohmann::ordered_json exposed;
+  for (CommKind k : {CommKind::kTp, CommKind::kPp, CommKind::kDp, CommKind::kZero, CommKind::kOffload}) {
+    exposed[to_string(k)] = r.metrics.exposed_s[static_cast<int>(k)];
+  }
+  j["exposed_comm_s"] = exposed;
+  j["compute_s"] = r.metrics.compute_s;
+  j["num_gpus"] = r.num_gpus;
+  j["events"] = r.events;
+  j["fidelity"] = to_string(r.fidelity);
+  j["simulated_ranks"] = r.workload.global_rank.size();
+  j["model_flops_per_step"] = r.flops.model_flops;
+  j["hardware_flops_per_step"] = r.flops.hardware_flops;
+  j["peak_flops_per_gpu"] = r.peak_flops_per_gpu;
+  nlohmann::ordered_json per_stage = nlohmann::ordered_json::array();
+  {
+    // Per stage: the mean over its simulated ranks.
+    const int stages = s.plan.pp;
+    std::vector<RankMetrics> sum(stages);
+    std::vector<int> count(stages, 0);
+    for (std::size_t i = 0; i < r.metrics.ranks.size(); ++i) {
+      const int st = r.workload.stage[i];
+      sum[st].compute_s += r.metrics.ranks[i].compute_s;
+      sum[st].bubble_s += r.metrics.ranks[i].bubble_s;
+      for (int k = 0; k < kNumCommKinds; ++k) sum[st].exposed_s[k] += r.metrics.ranks[i].exposed_s[k];
+      ++count[st];
+    }
+    for (int st = 0; st < stages; ++st) {
+      nlohmann::ordered_json e;
+      e["stage"] = st;
+      e["compute_s"] = sum[st].compute_s / count[st];
+      e["bubble_s"] = sum[st].bubble_s / count[st];
+      nlohmann::ordered_json ex;
+      for (int k = 0; k < kNumCommKinds; ++k) ex[to_string(static_cast<CommKind>(k))] = sum[st].exposed_s[k] / count[st];
+      e["exposed_comm_s"] = ex;
+      per_stage.push_back(e);
+    }
+  }
+  j["stages"] = per_stage;
+  nlohmann::ordered_json mem = to_json(r.memory);
+  j["memory"] = mem;
+  nlohmann::ordered_json links = nlohmann::ordered_json::array();
+  for (const LinkUse& u : r.links) {
+    links.push_back({{"from", u.from}, {"to", u.to}, {"kind", u.kind},
+                     {"bandwidth_bytes_per_s", u.bandwidth_bytes_per_s}, {"bytes", u.bytes},
+                     {"utilization", u.utilization}});
+  }
+  j["link_utilization"] = links;
+  nlohmann::ordered_json origins = nlohmann::ordered_json::array();
+  for (const SectionOrigin& o : r.cost_origins) {
+    origins.push_back({{"section", o.section}, {"origin", o.origin}, {"summary", o.summary}});
+  }
+  j["cost_origins"] = origins;
+  j["notes"] = r.notes;
+  j["inputs"] = inputs_json(s);
+  return j;
+}
+
+}  // namespace strata::sim

@@ -1,0 +1,79 @@
+// `strata simulate`: one training step of a scenario, rank by rank, and what it
+// means: step time, MFU/HFU, bubble, exposed communication, memory, and a trace.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "calib/model/cost_model.h"
+#include "sim/engine/engine.h"
+#include "sim/flops.h"
+#include "sim/memory_model.h"
+#include "sim/metrics.h"
+#include "sim/scenario.h"
+#include "sim/workload/workload.h"
+
+namespace strata::sim {
+
+struct SimulationOptions {
+  Fidelity fidelity = Fidelity::kFull;
+  // Called with the fraction done; returning false cancels (simulate then throws
+  // Cancelled). May be empty.
+  std::function<bool(double)> progress;
+};
+
+// Thrown by simulate() when the progress callback asks to stop.
+struct Cancelled : std::runtime_error {
+  Cancelled() : std::runtime_error("simulation cancelled") {}
+};
+
+struct LinkUse {
+  std::string from;  // vertex names, "n0.gpu3", "leaf2"
+  std::string to;
+  std::string kind;  // "nvlink", "pcie", ...
+  double bandwidth_bytes_per_s = 0.0;
+  double bytes = 0.0;
+  double utilization = 0.0;  // bytes / (bandwidth * step time)
+};
+
+struct SimulationResult {
+  Fidelity fidelity = Fidelity::kFull;
+  int num_gpus = 0;
+  StepMetrics metrics;
+  StepFlops flops;
+  MemoryReport memory;
+  double peak_flops_per_gpu = 0.0;
+  double mfu = 0.0;
+  double hfu = 0.0;
+  double tflops_per_gpu = 0.0;     // model FLOPs
+  double hw_tflops_per_gpu = 0.0;  // with recompute
+  double tokens_per_s = 0.0;
+  double bubble_ratio_analytic = 0.0;
+  std::int64_t events = 0;
+  std::vector<LinkUse> links;               // full fidelity only, links that carried bytes
+  std::vector<SectionOrigin> cost_origins;  // which cost figures are measured
+  std::vector<std::string> notes;
+  // Kept for the trace.
+  Workload workload;
+  RunResult run;
+};
+
+SimulationResult simulate(const Scenario& scenario, const SimulationOptions& options = {});
+
+// result.json (docs/formats.md).
+nlohmann::ordered_json result_json(const Scenario& scenario, const SimulationResult& result);
+
+// Default traced ranks: every simulated rank up to 64, else the ranks with
+// tensor- and data-parallel rank 0 (one per stage). Values are simulated-rank indices.
+std::vector<int> default_trace_ranks(const SimulationResult& result);
+// trace.json for the given simulated ranks (global rank numbers are mapped).
+std::string result_trace(const Scenario& scenario, const SimulationResult& result,
+                         const std::vector<int>& simulated_ranks);
+// Maps global ranks (as users name them) to simulated ranks; InputError for ranks
+// not simulated (folded fidelity simulates one rank per stage).
+std::vector<int> simulated_ranks_of(const SimulationResult& result, const std::vector<int>& global_ranks);
+
+}  // namespace strata::sim

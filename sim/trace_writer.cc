@@ -1,0 +1,152 @@
+#include "sim/trace_writer.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include <fmt/format.h>
+
+namespace strata::sim {
+namespace {
+
+struct Event {
+  int pid;
+  int tid;
+  TimeNs ts;
+  TimeNs dur;
+  TaskId task;
+  int op;  // detail op index, -1 for the whole task
+};
+
+void append_escaped(std::string& out, const std::string& s) {
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<int>(c));
+    } else {
+      out += c;
+    }
+  }
+}
+
+// Microseconds with nanosecond precision, exactly (no floating point).
+void append_us(std::string& out, TimeNs ns) {
+  fmt::format_to(std::back_inserter(out), "{}.{:03}", ns / 1000, ns % 1000);
+}
+
+std::vector<char> selected_ranks(const Workload& w, const TraceOptions& o) {
+  std::vector<char> sel(w.graph.num_ranks(), o.ranks.empty() ? 1 : 0);
+  for (int r : o.ranks) {
+    if (r >= 0 && r < w.graph.num_ranks()) sel[r] = 1;
+  }
+  return sel;
+}
+
+template <typename Fn>
+void for_each_event(const Workload& w, const RunResult* run, const TraceOptions& o, Fn&& fn) {
+  const TaskGraph& g = w.graph;
+  const std::vector<char> sel = selected_ranks(w, o);
+  for (TaskId t = 0; t < g.num_tasks(); ++t) {
+    for (const std::int32_t* s = g.slots_begin(t); s != g.slots_end(t); ++s) {
+      const int rank = *s / kNumStreamKinds;
+      const int tid = *s % kNumStreamKinds;
+      const TaskInfo& info = g.info(t);
+      const TimeNs start = run ? run->start_ns[t] : 0;
+      const TimeNs end = run ? run->end_ns[t] : 0;
+      if (sel[rank]) {
+        if (o.expand_ops && info.detail >= 0) {
+          TimeNs at = start;
+          const auto& ops = g.detail(info.detail);
+          for (int k = 0; k < static_cast<int>(ops.size()); ++k) {
+            fn(Event{rank, tid, at, ops[k].duration_ns, t, k});
+            at += ops[k].duration_ns;
+          }
+        } else {
+          fn(Event{rank, tid, start, end - start, t, -1});
+        }
+      }
+      // A pipeline transfer also shows on the receiver's pp-recv lane.
+      if (info.peer >= 0 && sel[info.peer]) {
+        fn(Event{info.peer, static_cast<int>(StreamKind::kPpRecv), start, end - start, t, -1});
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::int64_t trace_event_count(const Workload& w, const TraceOptions& o) {
+  std::int64_t n = 0;
+  for_each_event(w, nullptr, o, [&](const Event&) { ++n; });
+  return n;
+}
+
+std::string trace_json(const Workload& w, const RunResult& run, const TraceOptions& o) {
+  const TaskGraph& g = w.graph;
+  std::vector<Event> events;
+  for_each_event(w, &run, o, [&](const Event& e) { events.push_back(e); });
+  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+    return std::tie(a.pid, a.tid, a.ts, a.task, a.op) < std::tie(b.pid, b.tid, b.ts, b.task, b.op);
+  });
+
+  std::string out;
+  out.reserve(events.size() * 180 + 4096);
+  out += "{\"traceEvents\":[\n";
+  bool first = true;
+  auto sep = [&] {
+    if (!first) out += ",\n";
+    first = false;
+  };
+  const std::vector<char> sel = selected_ranks(w, o);
+  for (int r = 0; r < g.num_ranks(); ++r) {
+    if (!sel[r]) continue;
+    std::string name = r < static_cast<int>(o.rank_names.size()) ? o.rank_names[r] : fmt::format("rank {}", r);
+    sep();
+    out += fmt::format("{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":\"", r);
+    append_escaped(out, name);
+    out += "\"}}";
+    sep();
+    out += fmt::format("{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}", r, r);
+    for (int s = 0; s < kNumStreamKinds; ++s) {
+      sep();
+      out += fmt::format("{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"{}\"}}}}",
+                         r, s, to_string(static_cast<StreamKind>(s)));
+    }
+  }
+  for (const Event& e : events) {
+    const TaskInfo& info = g.info(e.task);
+    const TaskLabel& label = g.label(g.label_of(e.task));
+    std::string name;
+    Category category;
+    double flops;
+    double bytes;
+    if (e.op >= 0) {
+      const auto& op = g.detail(info.detail)[e.op];
+      name = op.name;
+      category = op.category;
+      flops = op.flops;
+      bytes = op.bytes;
+    } else {
+      name = label.name;
+      category = label.category;
+      flops = info.detail >= 0 ? g.detail_flops(info.detail) : 0.0;
+      bytes = info.bytes;
+    }
+    sep();
+    out += "{\"ph\":\"X\",\"name\":\"";
+    append_escaped(out, name);
+    out += fmt::format("\",\"cat\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":", to_string(category), e.pid, e.tid);
+    append_us(out, e.ts);
+    out += ",\"dur\":";
+    append_us(out, e.dur);
+    out += fmt::format(",\"args\":{{\"mb\":{},\"layer\":{},\"chunk\":{},\"phase\":\"{}\",\"flops\":{},\"bytes\":{}}}}}",
+                       info.microbatch, info.layer, info.chunk, to_string(label.phase), flops, bytes);
+  }
+  out += "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"strata\":";
+  out += o.other_data.dump();
+  out += "}}\n";
+  return out;
+}
+
+}  // namespace strata::sim
