@@ -25,10 +25,14 @@ const char* kAccepted =
 
 const char* to_string(FileKind k) {
   switch (k) {
-    case FileKind::kTrace: return "trace";
-    case FileKind::kResult: return "result";
-    case FileKind::kMemory: return "memory";
-    case FileKind::kSweep: return "sweep";
+    case FileKind::kTrace:
+      return "trace";
+    case FileKind::kResult:
+      return "result";
+    case FileKind::kMemory:
+      return "memory";
+    case FileKind::kSweep:
+      return "sweep";
   }
   return "trace";
 }
@@ -72,7 +76,9 @@ LoadedFile load_file(const std::string& path, const ProgressFn& progress) {
       }
       break;
     }
-    case FileKind::kMemory: f.memory = read_memory_file(path); break;
+    case FileKind::kMemory:
+      f.memory = read_memory_file(path);
+      break;
     case FileKind::kSweep:
       f.sweep = fs::path(path).extension() == ".csv" ? read_sweep_csv(path) : read_sweep_json(path);
       break;

@@ -20,10 +20,10 @@ namespace strata::gui {
 inline constexpr double kMergeBelowPx = 3.0;
 
 struct Mark {
-  double x0_px = 0.0;  // left edge in view pixels (may be < 0 for tasks that start earlier)
-  double x1_px = 0.0;  // right edge
-  std::uint32_t count = 0;       // tasks in the mark (1: a single task)
-  std::uint32_t first_span = 0;  // index into the lane's spans of the first task
+  double x0_px = 0.0;       // left edge in view pixels (may be < 0 for tasks that start earlier)
+  double x1_px = 0.0;       // right edge
+  std::uint32_t count = 0;  // tasks in the mark (1: a single task)
+  std::uint32_t first_span = 0;         // index into the lane's spans of the first task
   Category category = Category::kGemm;  // the single task's, or the longest total time's
 };
 

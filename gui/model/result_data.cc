@@ -1,8 +1,8 @@
 #include "gui/model/result_data.h"
 
-#include <limits>
-
 #include <fmt/format.h>
+
+#include <limits>
 
 #include "core/error.h"
 #include "core/json_reader.h"

@@ -5,11 +5,10 @@
 // writer's files still open.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "sim/memory_model.h"
 

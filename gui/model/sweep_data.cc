@@ -1,5 +1,8 @@
 #include "gui/model/sweep_data.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -7,11 +10,10 @@
 #include <limits>
 #include <sstream>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 #include "core/error.h"
 #include "core/json_reader.h"
+#include "gui/model/span_text.h"
+#include "gui/model/time_view.h"
 
 namespace strata::gui {
 namespace {
@@ -91,12 +93,35 @@ std::string cell_text(const nlohmann::json& v) {
 }  // namespace
 
 const std::vector<std::string>& sweep_columns() {
-  static const std::vector<std::string> columns = {
-      "rank", "tp", "pp", "dp", "vpp", "micro_batch_size", "global_batch_size", "schedule",
-      "zero_stage", "offload_optimizer", "recompute", "sequence_parallel", "fits",
-      "step_time_s", "tokens_per_s", "mfu", "hfu", "tflops_per_gpu", "bubble_ratio",
-      "exposed_tp_s", "exposed_pp_s", "exposed_dp_s", "exposed_zero_s", "peak_bytes",
-      "capacity_bytes", "headroom", "pareto", "fidelity", "why"};
+  static const std::vector<std::string> columns = {"rank",
+                                                   "tp",
+                                                   "pp",
+                                                   "dp",
+                                                   "vpp",
+                                                   "micro_batch_size",
+                                                   "global_batch_size",
+                                                   "schedule",
+                                                   "zero_stage",
+                                                   "offload_optimizer",
+                                                   "recompute",
+                                                   "sequence_parallel",
+                                                   "fits",
+                                                   "step_time_s",
+                                                   "tokens_per_s",
+                                                   "mfu",
+                                                   "hfu",
+                                                   "tflops_per_gpu",
+                                                   "bubble_ratio",
+                                                   "exposed_tp_s",
+                                                   "exposed_pp_s",
+                                                   "exposed_dp_s",
+                                                   "exposed_zero_s",
+                                                   "peak_bytes",
+                                                   "capacity_bytes",
+                                                   "headroom",
+                                                   "pareto",
+                                                   "fidelity",
+                                                   "why"};
   return columns;
 }
 
@@ -115,9 +140,10 @@ SweepData read_sweep_csv_text(const std::string& text, const std::string& file_l
   std::string error;
   std::vector<std::string> fields;
   if (text.empty() || !split_record(text, &pos, &fields, &line, &error)) {
-    throw InputError(file_label + ":1", "", text.empty() ? "empty file: expected a header row "
-                                                           "(docs/formats.md, \"sweep.csv\")"
-                                                         : error);
+    throw InputError(file_label + ":1", "",
+                     text.empty() ? "empty file: expected a header row "
+                                    "(docs/formats.md, \"sweep.csv\")"
+                                  : error);
   }
   sweep.columns = fields;
   for (const char* required : {"tp", "pp", "dp", "fits"}) {
@@ -169,8 +195,8 @@ SweepData read_sweep_json(const std::string& path) {
   json::ObjectReader r(doc, path);
   const std::string schema = r.string("schema");
   if (schema != "strata-sweep/1") {
-    r.fail("schema", "expected \"strata-sweep/1\" (a sweep.json of `strata sweep`), got \"" +
-                         schema + "\"");
+    r.fail("schema",
+           "expected \"strata-sweep/1\" (a sweep.json of `strata sweep`), got \"" + schema + "\"");
   }
   SweepData sweep;
   sweep.file = path;
@@ -211,10 +237,25 @@ SweepData read_sweep_json(const std::string& path) {
   return sweep;
 }
 
+std::string format_sweep_cell(const std::string& column, const std::string& text, double number) {
+  if (std::isnan(number) || text == "true" || text == "false") return text;
+  if (column == "peak_bytes" || column == "capacity_bytes") return format_bytes(number);
+  if (column == "mfu" || column == "hfu" || column == "bubble_ratio" || column == "headroom") {
+    return fmt::format("{:.1f}%", number * 100.0);
+  }
+  if (column == "step_time_s" || (column.rfind("exposed_", 0) == 0 && column.size() > 2 &&
+                                  column.compare(column.size() - 2, 2, "_s") == 0)) {
+    return format_time_ns(number * 1e9);
+  }
+  if (column == "tokens_per_s") return fmt::format("{:.0f}", number);
+  if (column == "tflops_per_gpu") return fmt::format("{:.1f}", number);
+  return text;
+}
+
 nlohmann::json plan_from_row(const SweepData& sweep, const SweepRow& row) {
   nlohmann::json plan = nlohmann::json::object();
-  for (const char* key : {"tp", "pp", "dp", "vpp", "micro_batch_size", "global_batch_size",
-                          "zero_stage"}) {
+  for (const char* key :
+       {"tp", "pp", "dp", "vpp", "micro_batch_size", "global_batch_size", "zero_stage"}) {
     const int c = sweep.column(key);
     if (c >= 0 && std::isfinite(row.numbers[c])) plan[key] = std::llround(row.numbers[c]);
   }

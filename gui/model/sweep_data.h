@@ -3,11 +3,10 @@
 // Columns and their meaning: docs/formats.md ("sweep.csv"). Qt-free.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "gui/model/result_data.h"
 
@@ -20,9 +19,9 @@ struct SweepRow {
   std::vector<std::string> cells;  // text per column, as written ("" when empty)
   std::vector<double> numbers;     // per column: the value as a number, NaN when not numeric
   bool fits = false;
-  nlohmann::json plan;                // a plan.json object (from sweep.json, else built from the columns)
-  std::optional<ResultData> result;   // sweep.json only
-  std::string trace_file;             // a per-plan trace, when the sweep wrote one ("" if none)
+  nlohmann::json plan;  // a plan.json object (from sweep.json, else built from the columns)
+  std::optional<ResultData> result;  // sweep.json only
+  std::string trace_file;            // a per-plan trace, when the sweep wrote one ("" if none)
 };
 
 struct SweepData {
@@ -46,6 +45,11 @@ SweepData read_sweep_csv_text(const std::string& text, const std::string& file_l
 // (key `trace`, relative to the sweep file's folder). Throws InputError naming
 // the file and the JSON path at fault.
 SweepData read_sweep_json(const std::string& path);
+
+// How the sweep table shows a cell: byte columns in GiB, ratios (mfu, hfu,
+// bubble_ratio, headroom) in percent, seconds in the unit that suits them,
+// everything else as written.
+std::string format_sweep_cell(const std::string& column, const std::string& text, double number);
 
 // A plan.json object built from a row's columns (tp, pp, dp, vpp, micro_batch_size,
 // global_batch_size, schedule, zero_stage, offload_optimizer, recompute,

@@ -1,9 +1,9 @@
 #include "gui/model/time_view.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 namespace strata::gui {
 
@@ -68,7 +68,8 @@ std::vector<RulerTick> ruler_ticks(const TimeView& view, double min_spacing_px) 
 }
 
 std::string format_time_ns(double t_ns, double step_ns) {
-  const double magnitude = step_ns > 0.0 ? step_ns : std::abs(t_ns);
+  // The unit suits the larger of the time and the step: "12.5 ms", not "12500 µs".
+  const double magnitude = std::max(std::abs(t_ns), step_ns);
   double unit = 1.0;
   const char* name = "ns";
   if (magnitude >= 1e9) {

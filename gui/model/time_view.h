@@ -66,10 +66,10 @@ double ruler_step_ns(const TimeView& view, double min_spacing_px);
 // The labelled ticks inside the view, at multiples of ruler_step_ns.
 std::vector<RulerTick> ruler_ticks(const TimeView& view, double min_spacing_px);
 
-// A duration or time as a person reads it. With step_ns > 0 (ruler labels) the
-// unit and the decimals suit the step: format_time_ns(12'500'000, 500'000) =
-// "12.5 ms". With step_ns 0 the unit suits t and up to three decimals are kept,
-// trailing zeros dropped: format_time_ns(1'234'600) = "1.235 ms" (rounded),
+// A duration or time as a person reads it, in the unit that suits the larger of
+// |t| and step_ns. With step_ns > 0 (ruler labels) the decimals resolve the step:
+// format_time_ns(12'500'000, 500'000) = "12.5 ms". With step_ns 0 up to three
+// decimals are kept, trailing zeros dropped: format_time_ns(1'234'600) = "1.235 ms" (rounded),
 // format_time_ns(2'000) = "2 µs".
 std::string format_time_ns(double t_ns, double step_ns = 0.0);
 

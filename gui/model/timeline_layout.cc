@@ -1,8 +1,8 @@
 #include "gui/model/timeline_layout.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "gui/model/time_view.h"
 
@@ -62,8 +62,8 @@ void TimelineLayout::rebuild() {
       node_row.collapsed = is_collapsed(t, node);
       std::set<int> ranks;
       for (std::size_t k = i; k < j; ++k) ranks.insert(lanes[k].rank);
-      node_row.label = fmt::format("{} · {} rank{}", node >= 0 ? fmt::format("node {}", node)
-                                                                : std::string("ranks"),
+      node_row.label = fmt::format("{} · {} rank{}",
+                                   node >= 0 ? fmt::format("node {}", node) : std::string("ranks"),
                                    ranks.size(), ranks.size() == 1 ? "" : "s");
       if (node_row.collapsed) {
         for (std::size_t k = i; k < j; ++k) {
@@ -96,9 +96,8 @@ int TimelineLayout::total_height_px() const {
 }
 
 int TimelineLayout::first_row_below(int y_px) const {
-  auto it = std::upper_bound(rows_.begin(), rows_.end(), y_px, [](int y, const Row& r) {
-    return y < r.y_px + r.height_px;
-  });
+  auto it = std::upper_bound(rows_.begin(), rows_.end(), y_px,
+                             [](int y, const Row& r) { return y < r.y_px + r.height_px; });
   return static_cast<int>(it - rows_.begin());
 }
 

@@ -23,9 +23,9 @@ enum class RowKind { kTrace, kNode, kLane };
 
 struct Row {
   RowKind kind = RowKind::kLane;
-  int trace = 0;  // index into the layout's traces
-  int node = -1;  // node number (kNode, kLane); -1 when the trace names none
-  int lane = -1;  // lane index in the trace (kLane)
+  int trace = 0;                   // index into the layout's traces
+  int node = -1;                   // node number (kNode, kLane); -1 when the trace names none
+  int lane = -1;                   // lane index in the trace (kLane)
   std::vector<int> overlay_lanes;  // kNode when collapsed: lanes drawn in the header row
   bool collapsed = false;          // kNode
   int y_px = 0;

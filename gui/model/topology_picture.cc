@@ -30,7 +30,8 @@ int node_tier(const std::string& type) {
 // Places items tier by tier, each tier centred on the widest one.
 void place(std::vector<PictureItem>* items, const std::vector<int>& tier_of_item) {
   std::map<int, std::vector<int>> tiers;
-  for (std::size_t i = 0; i < items->size(); ++i) tiers[tier_of_item[i]].push_back(static_cast<int>(i));
+  for (std::size_t i = 0; i < items->size(); ++i)
+    tiers[tier_of_item[i]].push_back(static_cast<int>(i));
   std::size_t widest = 1;
   for (const auto& [t, members] : tiers) widest = std::max(widest, members.size());
   const double width = static_cast<double>(widest) * kItemGap;
@@ -64,19 +65,24 @@ void merge_into(PictureLink* link, const TopoEdge& e) {
 TopoVertex parse_vertex_label(const std::string& label) {
   TopoVertex v;
   v.label = label;
-  std::string local = label;
-  const auto slash = label.find('/');
-  if (slash != std::string::npos && label.rfind("node", 0) == 0) {
-    const std::string head = label.substr(4, slash - 4);
-    if (!head.empty() && std::all_of(head.begin(), head.end(), ::isdigit)) {
-      v.node = std::stoi(head);
-      local = label.substr(slash + 1);
-    }
+  v.local = label;
+  // "node3/gpu5" (docs) or "n3.gpu5" (the simulator's vertex names).
+  for (const auto& [prefix, separator] : {std::pair{"node", '/'}, std::pair{"n", '.'}}) {
+    const std::string p = prefix;
+    const auto sep = label.find(separator);
+    if (label.rfind(p, 0) != 0 || sep == std::string::npos || sep <= p.size()) continue;
+    const std::string head = label.substr(p.size(), sep - p.size());
+    if (head.size() > 8 || !std::all_of(head.begin(), head.end(), ::isdigit)) continue;
+    v.node = std::stoi(head);
+    v.local = label.substr(sep + 1);
+    break;
   }
-  std::size_t digits = local.size();
-  while (digits > 0 && std::isdigit(static_cast<unsigned char>(local[digits - 1]))) --digits;
-  v.type = local.substr(0, digits);
-  if (digits < local.size() && local.size() - digits < 9) v.index = std::stoi(local.substr(digits));
+  std::size_t digits = v.local.size();
+  while (digits > 0 && std::isdigit(static_cast<unsigned char>(v.local[digits - 1]))) --digits;
+  v.type = v.local.substr(0, digits);
+  if (digits < v.local.size() && v.local.size() - digits < 9) {
+    v.index = std::stoi(v.local.substr(digits));
+  }
   return v;
 }
 
@@ -209,7 +215,7 @@ TopologyPicture node_picture(const TopologyGraph& g, int node) {
     const TopoVertex& tv = g.vertices()[v];
     item_of_vertex[v] = static_cast<int>(p.items.size());
     PictureItem item;
-    item.label = tv.node == node ? tv.label.substr(tv.label.find('/') + 1) : tv.label;
+    item.label = tv.node == node ? tv.local : tv.label;
     item.node = tv.node;
     p.items.push_back(item);
     tier_of_item.push_back(tv.node == node ? node_tier(tv.type) : 0);

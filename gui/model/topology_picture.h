@@ -1,6 +1,6 @@
 // The cluster graph as the topology view draws it, built from result.json's
-// link_utilization (vertex labels "node0/gpu3", "node0/nvswitch0", "leaf2",
-// "spine0"). Two pictures: the fabric (each node one box, its links to the
+// link_utilization (vertex labels "n0.gpu3", "n0.nvswitch", "leaf2", "spine0";
+// "node0/gpu3" is read the same way). Two pictures: the fabric (each node one box, its links to the
 // fabric merged) and one node in detail (its GPUs, switches and NICs, and the
 // fabric switches they reach). Positions are in abstract scene units; Qt-free.
 #pragma once
@@ -13,7 +13,8 @@
 namespace strata::gui {
 
 struct TopoVertex {
-  std::string label;  // as written: "node0/gpu3", "leaf2"
+  std::string label;  // as written: "n0.gpu3", "leaf2"
+  std::string local;  // the label inside its node: "gpu3" ("leaf2" for fabric switches)
   int node = -1;      // the node a vertex belongs to; -1 for fabric switches
   std::string type;   // the label's last part without its number: "gpu", "nvswitch", "leaf"
   int index = 0;      // that number
@@ -26,7 +27,9 @@ struct TopoEdge {
   double bandwidth_bytes_per_s = 0.0;  // per direction
   double bytes_ab = 0.0, bytes_ba = 0.0;
   double utilization_ab = 0.0, utilization_ba = 0.0;
-  double utilization() const { return utilization_ab > utilization_ba ? utilization_ab : utilization_ba; }
+  double utilization() const {
+    return utilization_ab > utilization_ba ? utilization_ab : utilization_ba;
+  }
 };
 
 class TopologyGraph {
@@ -44,14 +47,15 @@ class TopologyGraph {
   std::vector<TopoEdge> edges_;
 };
 
-// Splits a vertex label into node, type and index ("node2/gpu5" -> 2, "gpu", 5).
+// Splits a vertex label into node, type and index ("n2.gpu5" or "node2/gpu5" ->
+// 2, "gpu", 5).
 TopoVertex parse_vertex_label(const std::string& label);
 
 struct PictureItem {
-  std::string label;   // shown on the item
-  int node = -1;       // for node boxes and node vertices
+  std::string label;  // shown on the item
+  int node = -1;      // for node boxes and node vertices
   bool node_box = false;
-  double x = 0.0, y = 0.0;  // centre
+  double x = 0.0, y = 0.0;   // centre
   double utilization = 0.0;  // node boxes: the hottest merged link
 };
 

@@ -12,8 +12,8 @@ namespace {
 constexpr const char* kCategoryNames[kNumCategories] = {
     "gemm", "attention", "elementwise", "tp", "pp", "dp", "zero", "optimizer", "copy"};
 // docs/formats.md ("trace.json"): thread ids 0..5.
-constexpr const char* kStreamNames[] = {"compute", "tp-comm", "dp-comm", "pp-send", "pp-recv",
-                                        "copy"};
+constexpr const char* kStreamNames[] = {"compute", "tp-comm", "dp-comm",
+                                        "pp-send", "pp-recv", "copy"};
 }  // namespace
 
 const char* to_string(Category c) { return kCategoryNames[static_cast<int>(c)]; }
@@ -30,11 +30,16 @@ bool parse_category(std::string_view s, Category* out) {
 
 const char* to_string(Phase p) {
   switch (p) {
-    case Phase::kNone: return "";
-    case Phase::kFwd: return "fwd";
-    case Phase::kBwd: return "bwd";
-    case Phase::kRecompute: return "recompute";
-    case Phase::kStep: return "step";
+    case Phase::kNone:
+      return "";
+    case Phase::kFwd:
+      return "fwd";
+    case Phase::kBwd:
+      return "bwd";
+    case Phase::kRecompute:
+      return "recompute";
+    case Phase::kStep:
+      return "step";
   }
   return "";
 }
@@ -134,8 +139,8 @@ void TraceModelBuilder::set_stream_label(int rank, int stream, std::string label
 TraceModel TraceModelBuilder::finalize(TraceModel header) {
   for (Lane& lane : lanes_) {
     auto label = process_labels_.find(lane.rank);
-    lane.process_label = label != process_labels_.end() ? label->second
-                                                        : "rank " + std::to_string(lane.rank);
+    lane.process_label =
+        label != process_labels_.end() ? label->second : "rank " + std::to_string(lane.rank);
     lane.node = parse_node_of_process(lane.process_label);
     auto sort = sort_indices_.find(lane.rank);
     lane.sort_index = sort != sort_indices_.end() ? sort->second : lane.rank;

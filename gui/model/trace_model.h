@@ -12,12 +12,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/units.h"
 
@@ -62,7 +61,7 @@ static_assert(sizeof(Span) == 24, "spans are kept compact: a million of them is 
 
 // The side table of a span: what hovering and selection show.
 struct SpanDetail {
-  std::uint32_t name = 0;  // index into TraceModel::names
+  std::uint32_t name = 0;   // index into TraceModel::names
   std::int32_t mb = -1;     // micro-batch, -1 when none
   std::int32_t layer = -1;  // -1 when none
   std::int16_t chunk = 0;   // virtual pipeline stage
@@ -73,10 +72,10 @@ struct SpanDetail {
 
 // One (rank, stream) row of the timeline.
 struct Lane {
-  int rank = 0;        // Chrome trace pid
-  int stream = 0;      // Chrome trace tid
-  int node = -1;       // parsed from the process name "node N gpu G (rank R)"; -1 unknown
-  int sort_index = 0;  // process_sort_index, else the rank
+  int rank = 0;               // Chrome trace pid
+  int stream = 0;             // Chrome trace tid
+  int node = -1;              // parsed from the process name "node N gpu G (rank R)"; -1 unknown
+  int sort_index = 0;         // process_sort_index, else the rank
   std::string process_label;  // "node 0 gpu 3 (rank 3)"
   std::string stream_label;   // "compute", "tp-comm", ...
   std::vector<Span> spans;

@@ -1,5 +1,7 @@
 #include "gui/model/trace_reader.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -7,8 +9,6 @@
 #include <memory>
 #include <streambuf>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 #include "core/json_reader.h"
@@ -34,8 +34,8 @@ class ChunkedFileBuf : public std::streambuf {
   int_type underflow() override {
     if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
     if (progress_ && size_bytes_ > 0 &&
-        !progress_(std::min(1.0, static_cast<double>(read_bytes_) /
-                                     static_cast<double>(size_bytes_)))) {
+        !progress_(
+            std::min(1.0, static_cast<double>(read_bytes_) / static_cast<double>(size_bytes_)))) {
       cancelled_ = true;
       return traits_type::eof();
     }
@@ -61,10 +61,26 @@ class ChunkedFileBuf : public std::streambuf {
 
 // Which value the parser is reading inside an event.
 enum class Field : std::uint8_t {
-  kIgnored, kPh, kName, kCat, kPid, kTid, kTs, kDur, kArgs,
+  kIgnored,
+  kPh,
+  kName,
+  kCat,
+  kPid,
+  kTid,
+  kTs,
+  kDur,
+  kArgs,
 };
 enum class ArgField : std::uint8_t {
-  kIgnored, kMb, kLayer, kChunk, kPhase, kFlops, kBytes, kName, kSortIndex,
+  kIgnored,
+  kMb,
+  kLayer,
+  kChunk,
+  kPhase,
+  kFlops,
+  kBytes,
+  kName,
+  kSortIndex,
 };
 
 Field field_of(const std::string& k) {
@@ -83,7 +99,8 @@ Field field_of(const std::string& k) {
       if (k == "name") return Field::kName;
       if (k == "args") return Field::kArgs;
       break;
-    default: break;
+    default:
+      break;
   }
   return Field::kIgnored;
 }
@@ -130,10 +147,10 @@ class TraceSax {
   bool boolean(bool v) { return scalar(Json(v)); }
   bool number_integer(Json::number_integer_t v) { return number(static_cast<double>(v), v, true); }
   bool number_unsigned(Json::number_unsigned_t v) {
-    const auto clamped = v > static_cast<Json::number_unsigned_t>(
-                                 std::numeric_limits<std::int64_t>::max())
-                             ? std::numeric_limits<std::int64_t>::max()
-                             : static_cast<std::int64_t>(v);
+    const auto clamped =
+        v > static_cast<Json::number_unsigned_t>(std::numeric_limits<std::int64_t>::max())
+            ? std::numeric_limits<std::int64_t>::max()
+            : static_cast<std::int64_t>(v);
     return number(static_cast<double>(v), clamped, true);
   }
   bool number_float(Json::number_float_t v, const std::string&) { return number(v, 0, false); }
@@ -178,7 +195,7 @@ class TraceSax {
   std::string file_;
   TraceModelBuilder builder_;
   Where where_ = Where::kOutside;
-  int skip_depth_ = 0;       // nesting inside an ignored value of an event
+  int skip_depth_ = 0;  // nesting inside an ignored value of an event
   std::string top_key_;
   bool saw_trace_events_ = false;
   std::size_t event_index_ = 0;
@@ -194,8 +211,11 @@ class TraceSax {
 bool TraceSax::start_object(std::size_t) {
   if (skip_depth_ > 0) return ++skip_depth_, true;
   switch (where_) {
-    case Where::kOutside: where_ = Where::kTop; return true;
-    case Where::kTop: return dom_open(Json::object());
+    case Where::kOutside:
+      where_ = Where::kTop;
+      return true;
+    case Where::kTop:
+      return dom_open(Json::object());
     case Where::kEvents:
       where_ = Where::kEvent;
       ev_.reset();
@@ -207,8 +227,11 @@ bool TraceSax::start_object(std::size_t) {
       }
       skip_depth_ = 1;
       return true;
-    case Where::kArgs: skip_depth_ = 1; return true;
-    case Where::kDom: return dom_open(Json::object());
+    case Where::kArgs:
+      skip_depth_ = 1;
+      return true;
+    case Where::kDom:
+      return dom_open(Json::object());
   }
   return true;
 }
@@ -216,8 +239,10 @@ bool TraceSax::start_object(std::size_t) {
 bool TraceSax::start_array(std::size_t) {
   if (skip_depth_ > 0) return ++skip_depth_, true;
   switch (where_) {
-    case Where::kOutside: return fail("$", "expected the JSON object form of the Chrome trace "
-                                           "format ({\"traceEvents\": [...]}), got an array");
+    case Where::kOutside:
+      return fail("$",
+                  "expected the JSON object form of the Chrome trace "
+                  "format ({\"traceEvents\": [...]}), got an array");
     case Where::kTop:
       if (top_key_ == "traceEvents") {
         where_ = Where::kEvents;
@@ -228,8 +253,11 @@ bool TraceSax::start_array(std::size_t) {
     case Where::kEvents:
       return fail(fmt::format("$.traceEvents[{}]", event_index_), "expected an event object");
     case Where::kEvent:
-    case Where::kArgs: skip_depth_ = 1; return true;
-    case Where::kDom: return dom_open(Json::array());
+    case Where::kArgs:
+      skip_depth_ = 1;
+      return true;
+    case Where::kDom:
+      return dom_open(Json::array());
   }
   return true;
 }
@@ -237,15 +265,21 @@ bool TraceSax::start_array(std::size_t) {
 bool TraceSax::end_object() {
   if (skip_depth_ > 0) return --skip_depth_, true;
   switch (where_) {
-    case Where::kArgs: where_ = Where::kEvent; return true;
+    case Where::kArgs:
+      where_ = Where::kEvent;
+      return true;
     case Where::kEvent:
       where_ = Where::kEvents;
       if (!finish_event()) return false;
       ++event_index_;
       return true;
-    case Where::kDom: return dom_close();
-    case Where::kTop: where_ = Where::kOutside; return true;
-    default: return true;
+    case Where::kDom:
+      return dom_close();
+    case Where::kTop:
+      where_ = Where::kOutside;
+      return true;
+    default:
+      return true;
   }
 }
 
@@ -262,11 +296,20 @@ bool TraceSax::end_array() {
 bool TraceSax::key(std::string& k) {
   if (skip_depth_ > 0) return true;
   switch (where_) {
-    case Where::kTop: top_key_ = k; return true;
-    case Where::kEvent: field_ = field_of(k); return true;
-    case Where::kArgs: arg_field_ = arg_field_of(k); return true;
-    case Where::kDom: dom_key_ = k; return true;
-    default: return true;
+    case Where::kTop:
+      top_key_ = k;
+      return true;
+    case Where::kEvent:
+      field_ = field_of(k);
+      return true;
+    case Where::kArgs:
+      arg_field_ = arg_field_of(k);
+      return true;
+    case Where::kDom:
+      dom_key_ = k;
+      return true;
+    default:
+      return true;
   }
 }
 
@@ -274,8 +317,12 @@ bool TraceSax::string(std::string& v) {
   if (skip_depth_ > 0) return true;
   if (where_ == Where::kEvent) {
     switch (field_) {
-      case Field::kPh: ev_.ph = v.size() == 1 ? v[0] : '?'; break;
-      case Field::kName: ev_.name = v; break;
+      case Field::kPh:
+        ev_.ph = v.size() == 1 ? v[0] : '?';
+        break;
+      case Field::kName:
+        ev_.name = v;
+        break;
       case Field::kCat:
         ev_.has_cat = true;
         ev_.cat_known = parse_category(v, &ev_.category);
@@ -290,7 +337,8 @@ bool TraceSax::string(std::string& v) {
                                : field_ == Field::kTs  ? "ts"
                                                        : "dur"),
                     "expected a number, got a string (\"" + v + "\")");
-      default: break;
+      default:
+        break;
     }
     return true;
   }
@@ -315,24 +363,42 @@ bool TraceSax::number(double v, std::int64_t i, bool integral) {
         (field_ == Field::kPid ? ev_.pid : ev_.tid) = i;
         (field_ == Field::kPid ? ev_.has_pid : ev_.has_tid) = true;
         break;
-      case Field::kTs: ev_.ts_us = v; ev_.has_ts = true; break;
-      case Field::kDur: ev_.dur_us = v; ev_.has_dur = true; break;
-      default: break;
+      case Field::kTs:
+        ev_.ts_us = v;
+        ev_.has_ts = true;
+        break;
+      case Field::kDur:
+        ev_.dur_us = v;
+        ev_.has_dur = true;
+        break;
+      default:
+        break;
     }
     return true;
   }
   if (where_ == Where::kArgs) {
     switch (arg_field_) {
-      case ArgField::kMb: ev_.detail.mb = static_cast<std::int32_t>(v); break;
-      case ArgField::kLayer: ev_.detail.layer = static_cast<std::int32_t>(v); break;
-      case ArgField::kChunk: ev_.detail.chunk = static_cast<std::int16_t>(v); break;
-      case ArgField::kFlops: ev_.detail.flops = v; break;
-      case ArgField::kBytes: ev_.detail.bytes = v; break;
+      case ArgField::kMb:
+        ev_.detail.mb = static_cast<std::int32_t>(v);
+        break;
+      case ArgField::kLayer:
+        ev_.detail.layer = static_cast<std::int32_t>(v);
+        break;
+      case ArgField::kChunk:
+        ev_.detail.chunk = static_cast<std::int16_t>(v);
+        break;
+      case ArgField::kFlops:
+        ev_.detail.flops = v;
+        break;
+      case ArgField::kBytes:
+        ev_.detail.bytes = v;
+        break;
       case ArgField::kSortIndex:
         ev_.sort_index = integral ? i : static_cast<std::int64_t>(v);
         ev_.has_sort_index = true;
         break;
-      default: break;
+      default:
+        break;
     }
     return true;
   }
@@ -367,8 +433,8 @@ bool TraceSax::finish_event() {
   if (!ev_.has_ts) return fail(event_path("ts"), "a complete (\"X\") event needs ts (µs)");
   if (!ev_.has_dur) return fail(event_path("dur"), "a complete (\"X\") event needs dur (µs)");
   if (!(ev_.dur_us >= 0.0) || !std::isfinite(ev_.ts_us) || !std::isfinite(ev_.dur_us)) {
-    return fail(event_path("dur"), fmt::format("expected a finite duration ≥ 0 µs, got {}",
-                                               ev_.dur_us));
+    return fail(event_path("dur"),
+                fmt::format("expected a finite duration ≥ 0 µs, got {}", ev_.dur_us));
   }
   if (!ev_.has_cat || !ev_.cat_known) {
     return fail(event_path("cat"),
@@ -379,8 +445,8 @@ bool TraceSax::finish_event() {
   }
   Phase phase = Phase::kNone;
   if (!ev_.phase.empty() && !parse_phase(ev_.phase, &phase)) {
-    return fail(event_path("args.phase"), "unknown phase \"" + ev_.phase +
-                                              "\"; allowed: fwd, bwd, recompute, step");
+    return fail(event_path("args.phase"),
+                "unknown phase \"" + ev_.phase + "\"; allowed: fwd, bwd, recompute, step");
   }
   ev_.detail.phase = phase;
   ev_.detail.name = builder_.intern(ev_.name);
@@ -476,8 +542,9 @@ TraceModel finish(TraceSax& sax, bool ok, const std::string& file) {
 
 TraceModel read_trace_file(const std::string& path, const ProgressFn& progress) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) throw InputError(path, "", std::string("cannot open file for reading: ") +
-                                         std::strerror(errno));
+  if (!f)
+    throw InputError(path, "",
+                     std::string("cannot open file for reading: ") + std::strerror(errno));
   std::fseek(f.get(), 0, SEEK_END);
   const std::int64_t size_bytes = std::ftell(f.get());
   std::fseek(f.get(), 0, SEEK_SET);

@@ -1,0 +1,127 @@
+// strata-gui: look at plans — timelines, the sweep table, memory per stage and
+// link utilization on the cluster graph.
+//
+//   strata-gui [FILE...]                       opens the window
+//   strata-gui --screenshot OUT.png [--view timeline|sweep|memory|topology] FILE...
+//                                              renders one view offscreen to a PNG
+// Exit codes as for strata: 0 success, 2 bad input, 1 internal failure.
+#include <CLI/CLI.hpp>
+#include <QApplication>
+#include <QBuffer>
+#include <QPixmap>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "gui/widgets/job_runner.h"
+#include "gui/widgets/main_window.h"
+#include "gui/widgets/sweep_view.h"
+
+namespace {
+
+struct Args {
+  std::vector<std::string> files;
+  std::vector<std::string> measured;
+  std::string screenshot;
+  std::string view;
+  int width = 1400;
+  int height = 900;
+  int select_plan = 0;
+};
+
+// Renders the chosen view of the loaded files to a PNG, written atomically.
+int screenshot(strata::gui::MainWindow& window, const Args& args) {
+  for (const std::string& f : args.files) {
+    const QString error = window.open_file_now(QString::fromStdString(f));
+    if (!error.isEmpty()) {
+      std::fprintf(stderr, "error: %s\n", error.toStdString().c_str());
+      return strata::kExitBadInput;
+    }
+  }
+  for (const std::string& f : args.measured) {
+    const QString error = window.open_file_now(QString::fromStdString(f), true);
+    if (!error.isEmpty()) {
+      std::fprintf(stderr, "error: %s\n", error.toStdString().c_str());
+      return strata::kExitBadInput;
+    }
+  }
+  if (args.select_plan > 0) {
+    window.sweep_view()->select_view_row(args.select_plan - 1);
+    // A plan's trace, if the sweep wrote one, loads in the background.
+    window.jobs()->wait_idle(600000);
+  }
+  if (!args.view.empty()) {
+    strata::gui::View view;
+    strata::gui::parse_view(args.view, &view);
+    window.show_view(view);
+  }
+  window.resize(args.width, args.height);
+  window.show();
+  QApplication::processEvents();
+  const QPixmap pixmap = window.grab();
+  QByteArray png;
+  QBuffer buffer(&png);
+  buffer.open(QIODevice::WriteOnly);
+  if (!pixmap.save(&buffer, "PNG")) {
+    std::fprintf(stderr, "internal error: could not encode the screenshot as PNG\n");
+    return strata::kExitInternal;
+  }
+  strata::write_file_atomic(args.screenshot, std::string(png.constData(), png.size()));
+  return strata::kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App cli{"strata-gui: timelines, the sweep table, memory and topology views"};
+  Args args;
+  cli.add_option("files", args.files,
+                 "result.json, trace.json, sweep.csv or sweep.json, memory.json to open");
+  cli.add_option("--measured", args.measured,
+                 "a measured trace (strata run) to show under "
+                 "the predicted one");
+  cli.add_option("--screenshot", args.screenshot,
+                 "render a view offscreen to this PNG file and exit");
+  cli.add_option("--view", args.view, "the view to show")
+      ->check(CLI::IsMember({"timeline", "sweep", "memory", "topology"}));
+  cli.add_option("--width", args.width, "screenshot width in pixels")->check(CLI::Range(400, 8000));
+  cli.add_option("--height", args.height, "screenshot height in pixels")
+      ->check(CLI::Range(300, 8000));
+  cli.add_option("--select-plan", args.select_plan,
+                 "select this row (1 = first, as sorted) of an opened sweep")
+      ->check(CLI::PositiveNumber);
+  cli.set_version_flag("--version", "strata-gui 0.1.0");
+  try {
+    cli.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = cli.exit(e);
+    return code == 0 ? 0 : strata::kExitBadInput;
+  }
+  strata::init_logging(0);
+
+  // Screenshots need no display: Qt's offscreen platform renders into memory.
+  if (!args.screenshot.empty()) qputenv("QT_QPA_PLATFORM", "offscreen");
+  QApplication app(argc, argv);
+  QApplication::setApplicationName("strata-gui");
+  try {
+    strata::gui::MainWindow window;
+    if (!args.screenshot.empty()) return screenshot(window, args);
+    QStringList files;
+    for (const std::string& f : args.files) files << QString::fromStdString(f);
+    window.open_files(files);
+    QStringList measured;
+    for (const std::string& f : args.measured) measured << QString::fromStdString(f);
+    window.open_files(measured, true);
+    window.show();
+    return QApplication::exec();
+  } catch (const strata::InputError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return strata::kExitBadInput;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "internal error: %s\n", e.what());
+    return strata::kExitInternal;
+  }
+}

@@ -1,0 +1,40 @@
+#include "gui/widgets/colors.h"
+
+#include <algorithm>
+
+namespace strata::gui {
+
+QColor category_color(Category c) {
+  // Tableau 10 (Vega's category10 successor), a palette designed for telling
+  // categories apart; assigned so related categories get related hues.
+  switch (c) {
+    case Category::kGemm:
+      return QColor(0x4c, 0x78, 0xa8);
+    case Category::kAttention:
+      return QColor(0x7f, 0x5f, 0xb0);
+    case Category::kElementwise:
+      return QColor(0x72, 0xb7, 0xb2);
+    case Category::kTp:
+      return QColor(0xf5, 0x85, 0x18);
+    case Category::kPp:
+      return QColor(0xe4, 0x57, 0x56);
+    case Category::kDp:
+      return QColor(0x54, 0xa2, 0x4b);
+    case Category::kZero:
+      return QColor(0xb2, 0x79, 0xa2);
+    case Category::kOptimizer:
+      return QColor(0x9d, 0x75, 0x5d);
+    case Category::kCopy:
+      return QColor(0xba, 0xb0, 0xac);
+  }
+  return Qt::gray;
+}
+
+QColor utilization_color(double utilization, bool carried_bytes) {
+  if (!carried_bytes && utilization <= 0.0) return QColor(0xb0, 0xb0, 0xb0);
+  const double u = std::clamp(utilization, 0.0, 1.0);
+  // Hue 120 (green) at 0 down to 0 (red) at 1, through yellow at 0.5.
+  return QColor::fromHsvF(static_cast<float>((1.0 - u) * 120.0 / 360.0), 0.85f, 0.85f);
+}
+
+}  // namespace strata::gui

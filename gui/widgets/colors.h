@@ -1,0 +1,19 @@
+// Colors shared by the views: one per task category (timeline, legend) and the
+// utilization ramp of the topology view.
+#pragma once
+
+#include <QColor>
+
+#include "gui/model/trace_model.h"
+
+namespace strata::gui {
+
+// The fill of a task category. Compute categories are cool colors, communication
+// warm ones, so exposed communication stands out on a compute lane.
+QColor category_color(Category c);
+
+// Green (idle) through yellow to red (saturated) for utilization in [0, 1];
+// grey for a link that carried nothing.
+QColor utilization_color(double utilization, bool carried_bytes = true);
+
+}  // namespace strata::gui

@@ -1,0 +1,303 @@
+#include "gui/widgets/main_window.h"
+
+#include <fmt/format.h>
+
+#include <QAction>
+#include <QApplication>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QKeySequence>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QVBoxLayout>
+
+#include "core/error.h"
+#include "gui/model/plan_memory.h"
+#include "gui/model/time_view.h"
+#include "gui/model/timeline_layout.h"
+#include "gui/widgets/job_runner.h"
+#include "gui/widgets/memory_widget.h"
+#include "gui/widgets/sweep_view.h"
+#include "gui/widgets/timeline_panel.h"
+#include "gui/widgets/timeline_widget.h"
+#include "gui/widgets/topology_view.h"
+
+namespace strata::gui {
+namespace {
+
+QString qstr(const std::string& s) { return QString::fromStdString(s); }
+
+std::string percent(double ratio) { return fmt::format("{:.1f}%", ratio * 100.0); }
+
+// The headline of a result, in Megatron-LM's and the papers' words.
+std::string result_headline(const ResultData& r) {
+  std::string text = "step " + format_time_ns(r.step_time_s * 1e9);
+  if (r.mfu > 0) text += " · MFU " + percent(r.mfu);
+  if (r.hfu > 0) text += " · HFU " + percent(r.hfu);
+  if (r.tflops_per_gpu > 0) text += fmt::format(" · {:.0f} TFLOP/s per GPU", r.tflops_per_gpu);
+  if (r.tokens_per_s > 0) text += fmt::format(" · {:.0f} tokens/s", r.tokens_per_s);
+  text += " · bubble " + percent(r.bubble_ratio);
+  if (r.bubble_ratio_analytic > 0) text += " (analytic " + percent(r.bubble_ratio_analytic) + ")";
+  text += " · exposed TP " + format_time_ns(r.exposed.tp_s * 1e9) + ", PP " +
+          format_time_ns(r.exposed.pp_s * 1e9) + ", DP " + format_time_ns(r.exposed.dp_s * 1e9) +
+          ", ZeRO " + format_time_ns(r.exposed.zero_s * 1e9);
+  if (r.num_gpus > 0) text += fmt::format(" · {} GPUs", r.num_gpus);
+  if (!r.fidelity.empty()) text += " · " + r.fidelity + " fidelity";
+  return text;
+}
+
+const char* kFileFilter =
+    "Strata files (*.json *.csv);;Traces (trace*.json *.json);;Sweeps (*.csv *.json);;All files "
+    "(*)";
+
+}  // namespace
+
+bool parse_view(const std::string& name, View* out) {
+  if (name == "timeline") return *out = View::kTimeline, true;
+  if (name == "sweep") return *out = View::kSweep, true;
+  if (name == "memory") return *out = View::kMemory, true;
+  if (name == "topology") return *out = View::kTopology, true;
+  return false;
+}
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+  setWindowTitle(tr("Strata"));
+  timeline_ = new TimelinePanel(this);
+  sweep_ = new SweepView(this);
+  memory_ = new MemoryWidget(this);
+  topology_ = new TopologyView(this);
+  jobs_ = new JobRunner(this);
+
+  tabs_ = new QTabWidget(this);
+  tabs_->addTab(timeline_, tr("Timeline"));
+  tabs_->addTab(sweep_, tr("Sweep"));
+  tabs_->addTab(memory_, tr("Memory"));
+  tabs_->addTab(topology_, tr("Topology"));
+
+  headline_ = new QLabel(tr("Open a result.json, trace.json, sweep.csv/json or memory.json "
+                            "(File ▸ Open…)"),
+                         this);
+  headline_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  headline_->setWordWrap(true);
+  QFont bold = headline_->font();
+  bold.setBold(true);
+  headline_->setFont(bold);
+
+  auto* central = new QWidget(this);
+  auto* layout = new QVBoxLayout(central);
+  layout->setContentsMargins(6, 6, 6, 0);
+  layout->addWidget(headline_);
+  layout->addWidget(tabs_, 1);
+  setCentralWidget(central);
+
+  progress_ = new QProgressBar(this);
+  progress_->setRange(0, 1000);
+  progress_->setMaximumWidth(260);
+  progress_->setVisible(false);
+  cancel_ = new QPushButton(tr("Cancel"), this);
+  cancel_->setVisible(false);
+  statusBar()->addPermanentWidget(progress_);
+  statusBar()->addPermanentWidget(cancel_);
+
+  connect(cancel_, &QPushButton::clicked, jobs_, &JobRunner::cancel);
+  connect(jobs_, &JobRunner::started, this, [this](const QString& label) {
+    progress_->setValue(0);
+    progress_->setVisible(true);
+    cancel_->setVisible(true);
+    statusBar()->showMessage(label);
+  });
+  connect(jobs_, &JobRunner::progress, this,
+          [this](double f) { progress_->setValue(static_cast<int>(f * 1000.0)); });
+  connect(jobs_, &JobRunner::finished, this, &MainWindow::on_job_finished);
+  connect(sweep_, &SweepView::planSelected, this, &MainWindow::select_sweep_plan);
+
+  build_menus();
+  resize(1400, 900);
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::build_menus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  QAction* open = file->addAction(tr("&Open…"), this, [this] { choose_files(false); });
+  open->setShortcut(QKeySequence::Open);
+  file->addAction(tr("Open &Measured Trace…"), this, [this] { choose_files(true); });
+  file->addSeparator();
+  QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+  quit->setShortcut(QKeySequence::Quit);
+
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  view->addAction(tr("&Fit Timeline"), timeline_->timeline(), &TimelineWidget::fit);
+  view->addAction(tr("&Unfold All Nodes"), this,
+                  [this] { timeline_->timeline()->set_all_collapsed(false); });
+  view->addAction(tr("F&old All Nodes"), this,
+                  [this] { timeline_->timeline()->set_all_collapsed(true); });
+  view->addSeparator();
+  for (auto [name, v] : {std::pair{"&Timeline", View::kTimeline},
+                         {"&Sweep", View::kSweep},
+                         {"&Memory", View::kMemory},
+                         {"To&pology", View::kTopology}}) {
+    view->addAction(tr(name), this, [this, v = v] { show_view(v); });
+  }
+}
+
+void MainWindow::choose_files(bool as_measured) {
+  const QStringList paths = QFileDialog::getOpenFileNames(
+      this, as_measured ? tr("Open measured trace") : tr("Open"), QString(), tr(kFileFilter));
+  if (!paths.isEmpty()) open_files(paths, as_measured);
+}
+
+void MainWindow::open_files(const QStringList& paths, bool as_measured) {
+  for (const QString& p : paths) pending_.append({p, as_measured});
+  start_next_load();
+}
+
+void MainWindow::start_next_load() {
+  if (jobs_->busy() || pending_.isEmpty()) return;
+  const Pending next = pending_.takeFirst();
+  // Filled by the worker, applied on the UI thread once it is done.
+  auto target = std::make_shared<LoadedFile>();
+  const std::string path = next.path.toStdString();
+  jobs_->start(
+      tr("Opening %1").arg(next.path),
+      [target, path](const ProgressFn& progress) { *target = load_file(path, progress); },
+      [this, target, next] { apply(std::move(*target), next.as_measured, next.quiet); });
+}
+
+void MainWindow::on_job_finished(bool ok, bool cancelled, const QString& error) {
+  progress_->setVisible(false);
+  cancel_->setVisible(false);
+  if (cancelled) {
+    statusBar()->showMessage(tr("Cancelled: %1").arg(jobs_->label()), 5000);
+  } else if (!ok) {
+    show_error(error);
+  } else {
+    statusBar()->showMessage(tr("Done: %1").arg(jobs_->label()), 5000);
+  }
+  start_next_load();
+}
+
+QString MainWindow::open_file_now(const QString& path, bool as_measured) {
+  try {
+    apply(load_file(path.toStdString()), as_measured);
+    return {};
+  } catch (const InputError& e) {
+    return qstr(e.what());
+  } catch (const std::exception& e) {
+    return tr("internal error: %1").arg(qstr(e.what()));
+  }
+}
+
+void MainWindow::show_error(const QString& text) {
+  last_error_ = text;
+  if (error_box_ == nullptr) {
+    error_box_ = new QMessageBox(QMessageBox::Warning, tr("Cannot open file"), QString(),
+                                 QMessageBox::Ok, this);
+    error_box_->setWindowModality(Qt::WindowModal);
+  }
+  error_box_->setText(text);
+  error_box_->open();
+}
+
+void MainWindow::apply(LoadedFile file, bool as_measured, bool quiet) {
+  const QString source = qstr(file.path);
+  switch (file.kind) {
+    case FileKind::kTrace: {
+      const bool measured = as_measured || file.trace->kind == "measured";
+      set_trace(file.trace, measured);
+      if (quiet) return;
+      // A measured trace joins the predicted one: the predicted headline stays.
+      if (!measured || !predicted_) headline_->setText(qstr(trace_label(*file.trace)));
+      show_view(View::kTimeline);
+      break;
+    }
+    case FileKind::kResult:
+      show_result(*file.result, source);
+      if (file.trace) set_trace(file.trace, false);
+      show_view(file.trace ? View::kTimeline : View::kMemory);
+      break;
+    case FileKind::kMemory:
+      memory_->set_memory(
+          file.memory->memory,
+          tr("Memory per GPU · %1").arg(qstr(describe_inputs(file.memory->inputs))));
+      show_view(View::kMemory);
+      break;
+    case FileKind::kSweep:
+      sweep_data_ = std::make_shared<const SweepData>(std::move(*file.sweep));
+      selected_sweep_row_ = -1;
+      sweep_->set_sweep(sweep_data_);
+      headline_->setText(tr("sweep of %1 plans · %2").arg(sweep_data_->rows.size()).arg(source));
+      show_view(View::kSweep);
+      break;
+  }
+  setWindowTitle(tr("Strata — %1").arg(QFileInfo(source).fileName()));
+}
+
+void MainWindow::show_result(const ResultData& r, const QString& source) {
+  headline_->setText(qstr(result_headline(r)));
+  const QString what = qstr(describe_inputs(r.inputs));
+  if (r.memory) {
+    memory_->set_memory(*r.memory, tr("Memory per GPU · %1").arg(what));
+  } else {
+    memory_->set_memory(std::nullopt, QString(), tr("%1 has no memory breakdown").arg(source));
+  }
+  topology_->set_links(r.links, what, tr("%1 has no link_utilization").arg(source));
+}
+
+void MainWindow::set_trace(std::shared_ptr<const TraceModel> trace, bool measured) {
+  (measured ? measured_ : predicted_) = std::move(trace);
+  refresh_timeline();
+}
+
+void MainWindow::refresh_timeline(const QString& message) {
+  std::vector<std::shared_ptr<const TraceModel>> traces;
+  if (predicted_) traces.push_back(predicted_);
+  if (measured_) traces.push_back(measured_);
+  timeline_->timeline()->set_traces(std::move(traces), message);
+}
+
+void MainWindow::select_sweep_plan(int row_index) {
+  if (!sweep_data_ || row_index < 0 || row_index >= static_cast<int>(sweep_data_->rows.size())) {
+    return;
+  }
+  selected_sweep_row_ = row_index;
+  const SweepData& sweep = *sweep_data_;
+  const SweepRow& row = sweep.rows[row_index];
+  const QString plan_text = qstr(row.plan.dump());
+  const QString title =
+      tr("Memory per GPU · plan %1 of the sweep · %2").arg(row_index + 1).arg(plan_text);
+  if (row.result) {
+    show_result(*row.result, qstr(sweep.file));
+  }
+  if (row.result && row.result->memory) {
+    memory_->set_memory(*row.result->memory, title);
+  } else {
+    try {
+      memory_->set_memory(memory_for_sweep_plan(sweep, row), title);
+    } catch (const InputError& e) {
+      memory_->set_memory(std::nullopt, QString(), qstr(e.what()));
+    }
+  }
+  measured_.reset();
+  predicted_.reset();
+  if (!row.trace_file.empty()) {
+    refresh_timeline(tr("Loading the plan's trace…"));
+    pending_.append({qstr(row.trace_file), false, true});
+    start_next_load();
+  } else {
+    refresh_timeline(tr("The sweep wrote no trace for this plan (%1).\nRun `strata simulate` "
+                        "with this plan and open its result.json to see its timeline.")
+                         .arg(plan_text));
+  }
+}
+
+QString MainWindow::headline_text() const { return headline_->text(); }
+
+void MainWindow::show_view(View view) { tabs_->setCurrentIndex(static_cast<int>(view)); }
+
+}  // namespace strata::gui

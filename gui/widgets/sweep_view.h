@@ -1,0 +1,51 @@
+// The Sweep tab: a filter box, a fits / does-not-fit choice, the count of plans
+// shown, and the sortable table. Selecting a row emits planSelected with the
+// row's index in the sweep (not in the sorted view).
+#pragma once
+
+#include <QWidget>
+#include <memory>
+
+#include "gui/model/sweep_data.h"
+#include "gui/widgets/sweep_table_model.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QTableView;
+
+namespace strata::gui {
+
+class SweepView : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit SweepView(QWidget* parent = nullptr);
+
+  void set_sweep(std::shared_ptr<const SweepData> sweep);
+  SweepTableModel* table_model() const { return model_; }
+  SweepFilterProxy* proxy() const { return proxy_; }
+  QTableView* table() const { return table_; }
+  QLineEdit* filter_edit() const { return filter_; }
+  QComboBox* fits_combo() const { return fits_; }
+  // Selects the row at proxy_row of the sorted, filtered view (as a click does).
+  void select_view_row(int proxy_row);
+  // "12 of 340 plans" under the current filter.
+  QString count_text() const;
+
+ signals:
+  void planSelected(int sweep_row);
+
+ private:
+  void update_count();
+
+  SweepTableModel* model_;
+  SweepFilterProxy* proxy_;
+  QTableView* table_;
+  QLineEdit* filter_;
+  QComboBox* fits_;
+  QLabel* count_;
+  QLabel* summary_;
+};
+
+}  // namespace strata::gui

@@ -1,0 +1,97 @@
+#include "gui/widgets/timeline_panel.h"
+
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QScrollBar>
+#include <QSplitter>
+#include <QVBoxLayout>
+
+#include "gui/model/timeline_layout.h"
+#include "gui/widgets/colors.h"
+#include "gui/widgets/timeline_widget.h"
+
+namespace strata::gui {
+namespace {
+
+QString legend_html() {
+  QString html;
+  for (int c = 0; c < kNumCategories; ++c) {
+    const auto cat = static_cast<Category>(c);
+    html += QStringLiteral("<span style=\"color:%1\">■</span>&nbsp;%2&nbsp;&nbsp; ")
+                .arg(category_color(cat).name(), QString::fromLatin1(to_string(cat)));
+  }
+  return html;
+}
+
+const char* kHint =
+    "Click a task to see its details. Wheel: zoom at the cursor · Shift+wheel: scroll lanes · "
+    "drag: pan · F: fit · click a node row to fold or unfold it.";
+
+}  // namespace
+
+TimelinePanel::TimelinePanel(QWidget* parent) : QWidget(parent) {
+  timeline_ = new TimelineWidget(this);
+  scroll_ = new QScrollBar(Qt::Vertical, this);
+  details_ = new QPlainTextEdit(this);
+  details_->setReadOnly(true);
+  details_->setPlainText(kHint);
+
+  auto* fit = new QPushButton(tr("Fit"), this);
+  fit->setToolTip(tr("Show the whole step (F)"));
+  auto* expand = new QPushButton(tr("Unfold nodes"), this);
+  auto* collapse = new QPushButton(tr("Fold nodes"), this);
+  auto* legend = new QLabel(legend_html(), this);
+  legend->setTextFormat(Qt::RichText);
+
+  auto* tools = new QHBoxLayout;
+  tools->addWidget(fit);
+  tools->addWidget(expand);
+  tools->addWidget(collapse);
+  tools->addSpacing(16);
+  tools->addWidget(legend, 1);
+
+  auto* view_row = new QWidget(this);
+  auto* view_layout = new QHBoxLayout(view_row);
+  view_layout->setContentsMargins(0, 0, 0, 0);
+  view_layout->setSpacing(0);
+  view_layout->addWidget(timeline_, 1);
+  view_layout->addWidget(scroll_);
+
+  auto* split = new QSplitter(Qt::Vertical, this);
+  split->addWidget(view_row);
+  split->addWidget(details_);
+  split->setStretchFactor(0, 5);
+  split->setStretchFactor(1, 1);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addLayout(tools);
+  layout->addWidget(split, 1);
+
+  connect(fit, &QPushButton::clicked, timeline_, &TimelineWidget::fit);
+  connect(expand, &QPushButton::clicked, this, [this] { timeline_->set_all_collapsed(false); });
+  connect(collapse, &QPushButton::clicked, this, [this] { timeline_->set_all_collapsed(true); });
+  connect(timeline_, &TimelineWidget::contentHeightChanged, this, &TimelinePanel::sync_scroll_bar);
+  connect(timeline_, &TimelineWidget::viewChanged, this, &TimelinePanel::sync_scroll_bar);
+  connect(scroll_, &QScrollBar::valueChanged, timeline_, &TimelineWidget::set_scroll_y);
+  connect(timeline_, &TimelineWidget::selectionChanged, this, &TimelinePanel::show_selection);
+}
+
+QString TimelinePanel::details_text() const { return details_->toPlainText(); }
+
+void TimelinePanel::sync_scroll_bar() {
+  const QSignalBlocker block(scroll_);
+  scroll_->setRange(0, timeline_->max_scroll_y());
+  scroll_->setPageStep(timeline_->lanes_height_px());
+  scroll_->setSingleStep(kLaneHeightPx);
+  scroll_->setValue(timeline_->scroll_y());
+}
+
+void TimelinePanel::show_selection() {
+  const QString text = timeline_->selection_text();
+  details_->setPlainText(text.isEmpty() ? QString::fromLatin1(kHint) : text);
+}
+
+}  // namespace strata::gui

@@ -1,0 +1,452 @@
+#include "gui/widgets/timeline_widget.h"
+
+#include <QHelpEvent>
+#include <QKeyEvent>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QToolTip>
+#include <QWheelEvent>
+#include <algorithm>
+#include <cmath>
+
+#include "gui/model/span_text.h"
+#include "gui/widgets/colors.h"
+
+namespace strata::gui {
+namespace {
+
+// A press that moves less than this is a click, more is a drag.
+constexpr int kClickSlopPx = 3;
+// Tasks wider than this get their name written inside.
+constexpr double kLabelMinWidthPx = 40.0;
+// Ruler labels stay at least this far apart.
+constexpr double kRulerSpacingPx = 90.0;
+
+const QColor kPredictedHeader(0xdd, 0xe6, 0xf2);
+const QColor kMeasuredHeader(0xf6, 0xe3, 0xcf);
+const QColor kNodeHeader(0xf0, 0xf0, 0xf0);
+const QColor kGridLine(0xe6, 0xe6, 0xe6);
+
+QString qstr(const std::string& s) { return QString::fromStdString(s); }
+
+}  // namespace
+
+TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent) {
+  setMouseTracking(false);
+  setFocusPolicy(Qt::StrongFocus);
+  setAttribute(Qt::WA_OpaquePaintEvent);
+  setMinimumSize(kGutterPx + 200, kRulerPx + 100);
+}
+
+void TimelineWidget::set_traces(std::vector<std::shared_ptr<const TraceModel>> traces,
+                                const QString& message) {
+  traces_ = std::move(traces);
+  message_ = message;
+  std::vector<const TraceModel*> raw;
+  for (const auto& t : traces_) raw.push_back(t.get());
+  layout_.set_traces(std::move(raw));
+  selection_.reset();
+  scroll_y_ = 0;
+  needs_fit_ = true;
+  fit();
+  emit contentHeightChanged();
+  emit selectionChanged();
+  update();
+}
+
+void TimelineWidget::set_view(double start_ns, double end_ns) {
+  view_ = TimeView(start_ns, end_ns, lane_width_px());
+  needs_fit_ = false;
+  emit viewChanged();
+  update();
+}
+
+void TimelineWidget::fit() {
+  if (traces_.empty()) return;
+  TimeNs begin = traces_.front()->begin_ns();
+  TimeNs end = traces_.front()->end_ns();
+  for (const auto& t : traces_) {
+    begin = std::min(begin, t->begin_ns());
+    end = std::max(end, t->end_ns());
+  }
+  view_ = TimeView(0.0, 1.0, lane_width_px());
+  view_.fit(static_cast<double>(begin), static_cast<double>(end));
+  emit viewChanged();
+  update();
+}
+
+void TimelineWidget::zoom_at(double factor, int x) {
+  view_.zoom(factor, x - kGutterPx);
+  needs_fit_ = false;
+  emit viewChanged();
+  update();
+}
+
+void TimelineWidget::pan_by(int dx, int dy) {
+  view_.pan(dx);
+  set_scroll_y(scroll_y_ - dy);
+  needs_fit_ = false;
+  emit viewChanged();
+  update();
+}
+
+int TimelineWidget::max_scroll_y() const {
+  return std::max(0, layout_.total_height_px() - lanes_height_px());
+}
+
+void TimelineWidget::set_scroll_y(int y) {
+  const int clamped = std::clamp(y, 0, max_scroll_y());
+  if (clamped == scroll_y_) return;
+  scroll_y_ = clamped;
+  emit viewChanged();
+  update();
+}
+
+void TimelineWidget::set_all_collapsed(bool collapsed) {
+  for (int t = 0; t < static_cast<int>(traces_.size()); ++t) {
+    for (int node : traces_[t]->nodes()) layout_.set_collapsed(t, node, collapsed);
+  }
+  set_scroll_y(scroll_y_);
+  emit contentHeightChanged();
+  update();
+}
+
+void TimelineWidget::toggle_node_row(int row) {
+  const auto& rows = layout_.rows();
+  if (row < 0 || row >= static_cast<int>(rows.size()) || rows[row].kind != RowKind::kNode) return;
+  layout_.toggle(rows[row].trace, rows[row].node);
+  set_scroll_y(scroll_y_);
+  emit contentHeightChanged();
+  update();
+}
+
+TimelineWidget::Hit TimelineWidget::hit_at(QPoint pos) const {
+  Hit hit;
+  if (pos.y() < kRulerPx) return hit;
+  hit.row = layout_.row_at(pos.y() - kRulerPx + scroll_y_);
+  if (hit.row < 0) return hit;
+  const Row& row = layout_.rows()[hit.row];
+  hit.trace = row.trace;
+  if (row.kind != RowKind::kLane) return hit;
+  hit.lane = row.lane;
+  if (pos.x() < kGutterPx) return hit;
+  const Lane& lane = traces_[row.trace]->lanes[row.lane];
+  // Hit-test the marks as drawn, so what the tooltip names is what is under the cursor.
+  build_marks(lane, view_, kMergeBelowPx, &marks_);
+  const double x = pos.x() - kGutterPx;
+  const Mark* best = nullptr;
+  double best_distance = 1e300;
+  for (const Mark& m : marks_) {
+    // Narrow marks are drawn at least 1 px wide; accept a pixel of slack either side.
+    const double x1 = std::max(m.x1_px, m.x0_px + 1.0);
+    const double distance = x < m.x0_px ? m.x0_px - x : (x > x1 ? x - x1 : 0.0);
+    if (distance <= 1.0 && distance < best_distance) {
+      best = &m;
+      best_distance = distance;
+    }
+  }
+  if (best == nullptr) return hit;
+  if (best->count == 1) {
+    hit.span = best->first_span;
+  } else {
+    hit.merged_count = best->count;
+    hit.merged_start_ns = lane.spans[best->first_span].start_ns;
+    hit.merged_end_ns = static_cast<TimeNs>(std::llround(view_.t_of(best->x1_px)));
+  }
+  return hit;
+}
+
+QString TimelineWidget::tooltip_at(QPoint pos) const {
+  const Hit hit = hit_at(pos);
+  if (hit.row < 0) return {};
+  const Row& row = layout_.rows()[hit.row];
+  if (row.kind == RowKind::kNode) {
+    return qstr(row.label) + (row.collapsed ? "\nclick to show its lanes" : "\nclick to fold");
+  }
+  if (row.kind == RowKind::kTrace) return qstr(row.label);
+  const TraceModel& trace = *traces_[hit.trace];
+  const Lane& lane = trace.lanes[hit.lane];
+  if (hit.span >= 0) return qstr(span_description(trace, lane, lane.spans[hit.span]));
+  if (hit.merged_count > 1) {
+    return qstr(merged_description(lane, hit.merged_count, hit.merged_start_ns, hit.merged_end_ns));
+  }
+  return qstr(lane.process_label + " · " + lane.stream_label);
+}
+
+void TimelineWidget::select(std::optional<Selection> selection) {
+  if (selection == selection_) return;
+  selection_ = selection;
+  emit selectionChanged();
+  update();
+}
+
+QString TimelineWidget::selection_text() const {
+  if (!selection_) return {};
+  const TraceModel& trace = *traces_[selection_->trace];
+  const Lane& lane = trace.lanes[selection_->lane];
+  return qstr(trace.kind.empty() ? "trace" : trace.kind) + " · " + qstr(lane.process_label) + "\n" +
+         qstr(span_description(trace, lane, lane.spans[selection_->span]));
+}
+
+bool TimelineWidget::event(QEvent* e) {
+  if (e->type() == QEvent::ToolTip) {
+    auto* help = static_cast<QHelpEvent*>(e);
+    const QString text = tooltip_at(help->pos());
+    if (text.isEmpty()) {
+      QToolTip::hideText();
+      e->ignore();
+    } else {
+      QToolTip::showText(help->globalPos(), text, this);
+    }
+    return true;
+  }
+  return QWidget::event(e);
+}
+
+void TimelineWidget::resizeEvent(QResizeEvent*) {
+  if (needs_fit_) {
+    fit();
+  } else {
+    view_.resize(lane_width_px());
+  }
+  set_scroll_y(scroll_y_);
+  emit contentHeightChanged();
+}
+
+void TimelineWidget::wheelEvent(QWheelEvent* e) {
+  const QPoint delta = e->angleDelta();
+  if (e->modifiers() & Qt::ShiftModifier) {
+    // Shift+wheel scrolls the lanes; some platforms report it as horizontal.
+    const int notch = delta.y() != 0 ? delta.y() : delta.x();
+    set_scroll_y(scroll_y_ - notch * kLaneHeightPx * 3 / 120);
+  } else if (delta.y() != 0) {
+    zoom_at(wheel_zoom_factor(delta.y()), static_cast<int>(e->position().x()));
+  } else if (delta.x() != 0) {
+    pan_by(delta.x() * 40 / 120, 0);  // a sideways notch (touchpads) moves 40 px
+  }
+  e->accept();
+}
+
+void TimelineWidget::mousePressEvent(QMouseEvent* e) {
+  if (e->button() != Qt::LeftButton) return;
+  pressed_ = true;
+  dragging_ = false;
+  press_pos_ = last_pos_ = e->position().toPoint();
+}
+
+void TimelineWidget::mouseMoveEvent(QMouseEvent* e) {
+  if (!pressed_) return;
+  const QPoint pos = e->position().toPoint();
+  if (!dragging_ && (pos - press_pos_).manhattanLength() > kClickSlopPx) {
+    dragging_ = true;
+    setCursor(Qt::ClosedHandCursor);
+  }
+  if (dragging_) {
+    pan_by(pos.x() - last_pos_.x(), pos.y() - last_pos_.y());
+    last_pos_ = pos;
+  }
+}
+
+void TimelineWidget::mouseReleaseEvent(QMouseEvent* e) {
+  if (e->button() != Qt::LeftButton || !pressed_) return;
+  pressed_ = false;
+  if (dragging_) {
+    dragging_ = false;
+    unsetCursor();
+    return;
+  }
+  const Hit hit = hit_at(e->position().toPoint());
+  if (hit.row >= 0 && layout_.rows()[hit.row].kind == RowKind::kNode) {
+    toggle_node_row(hit.row);
+    return;
+  }
+  if (hit.span >= 0) {
+    select(Selection{hit.trace, hit.lane, hit.span});
+  } else {
+    select(std::nullopt);
+  }
+}
+
+void TimelineWidget::keyPressEvent(QKeyEvent* e) {
+  const int centre = kGutterPx + lane_width_px() / 2;
+  switch (e->key()) {
+    case Qt::Key_F:
+      fit();
+      break;
+    case Qt::Key_Plus:
+    case Qt::Key_Equal:
+      zoom_at(wheel_zoom_factor(120), centre);
+      break;
+    case Qt::Key_Minus:
+      zoom_at(wheel_zoom_factor(-120), centre);
+      break;
+    case Qt::Key_Left:
+      pan_by(lane_width_px() / 8, 0);
+      break;
+    case Qt::Key_Right:
+      pan_by(-lane_width_px() / 8, 0);
+      break;
+    default:
+      QWidget::keyPressEvent(e);
+      return;
+  }
+  e->accept();
+}
+
+void TimelineWidget::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.setRenderHint(QPainter::Antialiasing, false);
+  p.fillRect(rect(), Qt::white);
+  if (traces_.empty()) {
+    p.setPen(Qt::darkGray);
+    p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap,
+               message_.isEmpty() ? QStringLiteral("No trace loaded. File ▸ Open… a trace.json or "
+                                                   "result.json")
+                                  : message_);
+    return;
+  }
+  const std::vector<RulerTick> ticks = ruler_ticks(view_, kRulerSpacingPx);
+  // Grid lines first, under the tasks.
+  p.setPen(kGridLine);
+  for (const RulerTick& t : ticks) {
+    const int x = kGutterPx + static_cast<int>(std::lround(t.x_px));
+    p.drawLine(x, kRulerPx, x, height());
+  }
+  const auto& rows = layout_.rows();
+  for (int i = layout_.first_row_below(scroll_y_); i < static_cast<int>(rows.size()); ++i) {
+    const int y = kRulerPx + rows[i].y_px - scroll_y_;
+    if (y >= height()) break;
+    paint_row(p, rows[i], y);
+  }
+  flush_batches(p);
+  // The selection outline, on top of the fills.
+  if (selection_) {
+    for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
+      const Row& row = rows[i];
+      if (row.kind != RowKind::kLane || row.trace != selection_->trace ||
+          row.lane != selection_->lane) {
+        continue;
+      }
+      const Span& s = traces_[row.trace]->lanes[row.lane].spans[selection_->span];
+      const double x0 = view_.x_of(static_cast<double>(s.start_ns));
+      const double x1 = std::max(view_.x_of(static_cast<double>(s.end_ns())), x0 + 2.0);
+      const int y = kRulerPx + row.y_px - scroll_y_;
+      p.setClipRect(kGutterPx, kRulerPx, lane_width_px(), height() - kRulerPx);
+      p.setPen(QPen(Qt::black, 2));
+      p.setBrush(Qt::NoBrush);
+      p.drawRect(QRectF(kGutterPx + std::max(-4.0, x0), y + 1,
+                        std::min(x1, lane_width_px() + 4.0) - std::max(-4.0, x0),
+                        row.height_px - 2));
+      p.setClipping(false);
+    }
+  }
+  // The gutter's edge and the ruler, over everything.
+  p.setPen(Qt::gray);
+  p.drawLine(kGutterPx - 1, 0, kGutterPx - 1, height());
+  paint_ruler(p, ticks);
+}
+
+void TimelineWidget::paint_ruler(QPainter& p, const std::vector<RulerTick>& ticks) {
+  p.fillRect(QRect(0, 0, width(), kRulerPx), QColor(0xfa, 0xfa, 0xfa));
+  p.setPen(Qt::gray);
+  p.drawLine(0, kRulerPx - 1, width(), kRulerPx - 1);
+  p.setPen(Qt::black);
+  p.drawText(QRect(6, 0, kGutterPx - 12, kRulerPx), Qt::AlignVCenter | Qt::AlignLeft,
+             QString::fromStdString("span " + format_time_ns(view_.span_ns())));
+  for (const RulerTick& t : ticks) {
+    const int x = kGutterPx + static_cast<int>(std::lround(t.x_px));
+    p.drawLine(x, kRulerPx - 7, x, kRulerPx - 1);
+    p.drawText(QRect(x + 3, 0, static_cast<int>(kRulerSpacingPx), kRulerPx - 4),
+               Qt::AlignBottom | Qt::AlignLeft, QString::fromStdString(t.label));
+  }
+}
+
+void TimelineWidget::paint_row(QPainter& p, const Row& row, int y) {
+  const TraceModel& trace = *traces_[row.trace];
+  switch (row.kind) {
+    case RowKind::kTrace: {
+      const QColor bg = trace.kind == "measured" ? kMeasuredHeader : kPredictedHeader;
+      p.fillRect(QRect(0, y, width(), row.height_px), bg);
+      QFont bold = font();
+      bold.setBold(true);
+      p.setFont(bold);
+      p.setPen(Qt::black);
+      p.drawText(QRect(6, y, width() - 12, row.height_px), Qt::AlignVCenter | Qt::AlignLeft,
+                 qstr(row.label));
+      p.setFont(font());
+      break;
+    }
+    case RowKind::kNode: {
+      p.fillRect(QRect(0, y, width(), row.height_px), kNodeHeader);
+      p.setPen(Qt::black);
+      p.drawText(QRect(6, y, kGutterPx - 12, row.height_px), Qt::AlignVCenter | Qt::AlignLeft,
+                 (row.collapsed ? QStringLiteral("▸ ") : QStringLiteral("▾ ")) + qstr(row.label));
+      for (int lane : row.overlay_lanes) {
+        collect_marks(trace, trace.lanes[lane], y, row.height_px, false);
+      }
+      break;
+    }
+    case RowKind::kLane: {
+      p.setPen(Qt::black);
+      p.drawText(QRect(18, y, kGutterPx - 24, row.height_px), Qt::AlignVCenter | Qt::AlignLeft,
+                 qstr(row.label));
+      collect_marks(trace, trace.lanes[row.lane], y, row.height_px, true);
+      break;
+    }
+  }
+}
+
+void TimelineWidget::collect_marks(const TraceModel& trace, const Lane& lane, int y, int height,
+                                   bool labels) {
+  build_marks(lane, view_, kMergeBelowPx, &marks_);
+  const double right = lane_width_px() + 2.0;
+  const double top = y + 2.0;
+  const double h = height - 4.0;
+  for (const Mark& m : marks_) {
+    // Clamp to just outside the lane area: huge coordinates slow the rasterizer.
+    const double x0 = std::max(-2.0, m.x0_px);
+    const double x1 = std::min(right, std::max(m.x1_px, m.x0_px + 1.0));
+    if (x1 <= x0) continue;
+    const QRectF r(kGutterPx + x0, top, x1 - x0, h);
+    const int c = static_cast<int>(m.category);
+    if (m.count == 1) {
+      single_rects_[c].push_back(r);
+      if (labels && x1 - x0 >= kLabelMinWidthPx) {
+        labels_.push_back({r, &trace.name_of(lane.spans[m.first_span])});
+      }
+    } else {
+      merged_rects_[c].push_back(r);
+    }
+  }
+}
+
+void TimelineWidget::flush_batches(QPainter& p) {
+  p.save();
+  p.setClipRect(kGutterPx, kRulerPx, lane_width_px(), height() - kRulerPx);
+  p.setPen(Qt::NoPen);
+  for (int c = 0; c < kNumCategories; ++c) {
+    const QColor color = category_color(static_cast<Category>(c));
+    if (!single_rects_[c].empty()) {
+      p.setBrush(color);
+      p.drawRects(single_rects_[c].data(), static_cast<int>(single_rects_[c].size()));
+      single_rects_[c].clear();
+    }
+    if (!merged_rects_[c].empty()) {
+      // Merged marks are darker: "many tasks here, zoom in".
+      p.setBrush(color.darker(135));
+      p.drawRects(merged_rects_[c].data(), static_cast<int>(merged_rects_[c].size()));
+      merged_rects_[c].clear();
+    }
+  }
+  p.setPen(Qt::white);
+  const QFontMetrics metrics(font());
+  for (const Label& l : labels_) {
+    const QRectF inner = l.rect.adjusted(3, 0, -3, 0);
+    p.drawText(inner, Qt::AlignVCenter | Qt::AlignLeft,
+               metrics.elidedText(qstr(*l.text), Qt::ElideRight, static_cast<int>(inner.width())));
+  }
+  labels_.clear();
+  p.restore();
+}
+
+}  // namespace strata::gui

@@ -1,0 +1,295 @@
+// sweep.csv / sweep.json, result.json and memory.json reading, file kind
+// detection, the sweep's per-plan memory from the memory model, the topology
+// picture and the task texts.
+#include <QTest>
+#include <cmath>
+
+#include "calib/model/profile.h"
+#include "core/error.h"
+#include "gui/model/file_loader.h"
+#include "gui/model/plan_memory.h"
+#include "gui/model/span_text.h"
+#include "gui/model/sweep_data.h"
+#include "gui/model/topology_picture.h"
+#include "gui/model/trace_reader.h"
+#include "gui_test_support.h"
+
+namespace strata::gui {
+
+class FilesTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void sweep_csv() {
+    const SweepData s = read_sweep_csv(testing::data_file("sweep.csv"));
+    QCOMPARE(s.columns, sweep_columns());
+    QCOMPARE(s.rows.size(), std::size_t{5});
+    const SweepRow& first = s.rows[0];
+    QVERIFY(first.fits);
+    QCOMPARE(first.numbers[s.column("step_time_s")], 9.5);
+    // A quoted field keeps its comma.
+    QCOMPARE(first.cells[s.column("why")], std::string("fastest: TP inside NVLink, no bubble"));
+    // A plan that does not fit has no rank: empty text, NaN number.
+    QVERIFY(!s.rows[3].fits);
+    QCOMPARE(s.rows[3].cells[s.column("rank")], std::string());
+    QVERIFY(std::isnan(s.rows[3].numbers[s.column("rank")]));
+    // The plan.json object rebuilt from the columns.
+    const nlohmann::json expected = {{"tp", 2},
+                                     {"pp", 1},
+                                     {"dp", 4},
+                                     {"vpp", 1},
+                                     {"micro_batch_size", 1},
+                                     {"global_batch_size", 64},
+                                     {"zero_stage", 1},
+                                     {"schedule", "1f1b"},
+                                     {"recompute", "none"},
+                                     {"offload_optimizer", false},
+                                     {"sequence_parallel", true}};
+    QVERIFY2(first.plan == expected, first.plan.dump().c_str());
+  }
+
+  void sweep_csv_errors() {
+    try {
+      read_sweep_csv(testing::data_file("bad_sweep.csv"));
+      QFAIL("no error");
+    } catch (const InputError& e) {
+      QVERIFY2(e.file().find("bad_sweep.csv:3") != std::string::npos, e.what());
+      QVERIFY2(e.message().find("\"fits\"") != std::string::npos, e.what());
+      QVERIFY2(e.message().find("maybe") != std::string::npos, e.what());
+    }
+    try {
+      read_sweep_csv_text("rank,tp,pp\n1,2,3\n", "no-fits.csv");
+      QFAIL("no error");
+    } catch (const InputError& e) {
+      QCOMPARE(e.file(), std::string("no-fits.csv:1"));
+      QVERIFY(e.message().find("no \"dp\" column") != std::string::npos);
+    }
+    try {
+      read_sweep_csv_text("tp,pp,dp,fits\n1,2,3\n", "short.csv");
+      QFAIL("no error");
+    } catch (const InputError& e) {
+      QCOMPARE(e.file(), std::string("short.csv:2"));
+      QVERIFY(e.message().find("3 fields, but the header has 4 columns") != std::string::npos);
+    }
+  }
+
+  void sweep_json() {
+    const SweepData s = read_sweep_json(testing::data_file("sweep.json"));
+    QCOMPARE(s.rows.size(), std::size_t{5});
+    QCOMPARE(s.request["model"].get<std::string>(), std::string("llama3-8b"));
+    QCOMPARE(s.counts["enumerated"].get<int>(), 9);
+    QVERIFY(s.rows[0].result.has_value());
+    QCOMPARE(s.rows[0].result->memory->stages.size(), std::size_t{1});
+    QCOMPARE(s.rows[0].result->memory->stages[0].total_bytes, 61e9);
+    QCOMPARE(s.rows[0].trace_file, testing::data_file("trace_small.json"));
+    QVERIFY(!s.rows[1].result.has_value());
+    QCOMPARE(s.rows[1].plan["tp"].get<int>(), 4);
+    QCOMPARE(s.rows[1].cells[s.column("sequence_parallel")], std::string("true"));
+    QCOMPARE(s.rows[1].numbers[s.column("peak_bytes")], 44e9);
+  }
+
+  void sweep_cell_formats_data() {
+    QTest::addColumn<QString>("column");
+    QTest::addColumn<QString>("text");
+    QTest::addColumn<QString>("shown");
+    QTest::newRow("mfu") << "mfu"
+                         << "0.52"
+                         << "52.0%";
+    QTest::newRow("peak") << "peak_bytes"
+                          << "61000000000.0"
+                          << "56.8 GiB";  // 61e9 / 2^30
+    QTest::newRow("step") << "step_time_s"
+                          << "9.5"
+                          << "9.5 s";
+    QTest::newRow("exposed") << "exposed_tp_s"
+                             << "0.2"
+                             << "200 ms";
+    QTest::newRow("bool") << "fits"
+                          << "true"
+                          << "true";
+    QTest::newRow("text") << "schedule"
+                          << "1f1b"
+                          << "1f1b";
+    QTest::newRow("empty") << "rank"
+                           << ""
+                           << "";
+  }
+  void sweep_cell_formats() {
+    QFETCH(QString, column);
+    QFETCH(QString, text);
+    QFETCH(QString, shown);
+    const double number =
+        text.isEmpty() || text == "true" || text == "1f1b" ? std::nan("") : text.toDouble();
+    QCOMPARE(
+        QString::fromStdString(format_sweep_cell(column.toStdString(), text.toStdString(), number)),
+        shown);
+  }
+
+  void memory_of_a_sweep_plan_from_the_memory_model() {
+    // Plan 2 of the fixture sweep: llama3-8b, tp 4, on one DGX A100 node. Its
+    // weights per GPU are 2 bytes x 8.03e9 parameters / tp 4 (Meta's model card:
+    // 8.03B; Megatron splits the embedding and output layer over tp too).
+    const SweepData s = read_sweep_json(testing::data_file("sweep.json"));
+    const MemoryReport m = memory_for_sweep_plan(s, s.rows[1]);
+    QCOMPARE(m.stages.size(), std::size_t{1});
+    const double expected = 2.0 * 8.03e9 / 4.0;
+    QVERIFY2(std::abs(m.stages[0].params_bytes - expected) < 0.01 * expected,
+             std::to_string(m.stages[0].params_bytes).c_str());
+    // Capacity is the cluster's device profile (dgx-a100-1node: a100-sxm4-80gb).
+    QCOMPARE(m.capacity_bytes, load_profile("a100-sxm4-80gb").device.memory_bytes);
+    // A sweep.csv has no request: the error says to open sweep.json.
+    const SweepData csv = read_sweep_csv(testing::data_file("sweep.csv"));
+    try {
+      memory_for_sweep_plan(csv, csv.rows[1]);
+      QFAIL("no error");
+    } catch (const InputError& e) {
+      QVERIFY(e.message().find("sweep.json") != std::string::npos);
+    }
+  }
+
+  void result_json() {
+    const ResultData r = read_result_file(testing::data_file("run/result.json"));
+    QCOMPARE(r.step_time_s, 0.00085);
+    QCOMPARE(r.mfu, 0.41);
+    QCOMPARE(r.bubble_ratio_per_stage, (std::vector<double>{0.2, 0.3}));
+    QCOMPARE(r.exposed.dp_s, 1e-4);
+    QCOMPARE(r.fidelity, std::string("full"));
+    QVERIFY(r.memory.has_value());
+    QCOMPARE(r.memory->stages.size(), std::size_t{2});
+    QCOMPARE(r.memory->stages[1].total_bytes, 85e9);
+    QCOMPARE(r.memory->peak_stage, 1);
+    QVERIFY(!r.memory->fits);
+    QCOMPARE(r.links.size(), std::size_t{11});
+    QCOMPARE(describe_inputs(r.inputs), std::string("tiny · tp 1 pp 2 dp 1 · fixture-2node"));
+    try {
+      read_result_file(testing::data_file("bad_schema.json"));
+      QFAIL("no error");
+    } catch (const InputError& e) {
+      QCOMPARE(e.json_path(), std::string("$.schema"));
+      QVERIFY(e.message().find("strata-result/1") != std::string::npos);
+    }
+  }
+
+  void file_kinds() {
+    QCOMPARE(detect_file_kind(testing::data_file("trace_small.json")), FileKind::kTrace);
+    QCOMPARE(detect_file_kind(testing::data_file("run/result.json")), FileKind::kResult);
+    QCOMPARE(detect_file_kind(testing::data_file("sweep.csv")), FileKind::kSweep);
+    QCOMPARE(detect_file_kind(testing::data_file("sweep.json")), FileKind::kSweep);
+    QCOMPARE(detect_file_kind(testing::data_file("memory_gpt3.json")), FileKind::kMemory);
+    QVERIFY_THROWS_EXCEPTION(InputError, detect_file_kind(testing::data_file("bad_unknown.json")));
+    // A result finds the trace written beside it.
+    const LoadedFile f = load_file(testing::data_file("run/result.json"));
+    QVERIFY(f.result.has_value());
+    QVERIFY(f.trace != nullptr);
+    QCOMPARE(f.trace->num_spans(), std::size_t{12});
+  }
+
+  void memory_json_from_strata_memory() {
+    // Written by `strata memory --model gpt3-175b --plan gpt3-175b-1024
+    // --cluster dgx-a100-128node --json` (tests/gui/data/README.md): pp 8, so 8 stages.
+    const LoadedFile f = load_file(testing::data_file("memory_gpt3.json"));
+    QVERIFY(f.memory.has_value());
+    QCOMPARE(f.memory->memory.stages.size(), std::size_t{8});
+    QCOMPARE(f.memory->inputs["plan"]["pp"].get<int>(), 8);
+    QCOMPARE(f.memory->memory.capacity_bytes, load_profile("a100-sxm4-80gb").device.memory_bytes);
+    double peak = 0.0;
+    for (const StageMemory& s : f.memory->memory.stages) peak = std::max(peak, s.total_bytes);
+    QCOMPARE(f.memory->memory.peak_bytes, peak);
+  }
+
+  void topology_graph_and_pictures() {
+    const ResultData r = read_result_file(testing::data_file("run/result.json"));
+    const TopologyGraph g = TopologyGraph::from_links(r.links);
+    // Per node gpu0, nvswitch0, pcie0, nic0; plus leaf0 and spine0.
+    QCOMPARE(g.vertices().size(), std::size_t{10});
+    // Per node 4 links (nic0-leaf0 both directions in one); plus leaf0-spine0.
+    QCOMPARE(g.edges().size(), std::size_t{9});
+    QCOMPARE(g.nodes(), (std::vector<int>{0, 1}));
+    // node1/nic0 -> leaf0 is 80% busy, leaf0 -> node1/nic0 20%: the link shows 80%.
+    bool found = false;
+    for (const TopoEdge& e : g.edges()) {
+      if (g.vertices()[e.a].label == "leaf0" && g.vertices()[e.b].label == "node1/nic0") {
+        QCOMPARE(e.utilization_ab, 0.2);
+        QCOMPARE(e.utilization_ba, 0.8);
+        QCOMPARE(e.utilization(), 0.8);
+        QCOMPARE(e.bytes_ab + e.bytes_ba, 3e8);
+        found = true;
+      }
+    }
+    QVERIFY(found);
+
+    const TopologyPicture fabric = fabric_picture(g);
+    // leaf0, spine0 and two node boxes; node-leaf links merge per node.
+    QCOMPARE(fabric.items.size(), std::size_t{4});
+    QCOMPARE(fabric.links.size(), std::size_t{3});
+    for (const PictureItem& item : fabric.items) {
+      if (item.label == "spine0") QCOMPARE(item.y, 0.0);
+      if (item.label == "leaf0") QCOMPARE(item.y, kTierGap);
+      if (item.node_box) QCOMPARE(item.y, 2 * kTierGap);
+      if (item.node_box && item.node == 1) QCOMPARE(item.utilization, 0.8);
+      if (item.node_box && item.node == 0) QCOMPARE(item.utilization, 0.4);
+    }
+    const TopologyPicture node0 = node_picture(g, 0);
+    // leaf0 above; nic0, pcie0, gpu0, nvswitch0 in four tiers below it.
+    QCOMPARE(node0.items.size(), std::size_t{5});
+    QCOMPARE(node0.links.size(), std::size_t{4});
+    for (const PictureItem& item : node0.items) {
+      if (item.label == "leaf0") QCOMPARE(item.y, 0.0);
+      if (item.label == "nic0") QCOMPARE(item.y, kTierGap);
+      if (item.label == "gpu0") QCOMPARE(item.y, 3 * kTierGap);
+      if (item.label == "nvswitch0") QCOMPARE(item.y, 4 * kTierGap);
+    }
+  }
+
+  void vertex_labels_data() {
+    QTest::addColumn<QString>("label");
+    QTest::addColumn<int>("node");
+    QTest::addColumn<QString>("type");
+    QTest::addColumn<int>("index");
+    QTest::newRow("gpu") << "node12/gpu7" << 12 << "gpu" << 7;
+    QTest::newRow("simulator's form") << "n3.gpu5" << 3 << "gpu" << 5;
+    QTest::newRow("single switch") << "n0.nvswitch" << 0 << "nvswitch" << 0;
+    QTest::newRow("not a node") << "nic.7" << -1 << "nic." << 7;
+    QTest::newRow("spine") << "spine3" << -1 << "spine" << 3;
+    QTest::newRow("pcie switch") << "node0/pcie_switch1" << 0 << "pcie_switch" << 1;
+    QTest::newRow("no number") << "core" << -1 << "core" << 0;
+  }
+  void vertex_labels() {
+    QFETCH(QString, label);
+    QFETCH(int, node);
+    QFETCH(QString, type);
+    QFETCH(int, index);
+    const TopoVertex v = parse_vertex_label(label.toStdString());
+    QCOMPARE(v.node, node);
+    QCOMPARE(QString::fromStdString(v.type), type);
+    QCOMPARE(v.index, index);
+  }
+
+  void task_texts() {
+    QCOMPARE(format_flops(2e10), std::string("20 GFLOP"));
+    QCOMPARE(format_flops(4.55e9), std::string("4.55 GFLOP"));
+    QCOMPARE(format_flops(512), std::string("512 FLOP"));
+    QCOMPARE(format_bytes(1048576), std::string("1.0 MiB"));
+    QCOMPARE(format_bytes(2.5e8), std::string("238.4 MiB"));  // 2.5e8 / 2^20 = 238.42
+    QCOMPARE(format_bytes(512), std::string("512 B"));
+    const TraceModel t = read_trace_file(testing::data_file("trace_small.json"));
+    const Lane& r1 = t.lanes[2];
+    // attn_bwd of micro-batch 0: 4.55e9 FLOPs in 45.5 us = 100.0 TFLOP/s.
+    QCOMPARE(span_description(t, r1, r1.spans[2]),
+             std::string("attn_bwd\ncategory: attention\nrank 1 · compute\nmicro-batch: 0\n"
+                         "layer: 1\nphase: bwd\nstart: 310 µs\nduration: 45.5 µs\n"
+                         "FLOPs: 4.55 GFLOP (100.0 TFLOP/s)"));
+    // send_act: 1 MiB in 10 us = 104.9 GB/s.
+    const Lane& send = t.lanes[1];
+    QCOMPARE(
+        span_description(t, send, send.spans[0]),
+        std::string("send_act\ncategory: pp\nrank 0 · pp-send\nmicro-batch: 0\n"
+                    "phase: fwd\nstart: 100 µs\nduration: 10 µs\nbytes: 1.0 MiB (104.9 GB/s)"));
+  }
+};
+
+int run_files_tests(int argc, char** argv) { return testing::run<FilesTest>(argc, argv); }
+
+}  // namespace strata::gui
+
+#include "files_test.moc"

@@ -1,0 +1,203 @@
+// Level-of-detail merging (how many marks a lane becomes at a zoom) and the
+// row layout with nodes folding, on lanes built in code and the fixture trace.
+#include <QTest>
+
+#include "gui/model/lod.h"
+#include "gui/model/timeline_layout.h"
+#include "gui/model/trace_reader.h"
+#include "gui_test_support.h"
+
+namespace strata::gui {
+namespace {
+
+// A lane of n tasks of dur_ns each, one every period_ns from 0; categories
+// cycle through `categories`.
+Lane make_lane(int n, TimeNs dur_ns, TimeNs period_ns,
+               std::vector<Category> categories = {Category::kGemm}) {
+  TraceModelBuilder b;
+  SpanDetail d;
+  d.name = b.intern("task");
+  for (int i = 0; i < n; ++i) {
+    b.add_span(0, 0, i * period_ns, dur_ns, categories[i % categories.size()], d);
+  }
+  return std::move(b.finalize(TraceModel()).lanes.front());
+}
+
+std::vector<Mark> marks_of(const Lane& lane, double start, double end, int width) {
+  std::vector<Mark> out;
+  build_marks(lane, TimeView(start, end, width), kMergeBelowPx, &out);
+  return out;
+}
+
+}  // namespace
+
+class LodLayoutTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void merge_counts_data() {
+    QTest::addColumn<int>("n");
+    QTest::addColumn<qint64>("dur");
+    QTest::addColumn<qint64>("period");
+    QTest::addColumn<double>("start");
+    QTest::addColumn<double>("end");
+    QTest::addColumn<int>("width");
+    QTest::addColumn<int>("marks");
+    QTest::addColumn<int>("first_count");
+    // 1000 back-to-back 10 ns tasks at 100 ns/px: 0.1 px each, no gaps -> one mark.
+    QTest::newRow("all merge") << 1000 << qint64(10) << qint64(10) << 0.0 << 10000.0 << 100 << 1
+                               << 1000;
+    // At 3 ns/px each task is 3.33 px: drawn one by one; 30 start before 300 ns.
+    QTest::newRow("all single") << 1000 << qint64(10) << qint64(10) << 0.0 << 300.0 << 100 << 30
+                                << 1;
+    // 10 ns tasks every 1000 ns at 100 ns/px: 0.1 px wide, 9.9 px apart (>= 3 px): 100 marks.
+    QTest::newRow("gaps keep narrow tasks apart")
+        << 1000 << qint64(10) << qint64(1000) << 0.0 << 100000.0 << 1000 << 100 << 1;
+    // Every 200 ns: gaps of 1.9 px (< 3 px) merge the 500 tasks that start in view.
+    QTest::newRow("small gaps merge")
+        << 1000 << qint64(10) << qint64(200) << 0.0 << 100000.0 << 1000 << 1 << 500;
+    // A window in the middle at 1 ns/px: tasks 500..599 are visible, 10 px each.
+    QTest::newRow("visible range only")
+        << 1000 << qint64(10) << qint64(10) << 5000.0 << 6000.0 << 1000 << 100 << 1;
+    // Tasks exactly 3 px wide are not merged (narrower than 3 px merge).
+    QTest::newRow("3 px is wide enough")
+        << 100 << qint64(30) << qint64(30) << 0.0 << 1000.0 << 100 << 34 << 1;
+  }
+  void merge_counts() {
+    QFETCH(int, n);
+    QFETCH(qint64, dur);
+    QFETCH(qint64, period);
+    QFETCH(double, start);
+    QFETCH(double, end);
+    QFETCH(int, width);
+    QFETCH(int, marks);
+    QFETCH(int, first_count);
+    const Lane lane = make_lane(n, dur, period);
+    const auto m = marks_of(lane, start, end, width);
+    QCOMPARE(static_cast<int>(m.size()), marks);
+    QCOMPARE(static_cast<int>(m.front().count), first_count);
+    // Every visible task is in exactly one mark.
+    std::uint32_t total = 0;
+    for (const Mark& mark : m) total += mark.count;
+    std::uint32_t visible = 0;
+    for (const Span& s : lane.spans) {
+      if (s.start_ns < end && s.end_ns() > start) ++visible;
+    }
+    QCOMPARE(total, visible);
+  }
+
+  void first_visible_mark_names_its_task() {
+    const Lane lane = make_lane(1000, 10, 10);
+    const auto m = marks_of(lane, 5000.0, 6000.0, 1000);
+    QCOMPARE(m.front().first_span, 500u);
+    QCOMPARE(m.front().x0_px, 0.0);
+    QCOMPARE(m.front().x1_px, 10.0);
+  }
+
+  void a_wide_task_splits_a_run() {
+    // 5 narrow tasks (10 ns), one wide (1000 ns), 5 narrow, back to back, at 100 ns/px.
+    TraceModelBuilder b;
+    SpanDetail d;
+    TimeNs t = 0;
+    for (int i = 0; i < 11; ++i) {
+      const TimeNs dur = i == 5 ? 1000 : 10;
+      b.add_span(0, 0, t, dur, i == 5 ? Category::kTp : Category::kGemm, d);
+      t += dur;
+    }
+    const Lane lane = std::move(b.finalize(TraceModel()).lanes.front());
+    const auto m = marks_of(lane, 0.0, 10000.0, 100);
+    QCOMPARE(m.size(), std::size_t{3});
+    QCOMPARE(m[0].count, 5u);
+    QCOMPARE(m[1].count, 1u);
+    QCOMPARE(m[1].category, Category::kTp);
+    QCOMPARE(m[1].x1_px - m[1].x0_px, 10.0);
+    QCOMPARE(m[2].count, 5u);
+  }
+
+  void merged_mark_takes_the_longest_category() {
+    // Alternating 10 ns gemm and 20 ns tp tasks (period 30 ns via two lanes of work):
+    // tp holds 2/3 of the time, so the merged mark is tp-colored.
+    TraceModelBuilder b;
+    SpanDetail d;
+    for (int i = 0; i < 100; ++i) {
+      b.add_span(0, 0, i * 30, 10, Category::kGemm, d);
+      b.add_span(0, 0, i * 30 + 10, 20, Category::kTp, d);
+    }
+    const Lane lane = std::move(b.finalize(TraceModel()).lanes.front());
+    const auto m = marks_of(lane, 0.0, 3000.0, 10);
+    QCOMPARE(m.size(), std::size_t{1});
+    QCOMPARE(m[0].count, 200u);
+    QCOMPARE(m[0].category, Category::kTp);
+  }
+
+  void a_long_task_stays_visible_when_zoomed_into_its_middle() {
+    // The optimizer step [0, 1 ms) followed by 1000 short tasks: zooming into
+    // [500, 600] us must still find the long task (it starts long before the view).
+    TraceModelBuilder b;
+    SpanDetail d;
+    b.add_span(0, 0, 0, 1000000, Category::kOptimizer, d);
+    for (int i = 0; i < 1000; ++i) b.add_span(0, 0, 1000 + i * 1000, 10, Category::kGemm, d);
+    const Lane lane = std::move(b.finalize(TraceModel()).lanes.front());
+    QCOMPARE(first_span_ending_after(lane, 500000), std::size_t{0});
+    const auto m = marks_of(lane, 500000.0, 600000.0, 1000);
+    QCOMPARE(m.front().category, Category::kOptimizer);
+    QCOMPARE(m.front().x0_px, -5000.0);  // starts 500 us = 5000 px left of the view
+    // Between the short tasks only the long one is under the cursor...
+    QCOMPARE(span_at(lane, 550500, 0), std::int64_t{0});
+    // ...and a short task under the cursor wins over the long one containing it.
+    QCOMPARE(span_at(lane, 550005, 0), std::int64_t{550});
+  }
+
+  void layout_rows_and_folding() {
+    const TraceModel trace = read_trace_file(testing::data_file("trace_small.json"));
+    TimelineLayout layout;
+    layout.set_traces({&trace});
+    // trace header; node 0 header, 2 lanes; node 1 header, 2 lanes.
+    const auto& rows = layout.rows();
+    QCOMPARE(rows.size(), std::size_t{7});
+    QCOMPARE(rows[0].kind, RowKind::kTrace);
+    QCOMPARE(rows[1].kind, RowKind::kNode);
+    QCOMPARE(rows[1].label, std::string("node 0 · 1 rank"));
+    QCOMPARE(rows[2].label, std::string("rank 0 compute"));
+    QCOMPARE(rows[3].label, std::string("rank 0 pp-send"));
+    QCOMPARE(rows[6].label, std::string("rank 1 dp-comm"));
+    QCOMPARE(layout.total_height_px(), 3 * kHeaderHeightPx + 4 * kLaneHeightPx);
+    QCOMPARE(layout.row_at(0), 0);
+    QCOMPARE(layout.row_at(kHeaderHeightPx - 1), 0);
+    QCOMPARE(layout.row_at(kHeaderHeightPx), 1);
+    QCOMPARE(layout.row_at(layout.total_height_px() - 1), 6);
+    QCOMPARE(layout.row_at(layout.total_height_px()), -1);
+
+    layout.toggle(0, 0);
+    QCOMPARE(layout.rows().size(), std::size_t{5});
+    QVERIFY(layout.rows()[1].collapsed);
+    // The folded node draws its ranks' compute lanes in its header row.
+    QCOMPARE(layout.rows()[1].overlay_lanes, std::vector<int>{0});
+    QCOMPARE(layout.rows()[2].label, std::string("node 1 · 1 rank"));
+    layout.toggle(0, 0);
+    QCOMPARE(layout.rows().size(), std::size_t{7});
+  }
+
+  void big_traces_open_folded() {
+    // 64 ranks on 8 nodes, one lane each: more than kCollapseAboveLanes lanes.
+    TraceModelBuilder b;
+    SpanDetail d;
+    for (int r = 0; r < 64; ++r) {
+      b.set_process_label(r, "node " + std::to_string(r / 8) + " gpu " + std::to_string(r % 8) +
+                                 " (rank " + std::to_string(r) + ")");
+      b.add_span(r, 0, 0, 10, Category::kGemm, d);
+    }
+    const TraceModel trace = b.finalize(TraceModel());
+    TimelineLayout layout;
+    layout.set_traces({&trace});
+    QCOMPARE(layout.rows().size(), std::size_t{1 + 8});
+    QCOMPARE(layout.rows()[1].overlay_lanes.size(), std::size_t{8});
+    QCOMPARE(layout.rows()[8].label, std::string("node 7 · 8 ranks"));
+  }
+};
+
+int run_lod_layout_tests(int argc, char** argv) { return testing::run<LodLayoutTest>(argc, argv); }
+
+}  // namespace strata::gui
+
+#include "lod_layout_test.moc"

@@ -1,0 +1,188 @@
+// The window as a whole: files load (in the background), bad files give a
+// message box naming the file and JSON path and change nothing, selecting a
+// sweep row loads that plan, jobs cancel; and `strata-gui --screenshot`.
+#include "gui/widgets/main_window.h"
+
+#include <QFile>
+#include <QImage>
+#include <QMessageBox>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QTest>
+#include <thread>
+
+#include "core/error.h"
+#include "gui/widgets/job_runner.h"
+#include "gui/widgets/memory_widget.h"
+#include "gui/widgets/sweep_view.h"
+#include "gui/widgets/timeline_panel.h"
+#include "gui/widgets/timeline_widget.h"
+#include "gui/widgets/topology_view.h"
+#include "gui_test_support.h"
+
+namespace strata::gui {
+namespace {
+
+QString data(const char* name) { return QString::fromStdString(testing::data_file(name)); }
+
+int current_tab(const MainWindow& w) { return w.findChild<QTabWidget*>()->currentIndex(); }
+
+void open_and_wait(MainWindow& w, const QString& path, bool measured = false) {
+  w.open_files({path}, measured);
+  QVERIFY(w.jobs()->wait_idle(30000));
+}
+
+}  // namespace
+
+class MainWindowTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void opens_traces_predicted_then_measured() {
+    MainWindow w;
+    open_and_wait(w, data("trace_small.json"));
+    TimelineWidget* t = w.timeline_panel()->timeline();
+    QCOMPARE(t->traces().size(), std::size_t{1});
+    QVERIFY(w.headline_text().startsWith("predicted · tiny"));
+    QCOMPARE(current_tab(w), static_cast<int>(View::kTimeline));
+    open_and_wait(w, data("trace_measured.json"));
+    QCOMPARE(t->traces().size(), std::size_t{2});
+    QCOMPARE(t->traces()[1]->kind, std::string("measured"));
+    QVERIFY(w.last_error().isEmpty());
+  }
+
+  void opens_a_result_with_its_trace() {
+    MainWindow w;
+    open_and_wait(w, data("run/result.json"));
+    QVERIFY2(w.headline_text().contains("MFU 41.0%"), qPrintable(w.headline_text()));
+    QVERIFY(w.headline_text().contains("bubble 25.0% (analytic 33.3%)"));
+    QCOMPARE(w.memory_widget()->memory()->stages.size(), std::size_t{2});
+    QCOMPARE(w.topology_view()->item_count(), 4);  // leaf0, spine0, two node boxes
+    QCOMPARE(w.timeline_panel()->timeline()->traces().size(), std::size_t{1});
+    w.topology_view()->show_node(1);
+    QCOMPARE(w.topology_view()->item_count(), 5);
+  }
+
+  void bad_files_give_a_message_and_change_nothing_data() {
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QStringList>("says");
+    QTest::newRow("category") << "bad_category.json"
+                              << QStringList{"bad_category.json", "$.traceEvents[5].cat", "gemmm",
+                                             "allowed"};
+    QTest::newRow("malformed") << "bad_malformed.json"
+                               << QStringList{"bad_malformed.json:2:", "malformed JSON"};
+    QTest::newRow("schema") << "bad_schema.json" << QStringList{"$.schema", "strata-result/1"};
+    QTest::newRow("csv") << "bad_sweep.csv" << QStringList{"bad_sweep.csv:3", "maybe"};
+    QTest::newRow("unknown") << "bad_unknown.json" << QStringList{"expected a Strata file"};
+    QTest::newRow("absent") << "does_not_exist.json" << QStringList{"cannot open"};
+  }
+  void bad_files_give_a_message_and_change_nothing() {
+    QFETCH(QString, file);
+    QFETCH(QStringList, says);
+    MainWindow w;
+    open_and_wait(w, data("trace_small.json"));
+    const QString headline = w.headline_text();
+    open_and_wait(w, data(file.toUtf8().constData()));
+    QVERIFY(w.error_box() != nullptr);
+    const QString text = w.error_box()->text();
+    for (const QString& s : says) QVERIFY2(text.contains(s), qPrintable(text));
+    QCOMPARE(w.last_error(), text);
+    // The trace loaded before is still shown.
+    QCOMPARE(w.timeline_panel()->timeline()->traces().size(), std::size_t{1});
+    QCOMPARE(w.headline_text(), headline);
+  }
+
+  void selecting_a_sweep_row_loads_that_plan() {
+    MainWindow w;
+    open_and_wait(w, data("sweep.json"));
+    QCOMPARE(current_tab(w), static_cast<int>(View::kSweep));
+    SweepView* sweep = w.sweep_view();
+    // Sorted by rank: the first row is the fastest plan, which stored its result
+    // (one stage, 61 GB) and names its trace.
+    sweep->select_view_row(0);
+    QCOMPARE(w.selected_sweep_row(), 0);
+    QCOMPARE(w.memory_widget()->memory()->stages[0].total_bytes, 61e9);
+    QVERIFY(w.memory_widget()->title().contains("\"tp\":2"));
+    QVERIFY(w.jobs()->wait_idle(30000));
+    QCOMPARE(w.timeline_panel()->timeline()->traces().size(), std::size_t{1});
+    QCOMPARE(w.timeline_panel()->timeline()->traces()[0]->num_spans(), std::size_t{12});
+    QCOMPARE(current_tab(w), static_cast<int>(View::kSweep));  // the user stays on the table
+
+    // Sorted by peak memory, the first row is the tp 8 plan (row 4): no stored
+    // memory, so the memory model computes it; no trace.
+    sweep->proxy()->sort(23, Qt::AscendingOrder);
+    sweep->select_view_row(0);
+    QCOMPARE(w.selected_sweep_row(), 4);
+    QVERIFY(w.memory_widget()->memory().has_value());
+    QVERIFY(w.memory_widget()->title().contains("\"tp\":8"));
+    QCOMPARE(w.memory_widget()->memory()->stages.size(), std::size_t{1});
+    QVERIFY(w.jobs()->wait_idle(30000));
+    QCOMPARE(w.timeline_panel()->timeline()->traces().size(), std::size_t{0});
+    QVERIFY(w.timeline_panel()->timeline()->message().contains("no trace"));
+  }
+
+  void jobs_report_progress_and_cancel() {
+    JobRunner jobs;
+    QSignalSpy finished(&jobs, &JobRunner::finished);
+    QSignalSpy progress(&jobs, &JobRunner::progress);
+    // A job that would run for 100 s unless cancelled.
+    QVERIFY(jobs.start(
+        "long",
+        [](const ProgressFn& report) {
+          for (int i = 0; i < 100000; ++i) {
+            if (!report(i / 100000.0)) throw Cancelled();
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+        },
+        [] { QFAIL("a cancelled job must not call its done function"); }));
+    QVERIFY(!jobs.start("second", [](const ProgressFn&) {}, {}));  // one at a time
+    QTRY_VERIFY(progress.count() > 0);
+    jobs.cancel();
+    QVERIFY(jobs.wait_idle(10000));
+    QCOMPARE(finished.count(), 1);
+    QCOMPARE(finished[0][0].toBool(), false);  // ok
+    QCOMPARE(finished[0][1].toBool(), true);   // cancelled
+
+    // Errors arrive as text; the done function runs only on success.
+    bool done = false;
+    jobs.start(
+        "bad", [](const ProgressFn&) { throw InputError("f.json", "$.x", "wrong"); },
+        [&] { done = true; });
+    QVERIFY(jobs.wait_idle(10000));
+    QCOMPARE(finished[1][2].toString(), QStringLiteral("f.json: $.x: wrong"));
+    jobs.start(
+        "good", [](const ProgressFn& report) { report(1.0); }, [&] { done = true; });
+    QVERIFY(jobs.wait_idle(10000));
+    QVERIFY(done);
+    QCOMPARE(finished[2][0].toBool(), true);
+  }
+
+  void screenshot_command() {
+    QTemporaryDir dir;
+    const QString png = dir.filePath("memory.png");
+    QProcess p;
+    p.start(STRATA_GUI_BIN, {"--screenshot", png, "--view", "memory", "--width", "900", "--height",
+                             "600", data("run/result.json")});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 0);
+    QImage img(png);
+    QCOMPARE(img.size(), QSize(900, 600));
+
+    const QString bad = dir.filePath("bad.png");
+    p.start(STRATA_GUI_BIN, {"--screenshot", bad, data("bad_category.json")});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 2);
+    QVERIFY(QString::fromUtf8(p.readAllStandardError()).contains("$.traceEvents[5].cat"));
+    QVERIFY(!QFile::exists(bad));  // no half-written output
+  }
+};
+
+int run_main_window_tests(int argc, char** argv) {
+  return testing::run<MainWindowTest>(argc, argv);
+}
+
+}  // namespace strata::gui
+
+#include "main_window_test.moc"

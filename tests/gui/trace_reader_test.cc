@@ -1,0 +1,157 @@
+// Reading trace.json: the fixture's values arrive exactly (ns precision), lanes
+// and names are right, and bad files give errors naming the file and JSON path.
+#include "gui/model/trace_reader.h"
+
+#include <QTest>
+
+#include "core/error.h"
+#include "gui_test_support.h"
+
+namespace strata::gui {
+
+class TraceReaderTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void reads_the_fixture() {
+    const TraceModel t = read_trace_file(testing::data_file("trace_small.json"));
+    QCOMPARE(t.kind, std::string("predicted"));
+    QCOMPARE(t.model_name, std::string("tiny"));
+    QCOMPARE(t.plan["pp"].get<int>(), 2);
+    QCOMPARE(t.step_time_s, 0.00085);
+    QCOMPARE(t.num_ranks, 2);
+    QCOMPARE(t.num_spans(), std::size_t{12});
+    QCOMPARE(t.begin_ns(), TimeNs{0});
+    QCOMPARE(t.end_ns(), TimeNs{850000});  // adam: 800 us + 50 us
+    // Lanes by (rank, stream); labels from the thread_name metadata.
+    QCOMPARE(t.lanes.size(), std::size_t{4});
+    QCOMPARE(t.lanes[0].rank, 0);
+    QCOMPARE(t.lanes[0].stream_label, std::string("compute"));
+    QCOMPARE(t.lanes[1].stream, 3);
+    QCOMPARE(t.lanes[1].stream_label, std::string("pp-send"));
+    QCOMPARE(t.lanes[3].rank, 1);
+    QCOMPARE(t.lanes[3].stream_label, std::string("dp-comm"));
+    QCOMPARE(t.lanes[2].node, 1);
+    QCOMPARE(t.lanes[2].process_label, std::string("node 1 gpu 0 (rank 1)"));
+
+    // Rank 1's compute lane: fc1, fc1, attn_bwd (310 us, 45.5 us), attn_bwd (355.5 us, 44.5 us).
+    const Lane& r1 = t.lanes[2];
+    QCOMPARE(r1.spans.size(), std::size_t{4});
+    QCOMPARE(r1.spans[2].start_ns, TimeNs{310000});
+    QCOMPARE(r1.spans[2].dur_ns, TimeNs{45500});
+    QCOMPARE(r1.spans[3].start_ns, TimeNs{355500});
+    QCOMPARE(r1.spans[3].dur_ns, TimeNs{44500});
+    QCOMPARE(r1.spans[2].category, Category::kAttention);
+    const SpanDetail& d = t.detail_of(r1.spans[2]);
+    QCOMPARE(t.name_of(r1.spans[2]), std::string("attn_bwd"));
+    QCOMPARE(d.mb, 0);
+    QCOMPARE(d.layer, 1);
+    QCOMPARE(d.phase, Phase::kBwd);
+    QCOMPARE(d.flops, 4.55e9);
+    // The dp all-reduce: 300.25 us and 2.5e8 bytes.
+    QCOMPARE(t.lanes[3].spans[0].dur_ns, TimeNs{300250});
+    QCOMPARE(t.detail_of(t.lanes[3].spans[0]).bytes, 2.5e8);
+    // The optimizer step has no micro-batch or layer.
+    const Span& adam = t.lanes[0].spans.back();
+    QCOMPARE(t.name_of(adam), std::string("adam"));
+    QCOMPARE(t.detail_of(adam).mb, -1);
+    QCOMPARE(t.detail_of(adam).phase, Phase::kStep);
+    // Names are interned: fc1, fc1_bwd, adam, send_act, attn_bwd, allreduce_grads.
+    QCOMPARE(t.names.size(), std::size_t{6});
+  }
+
+  void reports_progress_and_cancels() {
+    std::vector<double> seen;
+    read_trace_file(testing::data_file("trace_small.json"), [&](double f) {
+      seen.push_back(f);
+      return true;
+    });
+    QVERIFY(seen.size() >= 2);
+    QCOMPARE(seen.front(), 0.0);
+    QCOMPARE(seen.back(), 1.0);
+    QVERIFY_THROWS_EXCEPTION(Cancelled, read_trace_file(testing::data_file("trace_small.json"),
+                                                        [](double) { return false; }));
+  }
+
+  void bad_files_data() {
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QString>("where");
+    QTest::addColumn<QString>("json_path");
+    QTest::addColumn<QString>("says");
+    // traceEvents[5] is the third complete event (after process_name,
+    // process_sort_index and the compute thread_name of rank 0).
+    QTest::newRow("unknown category") << "bad_category.json"
+                                      << "bad_category.json"
+                                      << "$.traceEvents[5].cat"
+                                      << "unknown category \"gemmm\"";
+    QTest::newRow("missing dur") << "bad_missing_dur.json"
+                                 << "bad_missing_dur.json"
+                                 << "$.traceEvents[3].dur"
+                                 << "needs dur";
+    QTest::newRow("malformed") << "bad_malformed.json"
+                               << "bad_malformed.json:2:"
+                               << ""
+                               << "malformed JSON";
+    QTest::newRow("not a trace") << "bad_unknown.json"
+                                 << "bad_unknown.json"
+                                 << "$.traceEvents"
+                                 << "missing";
+    QTest::newRow("absent") << "no_such_file.json"
+                            << "no_such_file.json"
+                            << ""
+                            << "cannot open";
+  }
+  void bad_files() {
+    QFETCH(QString, file);
+    QFETCH(QString, where);
+    QFETCH(QString, json_path);
+    QFETCH(QString, says);
+    try {
+      read_trace_file(testing::data_file(file.toStdString()));
+      QFAIL("no error");
+    } catch (const InputError& e) {
+      QVERIFY2(QString::fromStdString(e.file()).contains(where), e.what());
+      QCOMPARE(QString::fromStdString(e.json_path()), json_path);
+      QVERIFY2(QString::fromStdString(e.message()).contains(says), e.what());
+    }
+  }
+
+  void text_cases() {
+    // ts with three decimals is nanoseconds exactly; other phases are ignored.
+    const TraceModel t = read_trace_text(
+        R"({"traceEvents": [{"ph": "i", "name": "mark", "pid": 0, "tid": 0, "ts": 5},
+            {"ph": "X", "name": "k", "cat": "copy", "pid": 0, "tid": 5, "ts": 1.001,
+             "dur": 0.999, "args": {"extra": [1, {"a": 2}]}}]})",
+        "inline");
+    QCOMPARE(t.num_spans(), std::size_t{1});
+    QCOMPARE(t.lanes[0].spans[0].start_ns, TimeNs{1001});
+    QCOMPARE(t.lanes[0].spans[0].dur_ns, TimeNs{999});
+    QCOMPARE(t.lanes[0].stream_label, std::string("copy"));
+    QCOMPARE(t.lanes[0].node, -1);
+    QCOMPARE(t.kind, std::string());
+    // The array form of the Chrome format is refused with a clear word.
+    try {
+      read_trace_text("[]", "array");
+      QFAIL("no error");
+    } catch (const InputError& e) {
+      QCOMPARE(e.json_path(), std::string("$"));
+      QVERIFY(e.message().find("object form") != std::string::npos);
+    }
+    // Spans written out of order are sorted.
+    const TraceModel u = read_trace_text(
+        R"({"traceEvents": [
+            {"ph": "X", "name": "b", "cat": "gemm", "pid": 0, "tid": 0, "ts": 10, "dur": 1},
+            {"ph": "X", "name": "a", "cat": "gemm", "pid": 0, "tid": 0, "ts": 2, "dur": 1}]})",
+        "unsorted");
+    QCOMPARE(u.name_of(u.lanes[0].spans[0]), std::string("a"));
+    QCOMPARE(u.lanes[0].max_end_ns, (std::vector<TimeNs>{3000, 11000}));
+  }
+};
+
+int run_trace_reader_tests(int argc, char** argv) {
+  return testing::run<TraceReaderTest>(argc, argv);
+}
+
+}  // namespace strata::gui
+
+#include "trace_reader_test.moc"
