@@ -3,6 +3,7 @@
 #include "runtime/cuda/cuda_device_impl.h"
 
 #include <nccl.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <limits>
@@ -92,7 +93,9 @@ CudaDevice::CudaDevice(int ordinal) : ordinal_(ordinal) {
   info_.index = ordinal;
   info_.name = prop.name;
   info_.compute_units = prop.multiProcessorCount;
-  info_.host_cores = 0;
+  cpu_set_t cores;
+  CPU_ZERO(&cores);
+  info_.host_cores = sched_getaffinity(0, sizeof(cores), &cores) == 0 ? CPU_COUNT(&cores) : 1;
   info_.memory_bytes = static_cast<std::int64_t>(prop.totalGlobalMem);
   info_.isa = fmt::format("sm_{}{}", prop.major, prop.minor);
   int runtime_version = 0;
