@@ -74,7 +74,12 @@ StepMetrics step_metrics(const Workload& w, const RunResult& run) {
     const auto& compute = g.stream(r, StreamKind::kCompute);
     TimeNs cursor = 0;
     for (TaskId t : compute) {
-      rm.compute_s += ns_to_seconds(run.end_ns[t] - run.start_ns[t]);
+      // Collectives collapsed into a block (folded fidelity) run synchronously, as
+      // Megatron's do: exposed tensor-parallel time.
+      const std::int32_t detail = g.info(t).detail;
+      const TimeNs tp_ns = detail >= 0 ? g.detail_comm_ns(detail) : 0;
+      rm.compute_s += ns_to_seconds(run.end_ns[t] - run.start_ns[t] - tp_ns);
+      rm.exposed_s[static_cast<int>(CommKind::kTp)] += ns_to_seconds(tp_ns);
       if (run.start_ns[t] > cursor) attribute(cursor, run.start_ns[t], run.blocker[t]);
       cursor = run.end_ns[t];
     }

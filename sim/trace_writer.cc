@@ -59,7 +59,7 @@ void for_each_event(const Workload& w, const RunResult* run, const TraceOptions&
           TimeNs at = start;
           const auto& ops = g.detail(info.detail);
           for (int k = 0; k < static_cast<int>(ops.size()); ++k) {
-            fn(Event{rank, tid, at, ops[k].duration_ns, t, k});
+            fn(Event{rank, static_cast<int>(ops[k].lane), at, ops[k].duration_ns, t, k});
             at += ops[k].duration_ns;
           }
         } else {
@@ -121,12 +121,14 @@ std::string trace_json(const Workload& w, const RunResult& run, const TraceOptio
     Category category;
     double flops;
     double bytes;
+    int layer = info.layer;
     if (e.op >= 0) {
       const auto& op = g.detail(info.detail)[e.op];
       name = op.name;
       category = op.category;
       flops = op.flops;
       bytes = op.bytes;
+      layer = op.layer_offset < 0 ? -1 : info.layer + op.layer_offset;
     } else {
       name = label.name;
       category = label.category;
@@ -141,7 +143,7 @@ std::string trace_json(const Workload& w, const RunResult& run, const TraceOptio
     out += ",\"dur\":";
     append_us(out, e.dur);
     out += fmt::format(",\"args\":{{\"mb\":{},\"layer\":{},\"chunk\":{},\"phase\":\"{}\",\"flops\":{},\"bytes\":{}}}}}",
-                       info.microbatch, info.layer, info.chunk, to_string(label.phase), flops, bytes);
+                       info.microbatch, layer, info.chunk, to_string(label.phase), flops, bytes);
   }
   out += "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"strata\":";
   out += o.other_data.dump();

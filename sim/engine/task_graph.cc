@@ -59,8 +59,13 @@ std::int32_t TaskGraph::add_comm(CommSpec comm) {
 
 std::int32_t TaskGraph::add_detail(std::vector<DetailOp> ops) {
   double flops = 0.0;
-  for (const DetailOp& op : ops) flops += op.flops;
+  TimeNs comm_ns = 0;
+  for (const DetailOp& op : ops) {
+    flops += op.flops;
+    if (op.lane != StreamKind::kCompute) comm_ns += op.duration_ns;
+  }
   detail_flops_.push_back(flops);
+  detail_comm_ns_.push_back(comm_ns);
   details_.push_back(std::move(ops));
   return static_cast<std::int32_t>(details_.size() - 1);
 }

@@ -90,13 +90,17 @@ class TaskGraph {
   // `task` starts only after `before` finished.
   void add_dependency(TaskId before, TaskId task);
 
-  // Sub-steps of a task, for traces: the ops a compute block is made of.
+  // Sub-steps of a task, for traces and metrics: the ops a compute block is made
+  // of, back to back. A collapsed block (folded fidelity) also holds the
+  // tensor-parallel collectives between its ops, on the tp-comm lane.
   struct DetailOp {
     std::string name;
     Category category;
     TimeNs duration_ns;
     double flops;
     double bytes;
+    StreamKind lane = StreamKind::kCompute;
+    std::int32_t layer_offset = 0;  // added to TaskInfo::layer; -1: no layer (embedding, head)
   };
   std::int32_t add_detail(std::vector<DetailOp> ops);
 
@@ -113,6 +117,8 @@ class TaskGraph {
   int num_comms() const { return static_cast<int>(comms_.size()); }
   const std::vector<DetailOp>& detail(std::int32_t id) const { return details_[id]; }
   double detail_flops(std::int32_t id) const { return detail_flops_[id]; }
+  // Time of a detail's ops on the tp-comm lane (collectives inside a collapsed block).
+  TimeNs detail_comm_ns(std::int32_t id) const { return detail_comm_ns_[id]; }
   // True when `rank` is one of the ranks task t runs on.
   bool runs_on(TaskId t, int rank) const;
 
@@ -157,6 +163,7 @@ class TaskGraph {
   std::vector<CommSpec> comms_;
   std::vector<std::vector<DetailOp>> details_;
   std::vector<double> detail_flops_;
+  std::vector<TimeNs> detail_comm_ns_;
   bool finalized_ = false;
 };
 

@@ -199,49 +199,200 @@ class Builder {
     return id;
   }
 
-  // Emits template segments for the simulated members of a tensor-parallel group.
-  // prev[i]/prev_comm[i] track member i's last task in this op, to chain data deps.
-  void emit(const std::vector<Segment>& segs, const SegmentIds& ids, const std::vector<int>& members,
-            const std::vector<int>& group, int mb, int layer, int chunk, std::vector<TaskId>& prev,
-            std::vector<char>& prev_comm, std::vector<Mark*>& marks) {
-    for (std::size_t k = 0; k < segs.size(); ++k) {
-      const Segment& s = segs[k];
-      TaskInfo info;
-      info.microbatch = mb;
-      info.layer = layer;
-      info.chunk = chunk;
-      if (!s.is_comm) {
-        info.detail = ids.detail[k];
-        info.bytes = s.bytes;
-        // Tensor-parallel peers run the same segment in lockstep between two of their
-        // collectives: one task on all their compute streams.
-        TaskId t = w_.graph.add_shared_compute(members, s.duration_ns, ids.label[k], info);
-        // The members share their previous task too: one dependency covers them all.
-        if (prev[0] >= 0 && prev_comm[0]) w_.graph.add_dependency(prev[0], t);
-        for (std::size_t i = 0; i < members.size(); ++i) {
-          prev[i] = t;
-          prev_comm[i] = 0;
-          for (Mark* mk : {marks[2 * i], marks[2 * i + 1]}) {
-            if (mk != nullptr) mk->add(t);
-          }
-        }
-        continue;
+  // Where a collapsed op (folded fidelity) must start or end a task: before a
+  // layer whose first task receives a dependency, after a layer whose last task
+  // gives one. Indexed [op * chunk_layers + layer] for one stage's program.
+  struct Boundaries {
+    std::vector<char> before;
+    std::vector<char> after;
+  };
+
+  Boundaries boundaries_of_stage(int r) const {
+    const auto& program = programs_[r];
+    const int lc = chunk_layers();
+    Boundaries b;
+    b.before.assign(program.size() * lc, 0);
+    b.after.assign(program.size() * lc, 0);
+    if (p_.dp > 1 && p_.zero_stage == 3) {
+      std::fill(b.before.begin(), b.before.end(), 1);
+      std::fill(b.after.begin(), b.after.end(), 1);
+      return b;
+    }
+    if (p_.dp == 1) return b;
+    for (const Bucket& bucket : buckets_of_stage(r)) {
+      if (bucket.with_embedding) continue;  // at the op's start or end: always a boundary
+      if (p_.zero_stage >= 1 && p_.overlap_param_gather) {
+        b.before[first_forward_op(r, bucket.chunk) * lc + bucket.low_layer] = 1;
       }
-      if (p_.tp == 1) continue;
-      info.bytes = s.comm_bytes;
-      std::vector<std::pair<int, StreamKind>> slots;
-      for (int member : members) slots.emplace_back(member, StreamKind::kTpComm);
-      TaskId t = w_.graph.add_comm_task(slots, collective(s.op, group, s.comm_bytes, Category::kTp),
-                                        ids.label[k], info);
-      if (prev[0] >= 0) w_.graph.add_dependency(prev[0], t);
-      for (std::size_t i = 0; i < members.size(); ++i) {
-        prev[i] = t;
-        prev_comm[i] = 1;
-        for (Mark* mk : {marks[2 * i], marks[2 * i + 1]}) {
-          if (mk != nullptr) mk->add(t);
+      if (!p_.overlap_grad_reduce) continue;
+      for (int oi = 0; oi < static_cast<int>(program.size()); ++oi) {
+        const PipelineOp& op = program[oi];
+        if (op.phase != PipelinePhase::kBackward || op.chunk != bucket.chunk) continue;
+        if (p_.zero_stage == 2 || oi == last_backward_op(r, bucket.chunk)) {
+          b.after[oi * lc + bucket.low_layer] = 1;
         }
       }
     }
+    return b;
+  }
+
+  // Emits one pipeline op (a forward or backward of one micro-batch through one
+  // chunk) for the simulated members of a tensor-parallel group, who share its tasks.
+  // Full fidelity: a task per compute segment and per collective. Folded: segments
+  // and the (statically costed) collectives between them collapse into one task per
+  // stretch between boundaries.
+  class OpEmitter {
+   public:
+    OpEmitter(Builder& b, const std::vector<int>& members, const std::vector<int>& group, int oi,
+              const PipelineOp& op, int chunk_first_layer, bool collapse)
+        : b_(b), members_(members), group_(group), oi_(oi), op_(op),
+          chunk_first_layer_(chunk_first_layer), collapse_(collapse) {}
+
+    // One block (embedding, layer j of the chunk, head); j < 0 for embedding/head.
+    // `code` names the block's template, so collapsed stretches of the same blocks
+    // share a detail.
+    void block(char code, const std::vector<Segment>& segs, const SegmentIds& ids, int j,
+               bool split_before, bool split_after) {
+      if (collapse_ && split_before) flush();
+      if (collapse_) {
+        key_ += code;
+        key_ += static_cast<char>(j + 1);
+        key_ += static_cast<char>((j + 1) >> 8);
+      }
+      for (std::size_t k = 0; k < segs.size(); ++k) {
+        if (collapse_) {
+          collect(segs[k], j);
+        } else if (segs[k].is_comm) {
+          comm_task(segs[k], ids.label[k], j);
+        } else {
+          compute_task(segs[k], ids, k, j);
+        }
+      }
+      if (collapse_) {
+        if (j >= 0) pending_layers_.push_back(j);
+        if (split_after) flush();
+      }
+    }
+
+    void finish() {
+      if (collapse_) flush();
+    }
+
+   private:
+    TaskInfo info_for(int j) const {
+      TaskInfo info;
+      info.microbatch = op_.microbatch;
+      info.chunk = op_.chunk;
+      info.layer = j >= 0 ? chunk_first_layer_ + j : -1;
+      return info;
+    }
+
+    void mark(TaskId t, int j) {
+      for (int member : members_) {
+        b_.op_marks_[member][oi_].add(t);
+        if (j >= 0) b_.layer_marks_[member][oi_ * b_.chunk_layers() + j].add(t);
+      }
+    }
+
+    void compute_task(const Segment& s, const SegmentIds& ids, std::size_t k, int j) {
+      TaskInfo info = info_for(j);
+      info.detail = ids.detail[k];
+      info.bytes = s.bytes;
+      TaskId t = b_.w_.graph.add_shared_compute(members_, s.duration_ns, ids.label[k], info);
+      if (prev_ >= 0 && prev_comm_) b_.w_.graph.add_dependency(prev_, t);
+      prev_ = t;
+      prev_comm_ = false;
+      mark(t, j);
+    }
+
+    void comm_task(const Segment& s, std::int32_t label, int j) {
+      if (b_.p_.tp == 1) return;
+      TaskInfo info = info_for(j);
+      info.bytes = s.comm_bytes;
+      std::vector<std::pair<int, StreamKind>> slots;
+      for (int member : members_) slots.emplace_back(member, StreamKind::kTpComm);
+      TaskId t = b_.w_.graph.add_comm_task(
+          slots, b_.collective(s.op, group_, s.comm_bytes, Category::kTp), label, info);
+      if (prev_ >= 0) b_.w_.graph.add_dependency(prev_, t);
+      prev_ = t;
+      prev_comm_ = true;
+      mark(t, j);
+    }
+
+    void collect(const Segment& s, int j) {
+      if (s.is_comm) {
+        if (b_.p_.tp == 1) return;
+        const CommSpec& spec = b_.w_.graph.comm(b_.collective(s.op, group_, s.comm_bytes, Category::kTp));
+        TimeNs ns = spec.fixed_ns;
+        if (spec.bytes > 0.0 && spec.rate_cap_bytes_per_s > 0.0) {
+          ns += seconds_to_ns(spec.bytes / spec.rate_cap_bytes_per_s);
+        }
+        pending_ops_.push_back({to_string(s.op), Category::kTp, ns, 0.0, s.comm_bytes,
+                                StreamKind::kTpComm, j});
+        return;
+      }
+      for (TaskGraph::DetailOp op : s.ops) {
+        op.layer_offset = j;
+        pending_ops_.push_back(std::move(op));
+      }
+    }
+
+    void flush() {
+      if (pending_ops_.empty()) {
+        pending_layers_.clear();
+        return;
+      }
+      TimeNs total = 0;
+      double bytes = 0.0;
+      for (const auto& op : pending_ops_) {
+        total += op.duration_ns;
+        bytes += op.lane == StreamKind::kCompute ? op.bytes : 0.0;
+      }
+      const bool forward = op_.phase == PipelinePhase::kForward;
+      TaskInfo info = info_for(0);  // layer offsets count from the chunk's first layer
+      // The same blocks on the same tensor-parallel group give the same ops.
+      info.detail = b_.intern_detail(fmt::format("{}:{}", group_.front(), key_), std::move(pending_ops_));
+      info.bytes = bytes;
+      const std::string name = pending_layers_.empty()
+                                   ? (forward ? "forward" : "backward")
+                                   : fmt::format("{} layers {}-{}", forward ? "forward" : "backward",
+                                                 chunk_first_layer_ + std::min(pending_layers_.front(), pending_layers_.back()),
+                                                 chunk_first_layer_ + std::max(pending_layers_.front(), pending_layers_.back()));
+      const std::int32_t label =
+          b_.label(name, Category::kGemm, forward ? Phase::kForward : Phase::kBackward);
+      TaskId t = b_.w_.graph.add_shared_compute(members_, total, label, info);
+      prev_ = t;
+      prev_comm_ = false;
+      for (int member : members_) b_.op_marks_[member][oi_].add(t);
+      for (int j : pending_layers_) {
+        for (int member : members_) b_.layer_marks_[member][oi_ * b_.chunk_layers() + j].add(t);
+      }
+      pending_ops_.clear();
+      pending_layers_.clear();
+      key_.clear();
+    }
+
+    Builder& b_;
+    const std::vector<int>& members_;
+    const std::vector<int>& group_;
+    int oi_;
+    PipelineOp op_;
+    int chunk_first_layer_;
+    bool collapse_;
+    TaskId prev_ = -1;
+    bool prev_comm_ = false;
+    std::vector<TaskGraph::DetailOp> pending_ops_;
+    std::vector<int> pending_layers_;
+    std::string key_;
+  };
+
+  // Collapsed blocks of the same shape share one detail.
+  std::int32_t intern_detail(const std::string& key, std::vector<TaskGraph::DetailOp> ops) {
+    auto it = detail_ids_.find(key);
+    if (it != detail_ids_.end()) return it->second;
+    std::int32_t id = w_.graph.add_detail(std::move(ops));
+    detail_ids_.emplace(key, id);
+    return id;
   }
 
   // Pass 1: the compute and tensor-parallel program of one tensor-parallel group.
@@ -258,58 +409,30 @@ class Builder {
       op_marks_[member].assign(program.size(), Mark{});
       layer_marks_[member].assign(program.size() * lc, Mark{});
     }
+    const bool collapse = fidelity_ == Fidelity::kFolded;
+    const Boundaries bounds = collapse ? boundaries_of_stage(r) : Boundaries{};
+    auto before = [&](std::size_t oi, int j) { return collapse && bounds.before[oi * lc + j] != 0; };
+    auto after = [&](std::size_t oi, int j) { return collapse && bounds.after[oi * lc + j] != 0; };
     const int last_vs = num_virtual_stages() - 1;
-    std::vector<TaskId> prev(members.size(), -1);
-    std::vector<char> prev_comm(members.size(), 0);
-    std::vector<Mark*> marks(2 * members.size(), nullptr);
     for (std::size_t oi = 0; oi < program.size(); ++oi) {
       const PipelineOp& op = program[oi];
       const int vs = virtual_stage(p_.pp, r, op.chunk);
-      const int first_layer = vs * lc;
-      std::fill(prev.begin(), prev.end(), -1);
-      std::fill(prev_comm.begin(), prev_comm.end(), 0);
-      auto set_marks = [&](int layer_in_chunk) {
-        for (std::size_t i = 0; i < members.size(); ++i) {
-          marks[2 * i] = &op_marks_[members[i]][oi];
-          marks[2 * i + 1] =
-              layer_in_chunk >= 0 ? &layer_marks_[members[i]][oi * lc + layer_in_chunk] : nullptr;
-        }
-      };
+      OpEmitter e(*this, members, group, static_cast<int>(oi), op, vs * lc, collapse);
       if (op.phase == PipelinePhase::kForward) {
-        if (vs == 0) {
-          set_marks(-1);
-          emit(embedding_.forward, embedding_ids_.forward, members, group, op.microbatch, -1,
-               op.chunk, prev, prev_comm, marks);
-        }
+        if (vs == 0) e.block('e', embedding_.forward, embedding_ids_.forward, -1, false, false);
         for (int j = 0; j < lc; ++j) {
-          set_marks(j);
-          emit(layer_.forward, layer_ids_.forward, members, group, op.microbatch, first_layer + j,
-               op.chunk, prev, prev_comm, marks);
+          e.block('f', layer_.forward, layer_ids_.forward, j, before(oi, j), after(oi, j));
         }
-        if (vs == last_vs) {
-          set_marks(-1);
-          emit(head_.forward, head_ids_.forward, members, group, op.microbatch, -1, op.chunk, prev,
-               prev_comm, marks);
-        }
+        if (vs == last_vs) e.block('h', head_.forward, head_ids_.forward, -1, false, false);
       } else {
-        if (vs == last_vs) {
-          set_marks(-1);
-          emit(head_.backward, head_ids_.backward, members, group, op.microbatch, -1, op.chunk,
-               prev, prev_comm, marks);
-        }
+        if (vs == last_vs) e.block('H', head_.backward, head_ids_.backward, -1, false, false);
         for (int j = lc - 1; j >= 0; --j) {
-          set_marks(j);
-          emit(layer_.recompute, layer_ids_.recompute, members, group, op.microbatch,
-               first_layer + j, op.chunk, prev, prev_comm, marks);
-          emit(layer_.backward, layer_ids_.backward, members, group, op.microbatch,
-               first_layer + j, op.chunk, prev, prev_comm, marks);
+          e.block('r', layer_.recompute, layer_ids_.recompute, j, before(oi, j), false);
+          e.block('b', layer_.backward, layer_ids_.backward, j, false, after(oi, j));
         }
-        if (vs == 0) {
-          set_marks(-1);
-          emit(embedding_.backward, embedding_ids_.backward, members, group, op.microbatch, -1,
-               op.chunk, prev, prev_comm, marks);
-        }
+        if (vs == 0) e.block('E', embedding_.backward, embedding_ids_.backward, -1, false, false);
       }
+      e.finish();
     }
     for (int member : members) {
       if (!program.empty()) last_task_[member] = op_marks_[member].back().last;
@@ -682,6 +805,7 @@ class Builder {
   std::map<std::tuple<int, int, int, int, long long, int>, std::int32_t> comm_ids_;
   std::map<std::tuple<std::string, int, int>, std::int32_t> label_ids_;
   std::map<std::pair<int, int>, std::int32_t> p2p_ids_;
+  std::map<std::string, std::int32_t> detail_ids_;
 };
 
 }  // namespace
