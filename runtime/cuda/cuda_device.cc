@@ -1,5 +1,5 @@
-// The cuda Device: memory, copies, events and cuBLAS GEMMs (cuda_kernels.cu has
-// the rest).
+// The cuda Device: memory, copies, events and cuBLAS GEMMs (the cuda_*.cu files
+// have the other kernels).
 #include "runtime/cuda/cuda_device_impl.h"
 
 #include <nccl.h>

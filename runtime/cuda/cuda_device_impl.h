@@ -1,5 +1,6 @@
 // The cuda Device class, shared by cuda_device.cc (memory, copies, events,
-// cuBLAS GEMMs) and cuda_kernels.cu (every other kernel), and by the NCCL
+// cuBLAS GEMMs), the kernel files (cuda_norm.cu, cuda_activation.cu,
+// cuda_elementwise.cu, cuda_embedding_loss.cu, cuda_reduce_adam.cu), and by the NCCL
 // communicator (which orders its stream after the device's). Private to runtime/cuda.
 //
 // All work is issued on one non-blocking stream per device, so calls are ordered
