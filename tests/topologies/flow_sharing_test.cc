@@ -1,0 +1,194 @@
+// Max-min fair sharing: textbook cases asserted exactly, and the incremental update
+// against a from-scratch progressive filling on random workloads.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "test_clusters.h"
+#include "topologies/flow_sharing.h"
+
+namespace strata::topo {
+namespace {
+
+using FlowId = FlowSharing::FlowId;
+
+// Two flows on one link of 10 share it equally (Bertsekas & Gallager, Data Networks,
+// 2nd ed., section 6.5.2).
+TEST(FlowSharing, TwoFlowsShareOneLink) {
+  FlowSharing s(std::vector<double>{10.0});
+  FlowId a = s.add({0}, FlowSharing::kNoCap);
+  EXPECT_EQ(s.rate(a), 10.0);
+  FlowId b = s.add({0}, FlowSharing::kNoCap);
+  EXPECT_EQ(s.rate(a), 5.0);
+  EXPECT_EQ(s.rate(b), 5.0);
+  EXPECT_EQ(s.take_changed(), (std::vector<FlowId>{a, b}));
+  EXPECT_TRUE(s.take_changed().empty());
+}
+
+// A flow crossing two bottlenecks: link 0 (10) carries flows 1 and 2, link 1 (6)
+// flows 2 and 3. Link 1 fills first at 3 each; flow 1 then takes the rest of link 0.
+TEST(FlowSharing, FlowCrossingTwoBottlenecks) {
+  FlowSharing s(std::vector<double>{10.0, 6.0});
+  FlowId f1 = s.add({0}, FlowSharing::kNoCap);
+  FlowId f2 = s.add({0, 1}, FlowSharing::kNoCap);
+  FlowId f3 = s.add({1}, FlowSharing::kNoCap);
+  EXPECT_EQ(s.rate(f1), 7.0);
+  EXPECT_EQ(s.rate(f2), 3.0);
+  EXPECT_EQ(s.rate(f3), 3.0);
+}
+
+// A flow leaving frees bandwidth for the others: without flow 3, link 1 (6) no longer
+// binds flow 2, and link 0 (10) is shared 5 / 5.
+TEST(FlowSharing, FlowLeavingFreesBandwidth) {
+  FlowSharing s(std::vector<double>{10.0, 6.0});
+  FlowId f1 = s.add({0}, FlowSharing::kNoCap);
+  FlowId f2 = s.add({0, 1}, FlowSharing::kNoCap);
+  FlowId f3 = s.add({1}, FlowSharing::kNoCap);
+  s.take_changed();
+  s.remove(f3);
+  EXPECT_EQ(s.rate(f1), 5.0);
+  EXPECT_EQ(s.rate(f2), 5.0);
+  EXPECT_EQ(s.take_changed(), (std::vector<FlowId>{f1, f2}));
+  EXPECT_EQ(s.live_flows(), 2);
+  EXPECT_THROW(s.rate(f3), InternalError);
+  EXPECT_THROW(s.remove(f3), InternalError);
+}
+
+// The parking lot: a long flow over three links of 1, a short flow on each link.
+TEST(FlowSharing, ParkingLot) {
+  FlowSharing s(std::vector<double>{1.0, 1.0, 1.0});
+  FlowId lng = s.add({0, 1, 2}, FlowSharing::kNoCap);
+  std::vector<FlowId> shorts = {s.add({0}, FlowSharing::kNoCap), s.add({1}, FlowSharing::kNoCap),
+                                s.add({2}, FlowSharing::kNoCap)};
+  EXPECT_EQ(s.rate(lng), 0.5);
+  for (FlowId f : shorts) EXPECT_EQ(s.rate(f), 0.5);
+}
+
+// A rate cap binds before the link: the capped flow keeps its cap, the other takes the rest.
+TEST(FlowSharing, RateCapBinds) {
+  FlowSharing s(std::vector<double>{10.0});
+  FlowId capped = s.add({0}, 2.0);
+  FlowId free = s.add({0}, FlowSharing::kNoCap);
+  EXPECT_EQ(s.rate(capped), 2.0);
+  EXPECT_EQ(s.rate(free), 8.0);
+}
+
+TEST(FlowSharing, UnaffectedFlowsAreNotResolved) {
+  FlowSharing s(std::vector<double>{10.0, 10.0});
+  s.add({0}, FlowSharing::kNoCap);
+  s.add({0}, FlowSharing::kNoCap);
+  // A capped flow below the residual of an untouched link: nobody else moves.
+  FlowId c = s.add({1}, 4.0);
+  EXPECT_EQ(s.last_resolved_flows(), 0);
+  EXPECT_EQ(s.rate(c), 4.0);
+  // A flow joining the full link re-solves that link's three flows, not the capped one.
+  s.add({0}, FlowSharing::kNoCap);
+  EXPECT_EQ(s.last_resolved_flows(), 3);
+}
+
+TEST(FlowSharing, BadArgumentsAreInternalErrors) {
+  FlowSharing s(std::vector<double>{10.0});
+  EXPECT_THROW(s.add({1}, FlowSharing::kNoCap), InternalError);
+  EXPECT_THROW(s.add({0}, 0.0), InternalError);
+  EXPECT_THROW(s.add({}, FlowSharing::kNoCap), InternalError);
+  EXPECT_THROW(s.rate(12345), InternalError);
+}
+
+// A from-scratch progressive filling, the textbook way: raise every unfrozen flow by
+// the smallest increment that fills a link or reaches a cap, freeze, repeat.
+std::map<FlowId, double> reference_rates(const std::vector<double>& capacity,
+                                         const std::map<FlowId, std::pair<std::vector<LinkId>, double>>& flows) {
+  std::map<FlowId, double> rate;
+  std::map<FlowId, bool> frozen;
+  for (const auto& [id, f] : flows) {
+    rate[id] = 0.0;
+    frozen[id] = false;
+  }
+  while (true) {
+    double step = std::numeric_limits<double>::infinity();
+    std::vector<double> used(capacity.size(), 0.0);
+    std::vector<int> active(capacity.size(), 0);
+    for (const auto& [id, f] : flows) {
+      for (LinkId l : f.first) {
+        used[static_cast<std::size_t>(l)] += rate[id];
+        if (!frozen[id]) ++active[static_cast<std::size_t>(l)];
+      }
+    }
+    bool any = false;
+    for (const auto& [id, f] : flows) {
+      if (frozen[id]) continue;
+      any = true;
+      step = std::min(step, f.second - rate[id]);
+    }
+    if (!any) break;
+    for (std::size_t l = 0; l < capacity.size(); ++l) {
+      if (active[l] > 0) step = std::min(step, (capacity[l] - used[l]) / active[l]);
+    }
+    for (auto& [id, r] : rate) {
+      if (!frozen[id]) r += step;
+    }
+    std::fill(used.begin(), used.end(), 0.0);
+    for (const auto& [id, f] : flows) {
+      for (LinkId l : f.first) used[static_cast<std::size_t>(l)] += rate[id];
+    }
+    for (const auto& [id, f] : flows) {
+      if (frozen[id]) continue;
+      bool stop = rate[id] >= f.second * (1 - 1e-12);
+      for (LinkId l : f.first) stop = stop || used[static_cast<std::size_t>(l)] >= capacity[static_cast<std::size_t>(l)] * (1 - 1e-12);
+      if (stop) frozen[id] = true;
+    }
+  }
+  return rate;
+}
+
+TEST(FlowSharing, IncrementalMatchesFromScratch) {
+  std::mt19937_64 rng(20240611);
+  std::vector<double> capacity;
+  for (int l = 0; l < 24; ++l) capacity.push_back(1.0 + static_cast<double>(rng() % 9));
+  FlowSharing s(capacity);
+  std::map<FlowId, std::pair<std::vector<LinkId>, double>> live;
+  for (int op = 0; op < 400; ++op) {
+    if (live.empty() || rng() % 3 != 0) {
+      std::vector<LinkId> path;
+      int len = 1 + static_cast<int>(rng() % 4);
+      for (int i = 0; i < len; ++i) {
+        LinkId l = static_cast<LinkId>(rng() % capacity.size());
+        if (std::find(path.begin(), path.end(), l) == path.end()) path.push_back(l);
+      }
+      double cap = rng() % 2 ? FlowSharing::kNoCap : 0.25 + static_cast<double>(rng() % 8) / 2.0;
+      live[s.add(path, cap)] = {path, cap};
+    } else {
+      auto it = live.begin();
+      std::advance(it, static_cast<long>(rng() % live.size()));
+      s.remove(it->first);
+      live.erase(it);
+    }
+    if (op % 20 == 19) {
+      std::map<FlowId, double> expect = reference_rates(capacity, live);
+      for (const auto& [id, r] : expect) {
+        EXPECT_NEAR(s.rate(id), r, 1e-9 * std::max(1.0, r)) << "after op " << op;
+      }
+    }
+  }
+}
+
+// On a DGX A100: GPUs 0 and 2 both send to GPU 1; the NVSwitch-to-GPU 1 link (240 GB/s
+// achievable) is shared, each gets half.
+TEST(FlowSharing, OnTheTopology) {
+  Topology t = Topology::build(testing::shipped("dgx-a100-1node"));
+  FlowSharing s(t);
+  FlowId a = s.add(t.route(0, 1), FlowSharing::kNoCap);
+  FlowId b = s.add(t.route(2, 1), FlowSharing::kNoCap);
+  EXPECT_DOUBLE_EQ(s.rate(a), 120e9);
+  EXPECT_DOUBLE_EQ(s.rate(b), 120e9);
+  s.remove(b);
+  EXPECT_DOUBLE_EQ(s.rate(a), 240e9);
+}
+
+}  // namespace
+}  // namespace strata::topo

@@ -1,0 +1,169 @@
+// The cluster graph: parts and links of the node presets, the fat-tree's shape,
+// and clusters the fabric cannot hold.
+#include <gtest/gtest.h>
+
+#include "core/data_paths.h"
+#include "core/error.h"
+#include "core/json_reader.h"
+#include "test_clusters.h"
+#include "topologies/topology.h"
+
+namespace strata::topo {
+namespace {
+
+using testing::dgx_a100_cluster;
+using testing::shipped;
+
+int count_vertices(const Topology& t, VertexKind kind) {
+  int n = 0;
+  for (int v = 0; v < t.num_vertices(); ++v) n += t.vertex(v).kind == kind ? 1 : 0;
+  return n;
+}
+
+int count_links(const Topology& t, LinkKind kind) {
+  int n = 0;
+  for (LinkId l = 0; l < t.num_links(); ++l) n += t.link(l).kind == kind ? 1 : 0;
+  return n;
+}
+
+TEST(Graph, DgxA100NodeHasItsParts) {
+  Topology t = Topology::build(shipped("dgx-a100-1node"));
+  // DGX A100 (system architecture whitepaper): 8 GPUs, NVSwitch fabric (one vertex),
+  // 4 PCIe switches, 2 sockets, 8 compute NICs.
+  EXPECT_EQ(count_vertices(t, VertexKind::kGpu), 8);
+  EXPECT_EQ(count_vertices(t, VertexKind::kNvSwitch), 1);
+  EXPECT_EQ(count_vertices(t, VertexKind::kPcieSwitch), 4);
+  EXPECT_EQ(count_vertices(t, VertexKind::kCpu), 2);
+  EXPECT_EQ(count_vertices(t, VertexKind::kNic), 8);
+  // Directed links: 8 GPU-NVSwitch wires, 8 GPU-PCIe, 8 NIC-PCIe, 4 PCIe-CPU, 1 CPU-CPU,
+  // two directions each.
+  EXPECT_EQ(count_links(t, LinkKind::kNvlink), 16);
+  EXPECT_EQ(count_links(t, LinkKind::kPcie), 2 * (8 + 8 + 4));
+  EXPECT_EQ(count_links(t, LinkKind::kSocket), 2);
+  EXPECT_EQ(t.num_links(), 58);
+
+  auto [up, down] = t.nvswitch_links(3);
+  ASSERT_GE(up, 0);
+  EXPECT_DOUBLE_EQ(t.link(up).line_rate_bytes_per_s, 300e9);       // A100 datasheet, per direction
+  EXPECT_DOUBLE_EQ(t.link(up).bandwidth_bytes_per_s, 240e9);       // x 0.8 (NCCL: 20 of 25 GB/s per link)
+  EXPECT_DOUBLE_EQ(t.link(down).bandwidth_bytes_per_s, 240e9);
+  EXPECT_EQ(t.vertex(t.link(up).from_vertex).index, 3);
+  EXPECT_EQ(t.vertex(t.gpu_vertex(5)).socket, 1);  // GPUs 4-7 on the second socket
+  EXPECT_EQ(t.rails(), 0);                         // one node: no fabric
+}
+
+TEST(Graph, TwoNodeFatTreeShape) {
+  Topology t = Topology::build(shipped("dgx-a100-2node"));
+  const FatTreeShape* s = t.fat_tree();
+  ASSERT_NE(s, nullptr);
+  // 40-port QM8700 at 1:1: 20 down, 20 up; 2 nodes fit one rail group: 8 leaves.
+  EXPECT_EQ(s->down, 20);
+  EXPECT_EQ(s->up, 20);
+  EXPECT_EQ(s->leaves, 8);
+  EXPECT_EQ(s->tiers, 2);
+  EXPECT_EQ(s->spines(), 20);
+  EXPECT_EQ(t.rails(), 8);
+  // 2 x 58 node links + 16 NIC-leaf wires + 8 x 20 leaf-spine wires, two directions each.
+  EXPECT_EQ(t.num_links(), 2 * 58 + 2 * 16 + 2 * 160);
+  EXPECT_EQ(t.num_vertices(), 2 * 23 + 8 + 20);
+}
+
+TEST(Graph, SixteenThousandGpusNeedThreeTiers) {
+  ClusterSpec c = shipped("dgx-h100-128node");
+  c.nodes = 2048;  // 16,384 GPUs on 64-port NDR switches
+  Topology t = Topology::build(c);
+  const FatTreeShape* s = t.fat_tree();
+  ASSERT_NE(s, nullptr);
+  // Groups of 32 nodes, 8 rails: 64 groups x 8 = 512 leaves > 64, so three tiers;
+  // pods of 32 leaves (4 groups), 16 pods of 32 spines, 32 core groups of 32.
+  EXPECT_EQ(s->leaves, 512);
+  EXPECT_EQ(s->tiers, 3);
+  EXPECT_EQ(s->leaves_per_pod, 32);
+  EXPECT_EQ(s->pods, 16);
+  EXPECT_EQ(s->spines(), 512);
+  EXPECT_EQ(s->cores(), 1024);
+  EXPECT_EQ(t.num_gpus(), 16384);
+}
+
+TEST(Graph, OversubscriptionSplitsLeafPorts) {
+  ClusterSpec c = dgx_a100_cluster(64, R"({"kind": "roce", "nic_gbps": 200, "switch_radix": 64,
+                                          "oversubscription": 2})");
+  Topology t = Topology::build(c);
+  // 64 ports at 2:1: 42 down, 21 up (42 / 21 = 2).
+  EXPECT_EQ(t.fat_tree()->down, 42);
+  EXPECT_EQ(t.fat_tree()->up, 21);
+  // RoCE: Ethernet links at 200 Gb/s x 4096/4178 (header overhead).
+  LinkId nic_up = -1;
+  for (LinkId l = 0; l < t.num_links() && nic_up < 0; ++l) {
+    if (t.link(l).kind == LinkKind::kEthernet) nic_up = l;
+  }
+  ASSERT_GE(nic_up, 0);
+  EXPECT_DOUBLE_EQ(t.link(nic_up).line_rate_bytes_per_s, 25e9);
+  EXPECT_NEAR(t.link(nic_up).bandwidth_bytes_per_s, 25e9 * 4096.0 / 4178.0, 1.0);
+}
+
+TEST(Graph, FabricTooSmallIsAnInputError) {
+  // 200 nodes in groups of 20: 10 groups x 8 rails = 80 leaves, more than a 40-port spine reaches.
+  ClusterSpec c = dgx_a100_cluster(200, R"({"kind": "infiniband", "switch_radix": 40, "tiers": 2})");
+  try {
+    Topology::build(c);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.json_path(), "$.fabric.tiers");
+    EXPECT_NE(e.message().find("at most 40 leaves"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Graph, MoreFabricNicsThanTheNodeHasIsAnInputError) {
+  try {
+    dgx_a100_cluster(2, R"({"kind": "infiniband", "nics_per_node": 9})");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.json_path(), "$.fabric.nics_per_node");
+  }
+}
+
+TEST(Graph, FabricPresetByName) {
+  ClusterSpec c = testing::cluster_from_text(R"({"name": "c", "nodes": 4, "gpus_per_node": 8,
+      "node": "dgx-h100", "fabric": "ndr-infiniband", "profile": "h100-sxm5-80gb"})");
+  EXPECT_EQ(c.fabric.name, "ndr-infiniband");
+  EXPECT_EQ(c.fabric.nics_per_node, 8);
+  EXPECT_DOUBLE_EQ(c.fabric.nic_gbps, 400.0);
+  EXPECT_EQ(c.fabric.switch_radix, 64);
+  try {
+    testing::cluster_from_text(R"({"name": "c", "nodes": 4, "gpus_per_node": 8, "node": "dgx-h100",
+        "fabric": "omni-path", "profile": "h100-sxm5-80gb"})");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.json_path(), "$.fabric");
+    EXPECT_NE(e.message().find("ndr-infiniband"), std::string::npos) << e.what();
+  }
+}
+
+// Every shipped figure carries its source.
+TEST(Graph, PresetsCarrySources) {
+  for (const std::string& name : shipped_names("topologies/presets/nodes")) {
+    NodeSpec n = load_node_preset(name);
+    EXPECT_FALSE(n.source.empty()) << name;
+    EXPECT_FALSE(n.pcie.source.empty()) << name;
+    if (n.nvlink_kind != "none") {
+      EXPECT_FALSE(n.nvlink.source.empty()) << name;
+    }
+    if (n.sockets > 1) {
+      EXPECT_FALSE(n.socket_link.source.empty()) << name;
+    }
+    for (const LinkParams* l : {&n.nvlink, &n.pcie, &n.socket_link}) {
+      EXPECT_GT(l->efficiency, 0.0) << name;
+      EXPECT_LE(l->efficiency, 1.0) << name;
+    }
+  }
+  NodeSpec node = load_node_preset("dgx-a100");
+  for (const std::string& name : shipped_names("topologies/presets/fabrics")) {
+    FabricSpec f = load_fabric_preset(name, node);
+    EXPECT_FALSE(f.source.empty()) << name;
+    EXPECT_EQ(f.name, name);
+  }
+}
+
+}  // namespace
+}  // namespace strata::topo
