@@ -140,8 +140,9 @@ FabricSpec load_fabric_preset(const std::string& name, const NodeSpec& node) {
   return read_fabric_spec(json::parse_file(path), path, "$", node);
 }
 
-ClusterSpec read_cluster_spec(const nlohmann::json& doc, const std::string& file) {
-  json::ObjectReader r(doc, file);
+ClusterSpec read_cluster_spec(const nlohmann::json& doc, const std::string& file,
+                              const std::string& path) {
+  json::ObjectReader r(doc, file, path);
   ClusterSpec c;
   c.file = file;
   c.name = r.string("name");
@@ -153,11 +154,11 @@ ClusterSpec read_cluster_spec(const nlohmann::json& doc, const std::string& file
     try {
       c.node = load_node_preset(name);
     } catch (const InputError& e) {
-      throw InputError(file, "$.node",
+      throw InputError(file, path + ".node",
                        fmt::format("unknown node preset \"{}\" ({})", name, e.message()));
     }
   } else if (node.is_object()) {
-    c.node = read_node_spec(node, file, "$.node");
+    c.node = read_node_spec(node, file, path + ".node");
   } else {
     r.fail("node", "expected a node preset name (a string) or an inline node object, got " +
                        json::describe(node));
@@ -175,17 +176,17 @@ ClusterSpec read_cluster_spec(const nlohmann::json& doc, const std::string& file
       try {
         c.fabric = load_fabric_preset(name, c.node);
       } catch (const InputError& e) {
-        throw InputError(file, "$.fabric",
+        throw InputError(file, path + ".fabric",
                          fmt::format("unknown fabric preset \"{}\" ({})", name, e.message()));
       }
     } else if (fabric.is_object()) {
-      c.fabric = read_fabric_spec(fabric, file, "$.fabric", c.node);
+      c.fabric = read_fabric_spec(fabric, file, path + ".fabric", c.node);
     } else {
       r.fail("fabric", "expected a fabric preset name (a string) or a fabric object, got " +
                            json::describe(fabric));
     }
     if (c.fabric.nics_per_node > c.node.nics && !has_graph) {
-      throw InputError(file, "$.fabric.nics_per_node",
+      throw InputError(file, path + ".fabric.nics_per_node",
                        fmt::format("{} NICs per node on the fabric, but node \"{}\" has {} NICs",
                                    c.fabric.nics_per_node, c.node.name, c.node.nics));
     }
@@ -196,10 +197,10 @@ ClusterSpec read_cluster_spec(const nlohmann::json& doc, const std::string& file
     c.fabric.nic_gbps = c.node.nic_gbps;
   }
   if (has_graph) {
-    c.graph = topo::read_graph_spec(r.raw("graph"), file, "$.graph", c.nodes, c.gpus_per_node);
+    c.graph = topo::read_graph_spec(r.raw("graph"), file, path + ".graph", c.nodes, c.gpus_per_node);
   }
   if (c.nodes > 1 && c.fabric.nics_per_node <= 0 && !has_graph) {
-    throw InputError(file, "$.fabric.nics_per_node",
+    throw InputError(file, path + ".fabric.nics_per_node",
                      "a cluster of more than one node needs NICs (the node preset has none)");
   }
   c.profile = r.string("profile");

@@ -101,7 +101,9 @@ FabricSpec read_fabric_spec(const nlohmann::json& doc, const std::string& file,
 // Loads a shipped fabric preset by name (topologies/presets/fabrics/NAME.json).
 FabricSpec load_fabric_preset(const std::string& name, const NodeSpec& node);
 
-ClusterSpec read_cluster_spec(const nlohmann::json& doc, const std::string& file);
+// path: the JSON path of the cluster object in its file ("$" for a cluster.json).
+ClusterSpec read_cluster_spec(const nlohmann::json& doc, const std::string& file,
+                              const std::string& path = "$");
 ClusterSpec load_cluster_spec(const std::string& path_or_name);
 
 nlohmann::ordered_json to_json(const ClusterSpec& cluster);

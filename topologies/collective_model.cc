@@ -190,17 +190,26 @@ const CollectiveModel::Plan& CollectiveModel::plan(CollectiveOp op, const std::v
       // a GPU first crosses NVLink to the local GPU on that GPU's rail (NCCL's PXN),
       // then the network, rail-aligned.
       const int rails = s.node_count() > 1 ? topology_.rails() : 0;
+      // A GPU's own rail: the nearest NIC; GPUs sharing several equally near NICs
+      // take them in turn (NCCL's local NIC per GPU).
       auto rail_of = [&](int gpu) {
-        int best = -1;
+        std::vector<int> nearest;
         std::int64_t best_cost = std::numeric_limits<std::int64_t>::max();
         for (int r = 0; r < rails; ++r) {
           std::int64_t c = topology_.nic_to_gpu_cost(r, gpu);
           if (c < best_cost) {
             best_cost = c;
-            best = r;
+            nearest.clear();
           }
+          if (c == best_cost) nearest.push_back(r);
         }
-        return best;
+        if (nearest.empty()) return -1;
+        return nearest[static_cast<std::size_t>(topology_.local_index(gpu)) % nearest.size()];
+      };
+      auto nvlink_only = [&](int a, int b) {
+        std::vector<LinkId> hop = topology_.route(a, b, 0);
+        return std::all_of(hop.begin(), hop.end(),
+                           [&](LinkId l) { return topology_.link(l).kind == LinkKind::kNvlink; });
       };
       std::map<std::tuple<int, int, int>, double> network;  // (proxy, dst, rail) → bytes
       std::map<std::pair<int, int>, double> to_proxy;        // (src, proxy) → bytes
@@ -214,29 +223,24 @@ const CollectiveModel::Plan& CollectiveModel::plan(CollectiveOp op, const std::v
                 add_path(src, dst, topology_.route(src, dst, flow_hash(0, src, dst)), share);
                 continue;
               }
+              // PXN: the local GPU whose own rail is the destination's, over NVLink.
               const int rail = rail_of(dst);
               int proxy = src;
-              if (rail >= 0) {
-                std::int64_t best = topology_.gpu_to_nic_cost(src, rail);
+              if (rail >= 0 && rail_of(src) != rail) {
                 for (int cand : s.members[k]) {
-                  std::int64_t c = topology_.gpu_to_nic_cost(cand, rail);
-                  if (c < best) {
-                    std::vector<LinkId> hop = topology_.route(src, cand, 0);
-                    bool nvlink = std::all_of(hop.begin(), hop.end(), [&](LinkId l) {
-                      return topology_.link(l).kind == LinkKind::kNvlink;
-                    });
-                    if (nvlink) {
-                      best = c;
-                      proxy = cand;
-                    }
+                  if (cand != src && rail_of(cand) == rail && nvlink_only(src, cand)) {
+                    proxy = cand;
+                    break;
                   }
                 }
               }
-              if (proxy != src) {
+              if (rail >= 0 && rail_of(src) == rail) {
+                network[{src, dst, rail}] += share;  // already on the destination's rail
+              } else if (proxy != src) {
                 to_proxy[{src, proxy}] += share;
                 network[{proxy, dst, rail}] += share;
               } else {
-                network[{src, dst, -1}] += share;  // from src's own NIC: the shortest path
+                network[{src, dst, -1}] += share;  // no NVLink proxy: the shortest path
               }
             }
           }
