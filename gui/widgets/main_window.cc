@@ -15,13 +15,14 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "core/error.h"
 #include "gui/model/plan_memory.h"
 #include "gui/model/time_view.h"
 #include "gui/model/timeline_layout.h"
-#include "gui/widgets/job_runner.h"
 #include "gui/widgets/memory_widget.h"
+#include "gui/widgets/simulate_dialog.h"
 #include "gui/widgets/sweep_view.h"
 #include "gui/widgets/timeline_panel.h"
 #include "gui/widgets/timeline_widget.h"
@@ -127,9 +128,18 @@ void MainWindow::build_menus() {
   QAction* open = file->addAction(tr("&Open…"), this, [this] { choose_files(false); });
   open->setShortcut(QKeySequence::Open);
   file->addAction(tr("Open &Measured Trace…"), this, [this] { choose_files(true); });
+  save_simulation_ =
+      file->addAction(tr("&Save Simulation…"), this, [this] { save_simulation_dialog(); });
+  save_simulation_->setEnabled(false);
   file->addSeparator();
   QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence::Quit);
+
+  QMenu* run = menuBar()->addMenu(tr("&Run"));
+  QAction* simulate_action =
+      run->addAction(tr("&Simulate…"), this, [this] { run_simulate_dialog(); });
+  simulate_action->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
+  run->addAction(tr("&Cancel"), jobs_, &JobRunner::cancel);
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
   view->addAction(tr("&Fit Timeline"), timeline_->timeline(), &TimelineWidget::fit);
@@ -153,20 +163,70 @@ void MainWindow::choose_files(bool as_measured) {
 }
 
 void MainWindow::open_files(const QStringList& paths, bool as_measured) {
-  for (const QString& p : paths) pending_.append({p, as_measured});
-  start_next_load();
+  for (const QString& p : paths) load_later(p, as_measured, false);
 }
 
-void MainWindow::start_next_load() {
-  if (jobs_->busy() || pending_.isEmpty()) return;
-  const Pending next = pending_.takeFirst();
+void MainWindow::load_later(const QString& path, bool as_measured, bool quiet) {
   // Filled by the worker, applied on the UI thread once it is done.
   auto target = std::make_shared<LoadedFile>();
-  const std::string path = next.path.toStdString();
-  jobs_->start(
-      tr("Opening %1").arg(next.path),
-      [target, path](const ProgressFn& progress) { *target = load_file(path, progress); },
-      [this, target, next] { apply(std::move(*target), next.as_measured, next.quiet); });
+  const std::string file = path.toStdString();
+  enqueue({tr("Opening %1").arg(path),
+           [target, file](const ProgressFn& progress) { *target = load_file(file, progress); },
+           [this, target, as_measured, quiet] { apply(std::move(*target), as_measured, quiet); },
+           /*plan_job=*/quiet});
+}
+
+void MainWindow::enqueue(PendingJob job) {
+  pending_.append(std::move(job));
+  start_next_job();
+}
+
+void MainWindow::start_next_job() {
+  if (jobs_->busy() || pending_.isEmpty()) return;
+  PendingJob next = pending_.takeFirst();
+  jobs_->start(next.label, std::move(next.work), std::move(next.done));
+  running_plan_job_ = next.plan_job;
+}
+
+void MainWindow::simulate(const ScenarioArgs& args, sim::Fidelity fidelity) {
+  auto out = std::make_shared<SimulationOutput>();
+  enqueue({tr("Simulating %1 · %2 · %3").arg(qstr(args.model), qstr(args.plan), qstr(args.cluster)),
+           [out, args, fidelity](const ProgressFn& progress) {
+             *out = run_simulation(load_scenario(args), fidelity, progress);
+           },
+           [this, out] {
+             simulation_ = out;
+             save_simulation_->setEnabled(true);
+             show_result(out->result, tr("the simulation"));
+             set_trace(out->trace, false);
+             show_view(View::kTimeline);
+             setWindowTitle(tr("Strata — simulation"));
+           },
+           false});
+}
+
+void MainWindow::run_simulate_dialog() {
+  SimulateDialog dialog(this);
+  if (dialog.exec() == QDialog::Accepted) simulate(dialog.scenario_args(), dialog.fidelity());
+}
+
+QString MainWindow::save_simulation_to(const QString& dir) {
+  if (!simulation_) return tr("nothing simulated yet");
+  try {
+    save_simulation(*simulation_, dir.toStdString());
+    statusBar()->showMessage(tr("Wrote %1/result.json and %1/trace.json").arg(dir), 5000);
+    return {};
+  } catch (const std::exception& e) {
+    return qstr(e.what());
+  }
+}
+
+void MainWindow::save_simulation_dialog() {
+  const QString dir =
+      QFileDialog::getExistingDirectory(this, tr("Save result.json and trace.json in"));
+  if (dir.isEmpty()) return;
+  const QString error = save_simulation_to(dir);
+  if (!error.isEmpty()) show_error(error);
 }
 
 void MainWindow::on_job_finished(bool ok, bool cancelled, const QString& error) {
@@ -179,7 +239,8 @@ void MainWindow::on_job_finished(bool ok, bool cancelled, const QString& error) 
   } else {
     statusBar()->showMessage(tr("Done: %1").arg(jobs_->label()), 5000);
   }
-  start_next_load();
+  running_plan_job_ = false;
+  start_next_job();
 }
 
 QString MainWindow::open_file_now(const QString& path, bool as_measured) {
@@ -285,15 +346,48 @@ void MainWindow::select_sweep_plan(int row_index) {
   }
   measured_.reset();
   predicted_.reset();
+  // A newer selection supersedes the simulation of an older one.
+  pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                [](const PendingJob& j) { return j.plan_job; }),
+                 pending_.end());
+  if (running_plan_job_) jobs_->cancel();
   if (!row.trace_file.empty()) {
     refresh_timeline(tr("Loading the plan's trace…"));
-    pending_.append({qstr(row.trace_file), false, true});
-    start_next_load();
-  } else {
-    refresh_timeline(tr("The sweep wrote no trace for this plan (%1).\nRun `strata simulate` "
-                        "with this plan and open its result.json to see its timeline.")
-                         .arg(plan_text));
+    load_later(qstr(row.trace_file), false, true);
+    return;
   }
+  // Checked here, on the UI thread, so a sweep that cannot be simulated (a
+  // sweep.csv without its sweep.json) says so in the timeline, not in a box per click.
+  std::shared_ptr<const Scenario> scenario;
+  try {
+    scenario = std::make_shared<const Scenario>(scenario_for_sweep_plan(sweep, row));
+  } catch (const InputError& e) {
+    refresh_timeline(tr("No trace for this plan (%1):\n%2").arg(plan_text, qstr(e.what())));
+    return;
+  }
+  refresh_timeline(tr("Simulating this plan (%1)…").arg(plan_text));
+  auto out = std::make_shared<SimulationOutput>();
+  auto sweep_ptr = sweep_data_;
+  // The sweep's own fidelity for this plan, else every rank.
+  const int fidelity_col = sweep.column("fidelity");
+  const sim::Fidelity fidelity = fidelity_col >= 0 && row.cells[fidelity_col] == "folded"
+                                     ? sim::Fidelity::kFolded
+                                     : sim::Fidelity::kFull;
+  enqueue({tr("Simulating plan %1 of the sweep").arg(row_index + 1),
+           [out, scenario, fidelity](const ProgressFn& progress) {
+             *out = run_simulation(*scenario, fidelity, progress);
+           },
+           [this, out, sweep_ptr, row_index] {
+             if (sweep_ptr != sweep_data_ || row_index != selected_sweep_row_) return;
+             simulation_ = out;
+             save_simulation_->setEnabled(true);
+             if (!sweep_ptr->rows[row_index].result) {
+               headline_->setText(qstr(result_headline(out->result)));
+             }
+             topology_->set_links(out->result.links, qstr(describe_inputs(out->result.inputs)));
+             set_trace(out->trace, false);
+           },
+           true});
 }
 
 QString MainWindow::headline_text() const { return headline_->text(); }

@@ -12,8 +12,12 @@
 
 #include "gui/model/file_loader.h"
 #include "gui/model/result_data.h"
+#include "gui/model/run_simulation.h"
 #include "gui/model/sweep_data.h"
 #include "gui/model/trace_model.h"
+#include "gui/widgets/job_runner.h"
+#include "sim/scenario.h"
+#include "sim/workload/workload.h"
 
 class QLabel;
 class QMessageBox;
@@ -23,7 +27,6 @@ class QTabWidget;
 
 namespace strata::gui {
 
-class JobRunner;
 class MemoryWidget;
 class SweepView;
 class TimelinePanel;
@@ -48,8 +51,17 @@ class MainWindow : public QMainWindow {
   // ("" on success) without a message box (for --screenshot).
   QString open_file_now(const QString& path, bool as_measured = false);
 
+  // Simulates one step in the background (as `strata simulate`) and shows it.
+  void simulate(const ScenarioArgs& args, sim::Fidelity fidelity);
+  // Writes the last simulation's result.json and trace.json into dir; returns
+  // the error text ("" on success).
+  QString save_simulation_to(const QString& dir);
+  const std::shared_ptr<const SimulationOutput>& last_simulation() const { return simulation_; }
+
   void show_view(View view);
-  // Shows plan sweep_row of the loaded sweep: its memory, headline and timeline.
+  // Shows plan sweep_row of the loaded sweep: its memory and headline at once;
+  // its timeline from the trace the sweep wrote, else by simulating the plan in
+  // the background (a newer selection cancels it).
   void select_sweep_plan(int sweep_row);
 
   TimelinePanel* timeline_panel() const { return timeline_; }
@@ -64,8 +76,19 @@ class MainWindow : public QMainWindow {
   int selected_sweep_row() const { return selected_sweep_row_; }
 
  private:
+  struct PendingJob {
+    QString label;
+    JobRunner::Work work;
+    JobRunner::Done done;
+    bool plan_job = false;  // simulates a sweep plan: superseded by the next selection
+  };
+
   void build_menus();
-  void start_next_load();
+  void enqueue(PendingJob job);
+  void start_next_job();
+  void load_later(const QString& path, bool as_measured, bool quiet);
+  void run_simulate_dialog();
+  void save_simulation_dialog();
   // Shows a loaded file. quiet: a sweep plan's own trace, which neither changes
   // the tab nor the headline.
   void apply(LoadedFile file, bool as_measured, bool quiet = false);
@@ -87,12 +110,10 @@ class MainWindow : public QMainWindow {
   JobRunner* jobs_;
   QMessageBox* error_box_ = nullptr;
 
-  struct Pending {
-    QString path;
-    bool as_measured = false;
-    bool quiet = false;
-  };
-  QList<Pending> pending_;
+  QList<PendingJob> pending_;
+  bool running_plan_job_ = false;
+  QAction* save_simulation_ = nullptr;
+  std::shared_ptr<const SimulationOutput> simulation_;
 
   std::shared_ptr<const TraceModel> predicted_, measured_;
   std::shared_ptr<const SweepData> sweep_data_;

@@ -111,16 +111,66 @@ class MainWindowTest : public QObject {
     QCOMPARE(current_tab(w), static_cast<int>(View::kSweep));  // the user stays on the table
 
     // Sorted by peak memory, the first row is the tp 8 plan (row 4): no stored
-    // memory, so the memory model computes it; no trace.
+    // memory, so the memory model computes it; no trace, so the plan is simulated
+    // in the background and its trace is that plan's (tp 8, dp 1).
     sweep->proxy()->sort(23, Qt::AscendingOrder);
     sweep->select_view_row(0);
     QCOMPARE(w.selected_sweep_row(), 4);
     QVERIFY(w.memory_widget()->memory().has_value());
     QVERIFY(w.memory_widget()->title().contains("\"tp\":8"));
     QCOMPARE(w.memory_widget()->memory()->stages.size(), std::size_t{1});
+    QVERIFY(w.jobs()->wait_idle(60000));
+    QCOMPARE(w.timeline_panel()->timeline()->traces().size(), std::size_t{1});
+    const TraceModel& simulated = *w.timeline_panel()->timeline()->traces()[0];
+    QCOMPARE(simulated.plan["tp"].get<int>(), 8);
+    QCOMPARE(simulated.plan["dp"].get<int>(), 1);
+    QCOMPARE(simulated.model_name, std::string("llama3-8b"));
+    // The sweep's memory model figure and the simulation's agree (same model).
+    QCOMPARE(w.last_simulation()->result.memory->peak_bytes,
+             w.memory_widget()->memory()->peak_bytes);
+    QCOMPARE(current_tab(w), static_cast<int>(View::kSweep));
+
+    // Picking another row while a plan simulates cancels that simulation.
+    sweep->select_view_row(1);  // row 2: tp 2 pp 2 dp 2
+    sweep->select_view_row(2);  // row 1: tp 4
+    QVERIFY(w.jobs()->wait_idle(60000));
+    QCOMPARE(w.selected_sweep_row(), 1);
+    QCOMPARE(w.timeline_panel()->timeline()->traces()[0]->plan["tp"].get<int>(), 4);
+  }
+
+  void a_sweep_csv_alone_cannot_be_simulated() {
+    MainWindow w;
+    open_and_wait(w, data("sweep.csv"));
+    w.sweep_view()->select_view_row(1);
     QVERIFY(w.jobs()->wait_idle(30000));
-    QCOMPARE(w.timeline_panel()->timeline()->traces().size(), std::size_t{0});
-    QVERIFY(w.timeline_panel()->timeline()->message().contains("no trace"));
+    QVERIFY(w.last_error().isEmpty());  // no message box per click
+    QVERIFY(w.timeline_panel()->timeline()->message().contains("sweep.json"));
+    QVERIFY(!w.memory_widget()->memory().has_value());
+  }
+
+  void simulates_a_shipped_scenario() {
+    MainWindow w;
+    ScenarioArgs args;
+    args.model = "tiny";
+    args.plan = "tiny-2";
+    args.cluster = "dgx-a100-1node";
+    w.simulate(args, sim::Fidelity::kFull);
+    QVERIFY(w.jobs()->wait_idle(60000));
+    QVERIFY(w.last_error().isEmpty());
+    QVERIFY(w.last_simulation() != nullptr);
+    // tiny-2 on 8 GPUs: pp 2, dp 4; every rank traced.
+    const TraceModel& t = *w.timeline_panel()->timeline()->traces()[0];
+    QCOMPARE(t.num_ranks, 8);
+    QCOMPARE(t.plan["pp"].get<int>(), 2);
+    QVERIFY(w.headline_text().startsWith("step "));
+    QCOMPARE(w.memory_widget()->memory()->stages.size(), std::size_t{2});
+    QVERIFY(w.topology_view()->item_count() > 0);
+    // Saved files are the ones `strata simulate` writes, and read back the same.
+    QTemporaryDir dir;
+    QCOMPARE(w.save_simulation_to(dir.path()), QString());
+    const LoadedFile back = load_file(dir.filePath("result.json").toStdString());
+    QCOMPARE(back.result->step_time_s, w.last_simulation()->result.step_time_s);
+    QCOMPARE(back.trace->num_spans(), t.num_spans());
   }
 
   void jobs_report_progress_and_cancel() {

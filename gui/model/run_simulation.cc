@@ -1,0 +1,72 @@
+#include "gui/model/run_simulation.h"
+
+#include "calib/model/profile.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "gui/model/trace_reader.h"
+#include "sim/simulate.h"
+#include "sim/spec/model_spec.h"
+#include "sim/spec/plan_spec.h"
+#include "topologies/cluster_spec.h"
+
+namespace strata::gui {
+namespace {
+
+std::string request_string(const SweepData& sweep, const char* key) {
+  if (!sweep.request.is_object()) return "";
+  auto it = sweep.request.find(key);
+  return it != sweep.request.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+}  // namespace
+
+SimulationOutput run_simulation(const Scenario& scenario, sim::Fidelity fidelity,
+                                const ProgressFn& progress) {
+  sim::SimulationOptions options;
+  options.fidelity = fidelity;
+  options.progress = progress;
+  sim::SimulationResult r;
+  try {
+    r = sim::simulate(scenario, options);
+  } catch (const sim::Cancelled&) {
+    throw Cancelled();
+  }
+  SimulationOutput out;
+  out.result_json = sim::result_json(scenario, r).dump(2) + "\n";
+  out.trace_json = sim::result_trace(scenario, r, sim::default_trace_ranks(r));
+  const std::string label = "simulation of " + scenario.model.name;
+  out.result = read_result_object(nlohmann::json::parse(out.result_json), label, "$");
+  out.trace = std::make_shared<const TraceModel>(read_trace_text(out.trace_json, label));
+  return out;
+}
+
+Scenario scenario_for_sweep_plan(const SweepData& sweep, const SweepRow& row) {
+  const std::string model = request_string(sweep, "model");
+  const std::string cluster = request_string(sweep, "cluster");
+  if (model.empty() || cluster.empty()) {
+    throw InputError(sweep.file, "$.request",
+                     "this needs the sweep's model and cluster: open the sweep.json written "
+                     "beside sweep.csv");
+  }
+  Scenario s;
+  s.model = load_model_spec(model);
+  s.model_file = model;
+  s.cluster = load_cluster_spec(cluster);
+  s.cluster_file = cluster;
+  const std::string profile = request_string(sweep, "profile");
+  s.profile = load_profile(profile.empty() ? s.cluster.profile : profile);
+  s.plan = read_plan_spec(row.plan, sweep.file);
+  s.plan_file = sweep.file;
+  // The sweep already checked its plans, cross-node TP included when it was asked for.
+  check_plan(s.plan, s.model, s.cluster, /*allow_cross_node_tp=*/true, sweep.file);
+  return s;
+}
+
+void save_simulation(const SimulationOutput& output, const std::string& dir) {
+  OutputSet out;
+  out.add(dir + "/result.json", output.result_json);
+  out.add(dir + "/trace.json", output.trace_json);
+  out.commit();
+}
+
+}  // namespace strata::gui
