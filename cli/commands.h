@@ -9,6 +9,9 @@ namespace strata::cli {
 void add_memory_command(CLI::App& app);
 // strata topo show (cmd_topo.cc).
 void add_topo_command(CLI::App& app);
+// strata calibrate (cmd_calibrate.cc); argc/argv: the whole command line, for
+// the profile's provenance.
+void add_calibrate_command(CLI::App& app, int argc, char** argv);
 // strata simulate (cmd_simulate.cc).
 void add_simulate_command(CLI::App& app);
 

@@ -222,4 +222,37 @@ std::map<std::string, FitError> held_out_quality(const Profile& profile) {
   return out;
 }
 
+std::map<std::string, double> median_spread(const Profile& profile) {
+  const CostModel model(profile);
+  std::map<std::string, std::vector<double>> spreads;
+  if (model.calibrated("gemm")) {
+    for (const auto& [dtype, pts] : model.gemm_section()->measured) {
+      for (const GemmPoint& p : pts) spreads["gemm"].push_back(p.spread);
+    }
+  }
+  if (model.calibrated("attention")) {
+    for (const AttentionPoint& a : model.attention_section()->measured) spreads["attention"].push_back(a.spread);
+  }
+  auto add_curve = [&spreads](const std::string& name, const SizeCurveData& c) {
+    for (const SizePoint& p : c.points) spreads[name].push_back(p.spread);
+  };
+  if (model.calibrated("memory_bound")) {
+    for (const auto& [kind, c] : model.memory_bound_section()->measured) add_curve("memory_bound", c);
+  }
+  if (model.calibrated("host_copy")) {
+    if (model.host_copy_section()->host_to_device) add_curve("host_copy", *model.host_copy_section()->host_to_device);
+    if (model.host_copy_section()->device_to_host) add_curve("host_copy", *model.host_copy_section()->device_to_host);
+  }
+  if (model.calibrated("collectives")) {
+    for (const CollectiveCurve& c : model.collectives_section()->measured) add_curve("collectives", c.curve);
+  }
+  std::map<std::string, double> out;
+  for (auto& [name, v] : spreads) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    out[name] = n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  }
+  return out;
+}
+
 }  // namespace strata

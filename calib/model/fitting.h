@@ -50,4 +50,8 @@ bool held_out_curve_point(std::size_t index, std::size_t count);
 // are left out.
 std::map<std::string, FitError> held_out_quality(const Profile& profile);
 
+// Per measured section, the median over its measurements of their spread
+// (relative interquartile range of the repeats): how noisy the timings were.
+std::map<std::string, double> median_spread(const Profile& profile);
+
 }  // namespace strata

@@ -1,0 +1,46 @@
+// Collective microbenchmarks over the ranks of this launch, with nccl-tests'
+// method and conventions: for each operation and group size, message sizes
+// doubling from 1 KiB until a bound set by memory or time; warm-up, then
+// samples of back-to-back operations between barriers, each sample's time the
+// slowest rank's (a collective is done when every rank is), the median over
+// samples; algbw = bytes / time and busbw = algbw * the operation's factor
+// (core/collective.h); inputs are never all zeros and every result is checked
+// against the values the ranks sent.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "calib/bench/measure.h"
+#include "calib/model/fitting.h"
+#include "runtime/communicator.h"
+
+namespace strata::calib {
+
+struct CollectiveBenchOptions {
+  double min_bytes = 1024.0;
+  double max_bytes = 64.0 * 1024 * 1024;  // also capped by the device's memory
+  double max_op_s = 0.05;                 // stop growing once one operation takes this long
+  TimingOptions timing;
+  // Ranks per node: a group of more ranks than this spans nodes (inter-node).
+  int ranks_per_node = 1;
+};
+
+// Group sizes calibration measures on `world_size` ranks: powers of two from 2,
+// and world_size itself.
+std::vector<int> collective_group_sizes(int world_size);
+
+// Measures every operation for every group size (the group of the first g
+// ranks; the others wait at a barrier). Collective over `world`: every rank
+// must call it. Each rank returns the curves of the groups it was in, so rank 0
+// (in every group) returns them all; members of a group agree on its numbers.
+// progress(done) counts finished curves. Throws CommError or InternalError on
+// failure or a wrong result.
+std::vector<CollectiveMeasurement> bench_collectives(
+    rt::Communicator& world, const CollectiveBenchOptions& options,
+    const std::function<void(std::size_t)>& progress);
+
+// Number of curves bench_collectives measures on world_size ranks.
+std::size_t collective_curve_count(int world_size);
+
+}  // namespace strata::calib

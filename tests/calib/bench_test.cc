@@ -1,0 +1,121 @@
+// The microbenchmark machinery on the cpu backend: timing statistics, and each
+// benchmark producing checked, positive measurements in the units the cost
+// model reads.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "calib/bench/attention_bench.h"
+#include "calib/bench/collective_bench.h"
+#include "calib/bench/gemm_bench.h"
+#include "calib/bench/kernel_bench.h"
+#include "calib/bench/measure.h"
+#include "core/error.h"
+#include "runtime/device.h"
+
+namespace strata::calib {
+namespace {
+
+TEST(Measure, MedianAndInterquartileSpread) {
+  // Sorted: 1 2 3 4 100. Median 3; quartiles (type 7) at positions 1 and 3: 2 and 4.
+  Timing t = summarize_samples({4.0, 1.0, 100.0, 3.0, 2.0}, 8);
+  EXPECT_DOUBLE_EQ(t.median_s, 3.0);
+  EXPECT_DOUBLE_EQ(t.spread, (4.0 - 2.0) / 3.0);
+  EXPECT_EQ(t.calls_per_sample, 8);
+  // Even count: median between the middle two.
+  EXPECT_DOUBLE_EQ(summarize_samples({1.0, 2.0, 3.0, 10.0}, 1).median_s, 2.5);
+  EXPECT_THROW(summarize_samples({}, 1), InternalError);
+}
+
+TEST(Measure, CallsPerSampleReachTheMinimumSampleTime) {
+  TimingOptions o;
+  o.min_sample_s = 1e-3;
+  o.max_calls_per_sample = 100;
+  EXPECT_EQ(calls_for(2e-3, o), 1);     // one call is already long enough
+  EXPECT_EQ(calls_for(1e-4, o), 10);    // 10 x 0.1 ms = 1 ms
+  EXPECT_EQ(calls_for(3e-4, o), 4);     // ceil(3.33)
+  EXPECT_EQ(calls_for(1e-9, o), 100);   // capped
+  EXPECT_EQ(calls_for(0.0, o), 100);
+}
+
+TEST(GemmGrid, EveryCombinationOfPowersOfTwo) {
+  std::vector<GemmQuery> g = gemm_grid(64, 256, DType::kFp32);
+  ASSERT_EQ(g.size(), 27u);  // {64, 128, 256}^3
+  EXPECT_EQ(g.front().m, 64);
+  EXPECT_EQ(g.back().k, 256);
+  std::vector<GemmQuery> dup = {{8, 8, 8, 1, DType::kFp32}, {8, 8, 8, 1, DType::kFp32}, {8, 8, 8, 2, DType::kFp32}};
+  EXPECT_EQ(unique_shapes(dup).size(), 2u);
+}
+
+TEST(Bench, BytesPerElementMatchTheSimulatorsCounting) {
+  // sim/layer_ops.cc: norms 2x the stream, residual 3x, activation in + out.
+  EXPECT_EQ(bytes_per_element(KernelKind::kNorm, DType::kBf16), 4.0);
+  EXPECT_EQ(bytes_per_element(KernelKind::kResidual, DType::kBf16), 6.0);
+  EXPECT_EQ(bytes_per_element(KernelKind::kActivation, DType::kFp32), 8.0);
+  EXPECT_EQ(bytes_per_element(KernelKind::kAdam, DType::kBf16), 28.0);
+}
+
+class CpuBench : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    rt::DeviceOptions o;
+    o.cpu_threads = 1;
+    device_ = rt::make_device(rt::Backend::kCpu, 0, o);
+  }
+  std::unique_ptr<rt::Device> device_;
+};
+
+TEST_F(CpuBench, GemmsAreTimedAndChecked) {
+  std::vector<GemmQuery> shapes = {{64, 96, 32, 1, DType::kFp32}, {33, 17, 65, 3, DType::kFp32}};
+  std::size_t calls = 0;
+  std::vector<GemmPoint> pts = bench_gemms(*device_, shapes, quick_timing(), [&](std::size_t) { ++calls; });
+  ASSERT_EQ(pts.size(), 2u);
+  EXPECT_EQ(calls, 2u);
+  EXPECT_EQ(pts[1].m, 33);
+  EXPECT_EQ(pts[1].batch, 3);
+  for (const GemmPoint& p : pts) {
+    EXPECT_GT(p.seconds, 0.0);
+    // No GEMM this small takes a second on any CPU.
+    EXPECT_LT(p.seconds, 1.0);
+  }
+}
+
+TEST_F(CpuBench, MemoryBoundKindsOverSizes) {
+  auto curves = bench_memory_bound(*device_, {64 * 1024.0, 1024 * 1024.0}, quick_timing(), nullptr);
+  ASSERT_EQ(curves.size(), all_kernel_kinds().size());
+  for (const auto& [kind, pts] : curves) {
+    ASSERT_EQ(pts.size(), 2u) << to_string(kind);
+    EXPECT_LT(pts[0].bytes, pts[1].bytes) << to_string(kind);
+    // Whole rows of 1024 elements, each moving bytes_per_element bytes.
+    const double per_row = 1024.0 * bytes_per_element(kind, device_->storage_dtype(kind == KernelKind::kAdam ? DType::kFp32 : DType::kBf16));
+    EXPECT_DOUBLE_EQ(std::fmod(pts[1].bytes, per_row), 0.0) << to_string(kind);
+    EXPECT_GT(pts[1].seconds, 0.0);
+  }
+}
+
+TEST_F(CpuBench, AttentionForwardAndBackward) {
+  std::vector<AttentionPoint> pts =
+      bench_attention(*device_, {{2, 64, 32, false, false, DType::kFp32}}, quick_timing(), nullptr);
+  ASSERT_EQ(pts.size(), 2u);
+  EXPECT_FALSE(pts[0].backward);
+  EXPECT_TRUE(pts[1].backward);
+  EXPECT_GT(pts[1].seconds, 0.0);
+}
+
+TEST_F(CpuBench, HostCopiesRoundTrip) {
+  auto [up, down] = bench_host_copies(*device_, {4096.0, 65536.0}, quick_timing(), nullptr);
+  ASSERT_EQ(up.size(), 2u);
+  ASSERT_EQ(down.size(), 2u);
+  EXPECT_EQ(up[1].bytes, 65536.0);
+}
+
+TEST(Collectives, GroupSizesArePowersOfTwoAndTheWorld) {
+  EXPECT_EQ(collective_group_sizes(1), std::vector<int>{});
+  EXPECT_EQ(collective_group_sizes(2), std::vector<int>({2}));
+  EXPECT_EQ(collective_group_sizes(6), std::vector<int>({2, 4, 6}));
+  EXPECT_EQ(collective_group_sizes(8), std::vector<int>({2, 4, 8}));
+  EXPECT_EQ(collective_curve_count(8), 18u);
+}
+
+}  // namespace
+}  // namespace strata::calib

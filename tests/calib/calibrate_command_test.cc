@@ -1,0 +1,126 @@
+// `strata calibrate` as a user runs it: under mpirun with two ranks (the CI
+// acceptance run), alone, with --check, and with bad input.
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "calib/model/cost_model.h"
+#include "cli_test_util.h"
+
+namespace strata::testing {
+namespace {
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// `strata calibrate --backend cpu --quick` under `mpirun -n 2` with the settings
+// a container needs (root allowed, oversubscribed ranks yield, no single-copy
+// shared memory: docs/runtime.md).
+CommandResult run_under_mpirun(const std::vector<std::string>& args, const TempDir& dir) {
+  std::string cmd =
+      "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + quote(STRATA_MPIRUN) +
+      " -n 2 --oversubscribe --mca mpi_yield_when_idle 1 --mca btl_vader_single_copy_mechanism none " +
+      quote(STRATA_BIN);
+  for (const std::string& a : args) cmd += " " + quote(a);
+  cmd += " >" + quote(dir.file("out")) + " 2>" + quote(dir.file("err")) + " </dev/null";
+  const int status = std::system(cmd.c_str());
+  CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = read_file(dir.file("out"));
+  r.err = read_file(dir.file("err"));
+  return r;
+}
+
+TEST(CalibrateCommand, QuickUnderMpirunFitsWithinTenPercentAndTheSimulatorReadsIt) {
+  if (std::string(STRATA_MPIRUN).empty()) GTEST_SKIP() << "no mpirun in this build";
+  TempDir dir;
+  CommandResult r = run_under_mpirun({"calibrate", "--backend", "cpu", "--quick", "--out", dir.file("p.json")}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("fit quality"), std::string::npos) << r.out;
+  nlohmann::json p = nlohmann::json::parse(read_file(dir.file("p.json")));
+  EXPECT_EQ(p["kind"], "calibrated");
+  EXPECT_EQ(p["provenance"]["ranks"], 2);
+  EXPECT_EQ(p["provenance"]["backend"], "cpu");
+  // Every operation measured for the one group size two ranks offer.
+  ASSERT_EQ(p["collectives"]["measured"].size(), 6u);
+  for (const auto& c : p["collectives"]["measured"]) EXPECT_EQ(c["group_size"], 2);
+  // The acceptance bar: held-out median error under 10% for GEMMs and collectives.
+  EXPECT_LT(p["fit_quality"]["gemm"]["median_rel_error"].get<double>(), 0.10) << p["fit_quality"].dump();
+  EXPECT_LT(p["fit_quality"]["collectives"]["median_rel_error"].get<double>(), 0.10) << p["fit_quality"].dump();
+  // The simulator's readers accept it.
+  CommandResult m = run_strata({"memory", "--model", "gpt3-175b", "--plan", "gpt3-175b-1024", "--cluster",
+                                "dgx-a100-128node", "--profile", dir.file("p.json")});
+  EXPECT_EQ(m.exit_code, 0) << m.err;
+  CostModel model(load_profile(dir.file("p.json")));
+  EXPECT_TRUE(model.calibrated("gemm"));
+  EXPECT_TRUE(model.calibrated("collectives"));
+  ASSERT_TRUE(model.collective_seconds(CollectiveOp::kAllReduce, 2, false, 1 << 20).has_value());
+  EXPECT_GT(model.gemm_seconds({2048, 2048, 2048, 1, DType::kBf16}), 0.0);
+}
+
+TEST(CalibrateCommand, OneRankCalibratesWithoutCollectivesAndChecksDrift) {
+  TempDir dir;
+  CommandResult r = run_strata({"calibrate", "--backend", "cpu", "--quick", "--threads", "1", "--out", dir.file("p.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("collectives not measured"), std::string::npos) << r.out;
+  nlohmann::json p = nlohmann::json::parse(read_file(dir.file("p.json")));
+  EXPECT_FALSE(p.contains("collectives"));
+  EXPECT_EQ(p["provenance"]["threads_per_rank"], 1);
+  EXPECT_TRUE(p["fit_quality"].contains("gemm"));
+  CommandResult c = run_strata({"calibrate", "--backend", "cpu", "--quick", "--check", dir.file("p.json")});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NE(c.out.find("median |drift|"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("gemm"), std::string::npos) << c.out;
+}
+
+struct BadCalibrate {
+  const char* name;
+  std::vector<std::string> args;  // after "calibrate"; OUT is replaced by the output path
+  const char* message;
+};
+
+class CalibrateBadInput : public ::testing::TestWithParam<BadCalibrate> {};
+
+TEST_P(CalibrateBadInput, ExitsTwoAndWritesNothing) {
+  TempDir dir;
+  std::vector<std::string> args = {"calibrate"};
+  for (const std::string& a : GetParam().args) {
+    if (a == "OUT") {
+      args.push_back(dir.file("p.json"));
+    } else if (a == "BADPROFILE") {
+      args.push_back(dir.write("bad.json", R"({"schema": "strata-profile/1", "name": "x"})"));
+    } else if (a == "DIR") {
+      args.push_back(dir.path());
+    } else {
+      args.push_back(a);
+    }
+  }
+  CommandResult r = run_strata(args);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find(GetParam().message), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(dir.file("p.json")));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Calibrate, CalibrateBadInput,
+    ::testing::Values(
+        BadCalibrate{"unknown_backend", {"--backend", "tpu", "--out", "OUT"}, "expected \"cpu\" or \"cuda\""},
+        // This machine has no GPU: either the build lacks cuda or the driver has no device.
+        BadCalibrate{"cuda_unavailable", {"--backend", "cuda", "--quick", "--out", "OUT"}, "cuda"},
+        BadCalibrate{"no_output", {"--backend", "cpu"}, "--out"},
+        BadCalibrate{"output_is_a_directory", {"--backend", "cpu", "--out", "DIR"}, "is a directory"},
+        BadCalibrate{"unknown_model", {"--backend", "cpu", "--model", "gpt-9", "--out", "OUT"}, "gpt-9"},
+        BadCalibrate{"unreadable_check_profile", {"--backend", "cpu", "--check", "BADPROFILE"}, "bad.json"},
+        BadCalibrate{"missing_check_profile", {"--backend", "cpu", "--check", "nonexistent-gpu"}, "nonexistent-gpu"}),
+    [](const ::testing::TestParamInfo<BadCalibrate>& param) { return std::string(param.param.name); });
+
+}  // namespace
+}  // namespace strata::testing
