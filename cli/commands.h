@@ -14,5 +14,7 @@ void add_topo_command(CLI::App& app);
 void add_calibrate_command(CLI::App& app, int argc, char** argv);
 // strata simulate (cmd_simulate.cc).
 void add_simulate_command(CLI::App& app);
+// strata validate (cmd_validate.cc).
+void add_validate_command(CLI::App& app);
 
 }  // namespace strata::cli

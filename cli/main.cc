@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   strata::cli::add_topo_command(app);
   strata::cli::add_calibrate_command(app, argc, argv);
   strata::cli::add_simulate_command(app);
+  strata::cli::add_validate_command(app);
 
   try {
     app.parse(argc, argv);

@@ -88,7 +88,9 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const Profile&
     // Model states (ZeRO paper, section 3.1 and figure 1).
     st.params_bytes = e * psi / (p.zero_stage >= 3 ? dp : 1.0);
     st.grads_bytes = e * psi / (p.zero_stage >= 2 ? dp : 1.0);
-    const double optimizer = o.optimizer_bytes_per_param * psi / (p.zero_stage >= 1 ? dp : 1.0);
+    // fp32 training keeps no separate master copy: only Adam's two moments.
+    const double per_param = p.dtype == DType::kFp32 ? 8.0 : o.optimizer_bytes_per_param;
+    const double optimizer = per_param * psi / (p.zero_stage >= 1 ? dp : 1.0);
     if (p.offload_optimizer) {
       st.host_bytes = o.offload_host_bytes_per_param * psi / dp;
     } else {

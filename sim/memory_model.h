@@ -23,7 +23,8 @@ namespace strata {
 
 // Named parameters of the memory model (documented in docs/memory.md).
 struct MemoryModelOptions {
-  // Optimizer state per parameter: fp32 master weights + Adam's two moments.
+  // Optimizer state per parameter: fp32 master weights + Adam's two moments
+  // (mixed precision); fp32 training keeps only the two moments (8 bytes).
   double optimizer_bytes_per_param = 12.0;
   // Gradient bucket, in elements, that ZeRO-2/3 reduce-scatter from
   // (Megatron-LM's --ddp-bucket-size default floor, 40M elements); double-buffered.

@@ -22,8 +22,8 @@ const char* to_string(PositionEmbedding p) {
   return "none";
 }
 
-ModelSpec read_model_spec(const nlohmann::json& doc, const std::string& file) {
-  json::ObjectReader r(doc, file);
+ModelSpec read_model_spec(const nlohmann::json& doc, const std::string& file, const std::string& path) {
+  json::ObjectReader r(doc, file, path);
   constexpr std::int64_t kBig = 1 << 24;
   ModelSpec m;
   m.name = r.string("name");
@@ -54,12 +54,12 @@ ModelSpec read_model_spec(const nlohmann::json& doc, const std::string& file) {
   r.finish();
 
   if (m.hidden_size % m.num_attention_heads != 0) {
-    throw InputError(file, "$.num_attention_heads",
+    throw InputError(file, path + ".num_attention_heads",
                      fmt::format("hidden_size {} must be divisible by num_attention_heads {}",
                                  m.hidden_size, m.num_attention_heads));
   }
   if (m.num_attention_heads % m.num_query_groups != 0) {
-    throw InputError(file, "$.num_query_groups",
+    throw InputError(file, path + ".num_query_groups",
                      fmt::format("num_attention_heads {} must be divisible by num_query_groups {}",
                                  m.num_attention_heads, m.num_query_groups));
   }

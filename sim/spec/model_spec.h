@@ -40,7 +40,9 @@ struct ModelSpec {
 
 // Reads a model.json document. file names the source in errors.
 // Throws InputError for unknown keys, wrong types and inconsistent values.
-ModelSpec read_model_spec(const nlohmann::json& doc, const std::string& file);
+// path: the JSON path of the model object in its file ("$", or "$.model" when embedded).
+ModelSpec read_model_spec(const nlohmann::json& doc, const std::string& file,
+                          const std::string& path = "$");
 // Resolves a path or shipped name (scenarios/models/) and reads it.
 ModelSpec load_model_spec(const std::string& path_or_name);
 // The spec as JSON with every key (defaults filled in), for echoing in outputs.

@@ -26,8 +26,8 @@ const char* to_string(Recompute r) {
   return "none";
 }
 
-PlanSpec read_plan_spec(const nlohmann::json& doc, const std::string& file) {
-  json::ObjectReader r(doc, file);
+PlanSpec read_plan_spec(const nlohmann::json& doc, const std::string& file, const std::string& path) {
+  json::ObjectReader r(doc, file, path);
   PlanSpec p;
   p.tp = static_cast<int>(r.integer("tp", 1, 1 << 16));
   p.pp = static_cast<int>(r.integer("pp", 1, 1 << 16));
@@ -48,8 +48,8 @@ PlanSpec read_plan_spec(const nlohmann::json& doc, const std::string& file) {
   p.sequence_parallel = r.boolean_or("sequence_parallel", false);
   p.overlap_grad_reduce = r.boolean_or("overlap_grad_reduce", true);
   p.overlap_param_gather = r.boolean_or("overlap_param_gather", true);
-  std::string dtype = r.choice_or("dtype", "bf16", {"bf16", "fp16"});
-  p.dtype = dtype == "bf16" ? DType::kBf16 : DType::kFp16;
+  // fp32 is for the cpu backend, which trains in single precision.
+  p.dtype = *parse_dtype(r.choice_or("dtype", "bf16", {"bf16", "fp16", "fp32"}));
   p.flash_attention = r.boolean_or("flash_attention", false);
   if (r.has("source")) p.source = r.string("source");
   r.allow_text("notes");
@@ -63,9 +63,10 @@ PlanSpec load_plan_spec(const std::string& path_or_name) {
 }
 
 void resolve_and_check_plan(PlanSpec& p, const ModelSpec& m, const PlanContext& c,
-                            const std::string& file) {
+                            const std::string& file, const std::string& plan_path) {
+  // Paths below are written "$.key"; the plan may sit deeper in its file.
   auto fail = [&](const std::string& path, const std::string& message) {
-    throw InputError(file, path, message);
+    throw InputError(file, plan_path + path.substr(1), message);
   };
   const int model_parallel = p.tp * p.pp;
   if (p.dp == 0) {

@@ -46,13 +46,15 @@ struct PlanContext {
 };
 
 // Reads plan.json without checking it against a model or cluster.
-PlanSpec read_plan_spec(const nlohmann::json& doc, const std::string& file);
+PlanSpec read_plan_spec(const nlohmann::json& doc, const std::string& file,
+                        const std::string& path = "$");
 PlanSpec load_plan_spec(const std::string& path_or_name);
 
 // Derives dp when absent and checks the plan against the model and the cluster.
 // Throws InputError naming plan_file and the JSON path of the offending key.
+// plan_path: the JSON path of the plan object in plan_file ("$" for a plan.json).
 void resolve_and_check_plan(PlanSpec& plan, const ModelSpec& model, const PlanContext& context,
-                            const std::string& plan_file);
+                            const std::string& plan_file, const std::string& plan_path = "$");
 
 nlohmann::ordered_json to_json(const PlanSpec& plan);
 
