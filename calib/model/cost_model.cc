@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -195,8 +196,20 @@ const LogInterpolator* CostModel::gemm_interpolator(DType dtype) const {
 double CostModel::gemm_seconds(const GemmQuery& q) const {
   if (q.m <= 0 || q.n <= 0 || q.k <= 0 || q.batch <= 0) return 0.0;
   if (const LogInterpolator* interp = gemm_interpolator(q.dtype)) {
+    std::string key(sizeof(std::int64_t) * 4 + 1, '\0');
+    const std::int64_t dims[4] = {q.m, q.n, q.k, q.batch};
+    std::memcpy(key.data(), dims, sizeof dims);
+    key.back() = static_cast<char>(q.dtype);
+    {
+      std::lock_guard<std::mutex> lock(gemm_cache_->mutex);
+      auto it = gemm_cache_->seconds.find(key);
+      if (it != gemm_cache_->seconds.end()) return it->second;
+    }
     const double efficiency = std::exp(interp->evaluate(gemm_log_coords(q)));
-    return ideal_gemm_seconds(q) / efficiency;
+    const double seconds = ideal_gemm_seconds(q) / efficiency;
+    std::lock_guard<std::mutex> lock(gemm_cache_->mutex);
+    gemm_cache_->seconds.emplace(std::move(key), seconds);
+    return seconds;
   }
   return datasheet_gemm_seconds(q);
 }

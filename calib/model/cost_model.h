@@ -16,11 +16,16 @@
 //               direction, or (operation, group size, placement) - see size_curve.h.
 // A missing section means the plain peak roofline (efficiency 1, no overhead).
 //
-// Thread safety: all methods are const and safe to call concurrently.
+// Thread safety: all methods are const and safe to call concurrently. Measured
+// GEMM times are memoized per shape (a simulation asks for the same few shapes
+// millions of times); copies of a CostModel share that cache.
 #pragma once
 
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -114,6 +119,13 @@ class CostModel {
   std::optional<Provenance> provenance_;
   std::map<DType, LogInterpolator> gemm_log_efficiency_;  // over log2 (m, n, k, batch)
   std::vector<AttentionGroup> attention_groups_;
+
+  // Memo of interpolated GEMM times, keyed by shape and dtype.
+  struct GemmCache {
+    std::mutex mutex;
+    std::unordered_map<std::string, double> seconds;
+  };
+  std::shared_ptr<GemmCache> gemm_cache_ = std::make_shared<GemmCache>();
 };
 
 // log2 coordinates of a GEMM shape for interpolation: (m, n, k, batch).

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -41,6 +42,15 @@ CommandResult run_under_mpirun(const std::vector<std::string>& args, const TempD
 
 TEST(CalibrateCommand, QuickUnderMpirunFitsWithinTenPercentAndTheSimulatorReadsIt) {
   if (std::string(STRATA_MPIRUN).empty()) GTEST_SKIP() << "no mpirun in this build";
+  // Timings on a host already running more work than it has cores measure the
+  // other work (a rank descheduled mid-sample), not the kernels: the 10% bar
+  // is for a host the calibration has to itself, as a CI runner or a node is.
+  double load = 0.0;
+  const unsigned cores = std::thread::hardware_concurrency();
+  if (getloadavg(&load, 1) == 1 && load > cores) {
+    GTEST_SKIP() << "load average " << load << " on " << cores
+                 << " cores: too busy to judge fit quality by timings";
+  }
   TempDir dir;
   CommandResult r = run_under_mpirun({"calibrate", "--backend", "cpu", "--quick", "--out", dir.file("p.json")}, dir);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
