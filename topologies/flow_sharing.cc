@@ -199,76 +199,153 @@ void FlowSharing::resolve_from(const std::vector<LinkId>& seed_links) {
     epoch_ = 1;
   }
   flow_epoch_.resize(flows_.size(), 0);
+  flow_local_.resize(flows_.size(), -1);
 
-  // The component: flows and links reachable through shared links.
-  std::vector<LinkId> links;
-  std::vector<int> flows;
-  std::vector<LinkId> stack;
-  for (LinkId l : seed_links) {
-    if (link_epoch_[static_cast<std::size_t>(l)] != epoch_) {
-      link_epoch_[static_cast<std::size_t>(l)] = epoch_;
-      stack.push_back(l);
-    }
-  }
-  while (!stack.empty()) {
-    LinkId l = stack.back();
-    stack.pop_back();
+  // The affected set S. Rates can only move through links that are full (a flow's
+  // bottleneck), so from the seed links S grows through full links only. Flows left
+  // out keep their rates as fixed load. After solving S, a link that was not full
+  // but is now, and carries flows outside S, pulls them in (they may now be unfair);
+  // then S is solved again. The result is the unique max-min allocation, found while
+  // touching only the flows a change can move.
+  std::vector<int>& flows = scratch_flows_;
+  std::vector<LinkId>& links = scratch_links_;  // every link of S's flows
+  flows.clear();
+  links.clear();
+  std::vector<LinkId> frontier;
+  auto add_link = [&](LinkId l) {
+    if (link_epoch_[static_cast<std::size_t>(l)] == epoch_) return;
+    link_epoch_[static_cast<std::size_t>(l)] = epoch_;
     link_local_[static_cast<std::size_t>(l)] = static_cast<int>(links.size());
     links.push_back(l);
-    for (int s : link_flows_[static_cast<std::size_t>(l)]) {
-      if (flow_epoch_[static_cast<std::size_t>(s)] == epoch_) continue;
-      flow_epoch_[static_cast<std::size_t>(s)] = epoch_;
-      flows.push_back(s);
-      for (LinkId m : flows_[static_cast<std::size_t>(s)].path) {
-        if (link_epoch_[static_cast<std::size_t>(m)] != epoch_) {
-          link_epoch_[static_cast<std::size_t>(m)] = epoch_;
-          stack.push_back(m);
+  };
+  auto add_flow = [&](int slot) {
+    if (flow_epoch_[static_cast<std::size_t>(slot)] == epoch_) return;
+    flow_epoch_[static_cast<std::size_t>(slot)] = epoch_;
+    flow_local_[static_cast<std::size_t>(slot)] = static_cast<int>(flows.size());
+    flows.push_back(slot);
+    for (LinkId m : flows_[static_cast<std::size_t>(slot)].path) {
+      const bool fresh = link_epoch_[static_cast<std::size_t>(m)] != epoch_;
+      add_link(m);
+      if (fresh && saturated(m)) frontier.push_back(m);
+    }
+  };
+  auto grow = [&]() {
+    while (!frontier.empty()) {
+      LinkId l = frontier.back();
+      frontier.pop_back();
+      for (int slot : link_flows_[static_cast<std::size_t>(l)]) add_flow(slot);
+    }
+  };
+  for (LinkId l : seed_links) {
+    if (link_epoch_[static_cast<std::size_t>(l)] != epoch_) {
+      add_link(l);
+      frontier.push_back(l);  // seed links are always crossed
+    }
+  }
+  grow();
+
+  std::vector<double>& new_rate = scratch_rate_;
+  std::vector<double>& avail = scratch_avail_;
+  std::vector<double>& in_s_old = scratch_old_;
+  std::vector<double>& in_s_new = scratch_new_;
+  last_rounds_ = 0;
+  while (true) {
+    ++last_rounds_;
+    const std::size_t nl = links.size();
+    // Capacity left to S on each link: the capacity less the rates of flows outside S.
+    avail.assign(nl, 0.0);
+    in_s_old.assign(nl, 0.0);
+    for (int slot : flows) {
+      for (LinkId l : flows_[static_cast<std::size_t>(slot)].path) {
+        in_s_old[static_cast<std::size_t>(link_local_[static_cast<std::size_t>(l)])] +=
+            flows_[static_cast<std::size_t>(slot)].rate;
+      }
+    }
+    for (std::size_t k = 0; k < nl; ++k) {
+      const double outside = std::max(0.0, load_[static_cast<std::size_t>(links[k])] - in_s_old[k]);
+      avail[k] = std::max(0.0, capacity_[static_cast<std::size_t>(links[k])] - outside);
+    }
+    fill(avail, new_rate);
+
+    // Links newly full that carry flows outside S: widen S and solve again.
+    bool widened = false;
+    in_s_new.assign(nl, 0.0);
+    for (std::size_t i = 0; i < flows.size(); ++i) {
+      for (LinkId l : flows_[static_cast<std::size_t>(flows[i])].path) {
+        in_s_new[static_cast<std::size_t>(link_local_[static_cast<std::size_t>(l)])] += new_rate[i];
+      }
+    }
+    const std::size_t nl_now = links.size();
+    for (std::size_t k = 0; k < nl_now; ++k) {
+      const LinkId l = links[k];
+      if (saturated(l) || in_s_new[k] < avail[k] * (1.0 - kRelTol)) continue;
+      for (int slot : link_flows_[static_cast<std::size_t>(l)]) {
+        if (flow_epoch_[static_cast<std::size_t>(slot)] != epoch_) {
+          add_flow(slot);
+          widened = true;
         }
       }
     }
+    grow();
+    if (!widened) break;
   }
   last_resolved_ = static_cast<int>(flows.size());
 
-  // Progressive filling. Unfrozen flows share one level x; link l fills when
-  // frozen_l + unfrozen_l * x = capacity_l. Events are kept in a heap with lazy
-  // deletion (a link's entry is current when its version matches).
-  const std::size_t nl = links.size();
-  std::vector<double> frozen(nl, 0.0);
-  std::vector<int> unfrozen(nl, 0);
-  std::vector<std::uint32_t> version(nl, 0);
-  std::vector<char> done(flows.size(), 0);
-  std::vector<double> new_rate(flows.size(), 0.0);
-  // Component-local flow index, through a slot → index map built on the fly.
-  std::vector<std::pair<int, int>> by_slot;  // (slot, local index), sorted
-  by_slot.reserve(flows.size());
-  for (std::size_t i = 0; i < flows.size(); ++i) by_slot.emplace_back(flows[i], static_cast<int>(i));
-  std::sort(by_slot.begin(), by_slot.end());
-  auto local_of = [&](int slot) {
-    auto it = std::lower_bound(by_slot.begin(), by_slot.end(), std::make_pair(slot, -1));
-    return it->second;
-  };
+  // Commit: loads change by the S flows' rate differences.
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    const double delta = new_rate[i] - flows_[static_cast<std::size_t>(flows[i])].rate;
+    for (LinkId l : flows_[static_cast<std::size_t>(flows[i])].path) load_[static_cast<std::size_t>(l)] += delta;
+    set_rate(flows[i], new_rate[i]);
+  }
+}
 
-  struct Event {
-    double level;
-    int kind;   // 0: a link fills, 1: a flow reaches its cap
-    int index;  // local link or local flow
-    std::uint32_t version;
-    bool operator>(const Event& o) const {
-      if (level != o.level) return level > o.level;
-      if (kind != o.kind) return kind > o.kind;
-      return index > o.index;
-    }
+void FlowSharing::fill(const std::vector<double>& avail, std::vector<double>& new_rate) {
+  // Progressive filling over S. Unfrozen flows share one level x; link k fills when
+  // frozen_k + unfrozen_k · x = avail_k. Events sit in a heap with lazy deletion (a
+  // link's entry is current when its version matches).
+  const std::vector<int>& flows = scratch_flows_;
+  const std::vector<LinkId>& links = scratch_links_;
+  const std::size_t nl = links.size();
+  std::vector<double>& frozen = scratch_frozen_;
+  std::vector<int>& unfrozen = scratch_unfrozen_;
+  std::vector<std::uint32_t>& version = scratch_version_;
+  std::vector<char>& done = scratch_done_;
+  frozen.assign(nl, 0.0);
+  unfrozen.assign(nl, 0);
+  version.assign(nl, 0);
+  done.assign(flows.size(), 0);
+  new_rate.assign(flows.size(), 0.0);
+
+  // A min-heap of events on a reused vector.
+  std::vector<FillEvent>& heap = scratch_heap_;
+  heap.clear();
+  auto push = [&](const FillEvent& e) {
+    heap.push_back(e);
+    std::push_heap(heap.begin(), heap.end(), std::greater<FillEvent>());
   };
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap;
   for (std::size_t i = 0; i < flows.size(); ++i) {
     const Flow& f = flows_[static_cast<std::size_t>(flows[i])];
     for (LinkId l : f.path) ++unfrozen[static_cast<std::size_t>(link_local_[static_cast<std::size_t>(l)])];
-    if (!std::isinf(f.cap)) heap.push(Event{f.cap, 1, static_cast<int>(i), 0});
+    if (!std::isinf(f.cap)) push(FillEvent{f.cap, 1, static_cast<int>(i), 0});
+  }
+  // S's flows per link (compressed rows), so a filling link visits only them.
+  std::vector<int>& offset = scratch_offset_;
+  std::vector<int>& members = scratch_members_;
+  offset.assign(nl + 1, 0);
+  for (std::size_t k = 0; k < nl; ++k) offset[k + 1] = offset[k] + unfrozen[k];
+  members.resize(static_cast<std::size_t>(offset[nl]));
+  {
+    std::vector<int>& cursor = scratch_cursor_;
+    cursor.assign(offset.begin(), offset.end() - 1);
+    for (std::size_t i = 0; i < flows.size(); ++i) {
+      for (LinkId l : flows_[static_cast<std::size_t>(flows[i])].path) {
+        members[static_cast<std::size_t>(cursor[static_cast<std::size_t>(link_local_[static_cast<std::size_t>(l)])]++)] =
+            static_cast<int>(i);
+      }
+    }
   }
   for (std::size_t k = 0; k < nl; ++k) {
-    if (unfrozen[k] > 0) {
-      heap.push(Event{capacity_[static_cast<std::size_t>(links[k])] / unfrozen[k], 0, static_cast<int>(k), 0});
-    }
+    if (unfrozen[k] > 0) push(FillEvent{avail[k] / unfrozen[k], 0, static_cast<int>(k), 0});
   }
   auto freeze = [&](int i, double level) {
     done[static_cast<std::size_t>(i)] = 1;
@@ -279,37 +356,26 @@ void FlowSharing::resolve_from(const std::vector<LinkId>& seed_links) {
       --unfrozen[k];
       ++version[k];
       if (unfrozen[k] > 0) {
-        double x = (capacity_[static_cast<std::size_t>(l)] - frozen[k]) / unfrozen[k];
-        heap.push(Event{std::max(x, level), 0, static_cast<int>(k), version[k]});
+        const double x = (avail[k] - frozen[k]) / unfrozen[k];
+        push(FillEvent{std::max(x, level), 0, static_cast<int>(k), version[k]});
       }
     }
   };
   while (!heap.empty()) {
-    Event e = heap.top();
-    heap.pop();
+    std::pop_heap(heap.begin(), heap.end(), std::greater<FillEvent>());
+    const FillEvent e = heap.back();
+    heap.pop_back();
     if (e.kind == 1) {
       if (!done[static_cast<std::size_t>(e.index)]) freeze(e.index, e.level);
       continue;
     }
     const auto k = static_cast<std::size_t>(e.index);
     if (e.version != version[k] || unfrozen[k] == 0) continue;
-    // Freeze every unfrozen flow on this link at the level (copy: freeze edits state).
-    std::vector<int> on_link;
-    for (int s : link_flows_[static_cast<std::size_t>(links[k])]) {
-      int i = local_of(s);
-      if (!done[static_cast<std::size_t>(i)]) on_link.push_back(i);
-    }
-    std::sort(on_link.begin(), on_link.end());
-    on_link.erase(std::unique(on_link.begin(), on_link.end()), on_link.end());
-    for (int i : on_link) {
+    // Freeze every unfrozen S flow on this link at the level.
+    for (int m = offset[k]; m < offset[k + 1]; ++m) {
+      const int i = members[static_cast<std::size_t>(m)];
       if (!done[static_cast<std::size_t>(i)]) freeze(i, e.level);
     }
-  }
-
-  for (std::size_t k = 0; k < nl; ++k) load_[static_cast<std::size_t>(links[k])] = 0.0;
-  for (std::size_t i = 0; i < flows.size(); ++i) {
-    set_rate(flows[i], new_rate[i]);
-    for (LinkId l : flows_[static_cast<std::size_t>(flows[i])].path) load_[static_cast<std::size_t>(l)] += new_rate[i];
   }
 }
 

@@ -10,11 +10,13 @@
 // other flow is faster (its bottleneck). Equivalently: raise all rates together,
 // freeze a flow when it reaches its cap or one of its links fills, repeat.
 //
-// Incremental update: a change can only move the flows connected to it through
-// shared links (its connected component). add() first tries the cases that need
-// no re-solve (the new flow is capped below every residual on its path, or it
-// saturates a link where no other flow is faster); remove() needs none when its
-// links were not saturated. Otherwise only the component is re-solved.
+// Incremental update: a change can only move flows connected to it through full
+// links (bottlenecks). add() first tries the cases that need no re-solve (the new
+// flow is capped below every residual on its path, or it fills a link where no
+// other flow is faster); remove() needs none when none of its links was full.
+// Otherwise only the affected flows are re-solved: those reached from the changed
+// links through full links, widened to links that fill up in the new solution
+// (see resolve_from). Flows elsewhere keep their rates.
 //
 // Not thread-safe: one engine owns one FlowSharing.
 #pragma once
@@ -55,6 +57,8 @@ class FlowSharing {
   // Flows re-solved by the last add/remove (0 when a fast path applied): a measure
   // of how local the incremental update was.
   int last_resolved_flows() const { return last_resolved_; }
+  // Times the last re-solve widened its set of flows and solved again (0: fast path).
+  int last_resolve_rounds() const { return last_resolved_ > 0 ? last_rounds_ : 0; }
 
  private:
   struct Flow {
@@ -73,8 +77,10 @@ class FlowSharing {
   void detach(int slot);
   bool saturated(LinkId l) const;
   void set_rate(int slot, double rate);
-  // Re-solves the component reachable from these links.
+  // Re-solves the flows a change at these links can move (see the .cc).
   void resolve_from(const std::vector<LinkId>& seed_links);
+  // Progressive filling of the affected flows over the capacity left to them.
+  void fill(const std::vector<double>& avail, std::vector<double>& new_rate);
 
   std::vector<double> capacity_;
   std::vector<double> load_;                     // sum of rates per link
@@ -84,11 +90,31 @@ class FlowSharing {
   std::vector<int> changed_;
   int live_ = 0;
   int last_resolved_ = 0;
+  int last_rounds_ = 0;
 
   // Scratch for component solves (epoch-stamped to avoid clearing).
   std::vector<std::uint32_t> link_epoch_;
   std::vector<int> link_local_;
   std::vector<std::uint32_t> flow_epoch_;
+  std::vector<int> flow_local_;
+  struct FillEvent {
+    double level;
+    int kind;   // 0: a link fills, 1: a flow reaches its cap
+    int index;  // local link or local flow
+    std::uint32_t version;
+    bool operator>(const FillEvent& o) const {
+      if (level != o.level) return level > o.level;
+      if (kind != o.kind) return kind > o.kind;
+      return index > o.index;
+    }
+  };
+  std::vector<int> scratch_flows_;
+  std::vector<LinkId> scratch_links_;
+  std::vector<double> scratch_rate_, scratch_avail_, scratch_old_, scratch_new_, scratch_frozen_;
+  std::vector<int> scratch_unfrozen_, scratch_offset_, scratch_members_, scratch_cursor_;
+  std::vector<std::uint32_t> scratch_version_;
+  std::vector<char> scratch_done_;
+  std::vector<FillEvent> scratch_heap_;
   std::uint32_t epoch_ = 0;
 };
 
