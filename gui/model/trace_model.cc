@@ -9,14 +9,15 @@
 namespace strata::gui {
 
 namespace {
-constexpr const char* kCategoryNames[kNumCategories] = {
+// string_views: parse_category runs once per task; comparing views costs no strlen.
+constexpr std::string_view kCategoryNames[kNumCategories] = {
     "gemm", "attention", "elementwise", "tp", "pp", "dp", "zero", "optimizer", "copy"};
 // docs/formats.md ("trace.json"): thread ids 0..5.
 constexpr const char* kStreamNames[] = {"compute", "tp-comm", "dp-comm",
                                         "pp-send", "pp-recv", "copy"};
 }  // namespace
 
-const char* to_string(Category c) { return kCategoryNames[static_cast<int>(c)]; }
+const char* to_string(Category c) { return kCategoryNames[static_cast<int>(c)].data(); }
 
 bool parse_category(std::string_view s, Category* out) {
   for (int i = 0; i < kNumCategories; ++i) {
@@ -45,12 +46,11 @@ const char* to_string(Phase p) {
 }
 
 bool parse_phase(std::string_view s, Phase* out) {
-  for (Phase p : {Phase::kFwd, Phase::kBwd, Phase::kRecompute, Phase::kStep}) {
-    if (s == to_string(p)) {
-      *out = p;
-      return true;
-    }
-  }
+  using namespace std::string_view_literals;
+  if (s == "fwd"sv) return *out = Phase::kFwd, true;
+  if (s == "bwd"sv) return *out = Phase::kBwd, true;
+  if (s == "recompute"sv) return *out = Phase::kRecompute, true;
+  if (s == "step"sv) return *out = Phase::kStep, true;
   return false;
 }
 
@@ -90,14 +90,11 @@ std::vector<int> TraceModel::nodes() const {
 }
 
 std::uint32_t TraceModelBuilder::intern(std::string_view name) {
-  // Heterogeneous lookup needs C++20 transparent hashing on unordered_map, which
-  // libstdc++ 12 lacks; task names are few and short, so a temporary is cheap.
-  std::string key(name);
-  auto it = name_index_.find(key);
+  auto it = name_index_.find(name);
   if (it != name_index_.end()) return it->second;
   auto index = static_cast<std::uint32_t>(names_.size());
-  names_.push_back(key);
-  name_index_.emplace(std::move(key), index);
+  names_.emplace_back(name);
+  name_index_.emplace(std::string(name), index);
   return index;
 }
 
@@ -136,6 +133,39 @@ void TraceModelBuilder::set_stream_label(int rank, int stream, std::string label
   stream_labels_[key(rank, stream)] = std::move(label);
 }
 
+void TraceModelBuilder::append(TraceModelBuilder&& other) {
+  std::vector<std::uint32_t> name_map(other.names_.size());
+  for (std::size_t i = 0; i < other.names_.size(); ++i) name_map[i] = intern(other.names_[i]);
+  const auto offset = static_cast<std::uint32_t>(details_.size());
+  details_.reserve(details_.size() + other.details_.size());
+  for (SpanDetail d : other.details_) {
+    d.name = name_map[d.name];
+    details_.push_back(d);
+  }
+  for (Lane& lane : other.lanes_) {
+    auto [it, inserted] = lane_of_.try_emplace(key(lane.rank, lane.stream), lanes_.size());
+    if (inserted) {
+      Lane fresh;
+      fresh.rank = lane.rank;
+      fresh.stream = lane.stream;
+      lanes_.push_back(std::move(fresh));
+    }
+    std::vector<Span>& spans = lanes_[it->second].spans;
+    spans.reserve(spans.size() + lane.spans.size());
+    for (Span s : lane.spans) {
+      s.detail += offset;
+      spans.push_back(s);
+    }
+  }
+  for (auto& [rank, label] : other.process_labels_) process_labels_.try_emplace(rank, label);
+  for (auto& [rank, index] : other.sort_indices_) sort_indices_.try_emplace(rank, index);
+  for (auto& [k, label] : other.stream_labels_) stream_labels_.try_emplace(k, label);
+  last_key_ = ~0ull;
+  other = TraceModelBuilder();
+}
+
+void TraceModelBuilder::reserve(std::size_t spans) { details_.reserve(spans); }
+
 TraceModel TraceModelBuilder::finalize(TraceModel header) {
   for (Lane& lane : lanes_) {
     auto label = process_labels_.find(lane.rank);
@@ -159,6 +189,14 @@ TraceModel TraceModelBuilder::finalize(TraceModel header) {
     for (std::size_t i = 0; i < lane.spans.size(); ++i) {
       running = std::max(running, lane.spans[i].end_ns());
       lane.max_end_ns[i] = running;
+    }
+    lane.blocks.assign(lane.spans.size() / kLodBlockSpans, LodBlock());
+    for (std::size_t i = 0; i < lane.blocks.size() * kLodBlockSpans; ++i) {
+      LodBlock& b = lane.blocks[i / kLodBlockSpans];
+      const Span& sp = lane.spans[i];
+      b.max_dur_ns = std::max(b.max_dur_ns, sp.dur_ns);
+      if (i > 0) b.max_gap_ns = std::max(b.max_gap_ns, sp.start_ns - lane.max_end_ns[i - 1]);
+      b.category_ns[static_cast<int>(sp.category)] += static_cast<double>(sp.dur_ns);
     }
   }
   std::sort(lanes_.begin(), lanes_.end(), [](const Lane& a, const Lane& b) {

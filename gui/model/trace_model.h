@@ -6,6 +6,8 @@
 //     max_end_ns[i] is the largest end among spans[0..i] (non-decreasing), so the
 //     first span that can reach a time t is a binary search away even when spans
 //     overlap (measured traces) or one span is very long (the optimizer step);
+//   - blocks[b] summarises spans[64b .. 64b+63] (whole blocks only) for the
+//     level of detail, which merges a block of tiny tasks in one step;
 //   - a Span is 24 bytes; its rarely needed fields (name, micro-batch, layer, ...)
 //     live in the side table `details`, indexed by Span::detail.
 // No Qt types: the maths is tested without a display.
@@ -70,6 +72,18 @@ struct SpanDetail {
   double bytes = 0.0;
 };
 
+// Spans per LodBlock.
+inline constexpr std::size_t kLodBlockSpans = 64;
+
+// What the level of detail needs to know of 64 consecutive spans to merge them
+// without visiting each: the longest one, the widest gap before one (from the
+// running maximum end), and the time per category.
+struct LodBlock {
+  TimeNs max_dur_ns = 0;
+  TimeNs max_gap_ns = 0;  // max over the block of start - max_end of the span before (>= 0)
+  std::array<double, kNumCategories> category_ns{};
+};
+
 // One (rank, stream) row of the timeline.
 struct Lane {
   int rank = 0;               // Chrome trace pid
@@ -80,6 +94,7 @@ struct Lane {
   std::string stream_label;   // "compute", "tp-comm", ...
   std::vector<Span> spans;
   std::vector<TimeNs> max_end_ns;  // running maximum of span ends (see invariants)
+  std::vector<LodBlock> blocks;    // one per whole kLodBlockSpans spans
 };
 
 struct TraceModel {
@@ -103,6 +118,13 @@ struct TraceModel {
   std::vector<int> nodes() const;
 };
 
+// Hashes std::string and std::string_view alike, so interning looks names up
+// without building a std::string for each task.
+struct NameHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+};
+
 // Builds a TraceModel one span at a time (the trace reader, tests, the benchmark).
 class TraceModelBuilder {
  public:
@@ -115,6 +137,12 @@ class TraceModelBuilder {
   void set_process_label(int rank, std::string label);
   void set_process_sort_index(int rank, int sort_index);
   void set_stream_label(int rank, int stream, std::string label);
+
+  // Room for this many spans' details (the reader estimates it from the file size).
+  void reserve(std::size_t spans);
+  // Moves every span and label of other (a later part of the same trace) into
+  // this builder, after this builder's spans in each lane; other is empty afterwards.
+  void append(TraceModelBuilder&& other);
 
   // Sorts lanes and spans, computes max_end_ns and fills the lanes' labels and
   // nodes. The builder is empty afterwards.
@@ -129,7 +157,7 @@ class TraceModelBuilder {
   std::unordered_map<std::uint64_t, std::size_t> lane_of_;
   std::vector<SpanDetail> details_;
   std::vector<std::string> names_;
-  std::unordered_map<std::string, std::uint32_t> name_index_;
+  std::unordered_map<std::string, std::uint32_t, NameHash, std::equal_to<>> name_index_;
   std::unordered_map<int, std::string> process_labels_;
   std::unordered_map<int, int> sort_indices_;
   std::unordered_map<std::uint64_t, std::string> stream_labels_;

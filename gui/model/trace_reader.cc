@@ -1,13 +1,23 @@
 #include "gui/model/trace_reader.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <iterator>
 #include <limits>
 #include <memory>
-#include <streambuf>
+#include <optional>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -18,45 +28,106 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr std::size_t kChunkBytes = std::size_t{4} << 20;  // 4 MiB: few syscalls, small memory
+// Progress is reported, and cancellation checked, every this many bytes parsed.
+constexpr std::ptrdiff_t kCheckpointBytes = std::ptrdiff_t{4} << 20;
+// Files from this size are parsed by several threads (when the machine has them).
+constexpr std::size_t kParallelMinBytes = std::size_t{32} << 20;
+// Each thread gets at least this much of the file.
+constexpr std::size_t kMinPartBytes = std::size_t{16} << 20;
+// The most threads one file is parsed by.
+constexpr unsigned kMaxThreads = 8;
 
-// A read-only streambuf over a FILE*, refilled in chunks; reports progress and
-// honours cancellation between chunks (returning end-of-file stops the parser).
-class ChunkedFileBuf : public std::streambuf {
+// How far the parse of a file has come, shared by the threads parsing its parts.
+struct ParseProgress {
+  std::atomic<std::int64_t> parsed_bytes{0};
+  std::atomic<bool> cancelled{false};
+  std::int64_t total_bytes = 1;
+  const ProgressFn* report = nullptr;  // called from the thread parsing part 0 only
+};
+
+// A JSON text made of a few pieces of memory (a part of the file with a prefix
+// and suffix that make it a complete trace), walked without copying. Every
+// kCheckpointBytes it reports progress; after cancellation it ends early, which
+// the parser sees as the end of the input.
+struct Piece {
+  const char* begin;
+  const char* end;
+};
+
+class PieceIterator {
  public:
-  ChunkedFileBuf(std::FILE* f, std::int64_t size_bytes, const ProgressFn& progress)
-      : file_(f), size_bytes_(size_bytes), progress_(progress), buffer_(kChunkBytes) {}
+  using iterator_category = std::forward_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
 
-  bool cancelled() const { return cancelled_; }
-  bool read_failed() const { return read_failed_; }
-
- protected:
-  int_type underflow() override {
-    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
-    if (progress_ && size_bytes_ > 0 &&
-        !progress_(
-            std::min(1.0, static_cast<double>(read_bytes_) / static_cast<double>(size_bytes_)))) {
-      cancelled_ = true;
-      return traits_type::eof();
-    }
-    const std::size_t n = std::fread(buffer_.data(), 1, buffer_.size(), file_);
-    if (n == 0) {
-      read_failed_ = std::ferror(file_) != 0;
-      return traits_type::eof();
-    }
-    read_bytes_ += static_cast<std::int64_t>(n);
-    setg(buffer_.data(), buffer_.data(), buffer_.data() + n);
-    return traits_type::to_int_type(*gptr());
+  PieceIterator() = default;  // the end
+  PieceIterator(const std::vector<Piece>* pieces, ParseProgress* progress, bool reports)
+      : pieces_(pieces), progress_(progress), reports_(reports) {
+    enter(0);
+    last_checkpoint_ = p_;
   }
 
+  char operator*() const { return *p_; }
+  PieceIterator& operator++() {
+    if (++p_ == stop_) on_stop();
+    return *this;
+  }
+  PieceIterator operator++(int) {
+    PieceIterator before = *this;
+    ++*this;
+    return before;
+  }
+  bool operator==(const PieceIterator& o) const { return p_ == o.p_; }
+  bool operator!=(const PieceIterator& o) const { return p_ != o.p_; }
+
  private:
-  std::FILE* file_;
-  std::int64_t size_bytes_;
-  std::int64_t read_bytes_ = 0;
-  const ProgressFn& progress_;
-  std::vector<char> buffer_;
-  bool cancelled_ = false;
-  bool read_failed_ = false;
+  // Positions at the start of piece i (skipping empty ones), or at the end.
+  void enter(std::size_t i) {
+    while (i < pieces_->size() && (*pieces_)[i].begin == (*pieces_)[i].end) ++i;
+    piece_ = i;
+    if (i == pieces_->size()) {
+      p_ = nullptr;
+      return;
+    }
+    p_ = (*pieces_)[i].begin;
+    set_stop();
+  }
+  void set_stop() {
+    const char* end = (*pieces_)[piece_].end;
+    stop_ = end - p_ > kCheckpointBytes ? p_ + kCheckpointBytes : end;
+  }
+  void on_stop() {
+    if (progress_ != nullptr) {
+      const std::int64_t done =
+          progress_->parsed_bytes.fetch_add(p_ - last_checkpoint_) + (p_ - last_checkpoint_);
+      last_checkpoint_ = p_;
+      if (reports_ && progress_->report != nullptr && *progress_->report &&
+          !(*progress_->report)(std::min(
+              1.0, static_cast<double>(done) / static_cast<double>(progress_->total_bytes)))) {
+        progress_->cancelled = true;
+      }
+      if (progress_->cancelled) {
+        p_ = nullptr;
+        return;
+      }
+    }
+    if (p_ == (*pieces_)[piece_].end) {
+      enter(piece_ + 1);
+      last_checkpoint_ = p_;
+    } else {
+      set_stop();
+    }
+  }
+
+  const std::vector<Piece>* pieces_ = nullptr;
+  ParseProgress* progress_ = nullptr;
+  bool reports_ = false;
+  std::size_t piece_ = 0;
+  const char* p_ = nullptr;
+  const char* stop_ = nullptr;
+  const char* last_checkpoint_ = nullptr;
 };
 
 // Which value the parser is reading inside an event.
@@ -83,21 +154,25 @@ enum class ArgField : std::uint8_t {
   kSortIndex,
 };
 
-Field field_of(const std::string& k) {
+// Key lookups run for every key of every event: string_view literals compare
+// length first and inline the memcmp (std::string == const char* calls strlen).
+using namespace std::string_view_literals;
+
+Field field_of(std::string_view k) {
   switch (k.size()) {
     case 2:
-      if (k == "ph") return Field::kPh;
-      if (k == "ts") return Field::kTs;
+      if (k == "ph"sv) return Field::kPh;
+      if (k == "ts"sv) return Field::kTs;
       break;
     case 3:
-      if (k == "cat") return Field::kCat;
-      if (k == "pid") return Field::kPid;
-      if (k == "tid") return Field::kTid;
-      if (k == "dur") return Field::kDur;
+      if (k == "cat"sv) return Field::kCat;
+      if (k == "pid"sv) return Field::kPid;
+      if (k == "tid"sv) return Field::kTid;
+      if (k == "dur"sv) return Field::kDur;
       break;
     case 4:
-      if (k == "name") return Field::kName;
-      if (k == "args") return Field::kArgs;
+      if (k == "name"sv) return Field::kName;
+      if (k == "args"sv) return Field::kArgs;
       break;
     default:
       break;
@@ -105,35 +180,74 @@ Field field_of(const std::string& k) {
   return Field::kIgnored;
 }
 
-ArgField arg_field_of(const std::string& k) {
-  if (k == "mb") return ArgField::kMb;
-  if (k == "layer") return ArgField::kLayer;
-  if (k == "chunk") return ArgField::kChunk;
-  if (k == "phase") return ArgField::kPhase;
-  if (k == "flops") return ArgField::kFlops;
-  if (k == "bytes") return ArgField::kBytes;
-  if (k == "name") return ArgField::kName;
-  if (k == "sort_index") return ArgField::kSortIndex;
+ArgField arg_field_of(std::string_view k) {
+  switch (k.size()) {
+    case 2:
+      if (k == "mb"sv) return ArgField::kMb;
+      break;
+    case 4:
+      if (k == "name"sv) return ArgField::kName;
+      break;
+    case 5:
+      if (k == "layer"sv) return ArgField::kLayer;
+      if (k == "chunk"sv) return ArgField::kChunk;
+      if (k == "phase"sv) return ArgField::kPhase;
+      if (k == "flops"sv) return ArgField::kFlops;
+      if (k == "bytes"sv) return ArgField::kBytes;
+      break;
+    case 10:
+      if (k == "sort_index"sv) return ArgField::kSortIndex;
+      break;
+    default:
+      break;
+  }
   return ArgField::kIgnored;
 }
 
-// One event as read, before it becomes a span or metadata.
+// An event without a "name" key, until it is given "".
+constexpr std::uint32_t kNoName = ~std::uint32_t{0};
+
+// Metadata events the reader uses (docs/formats.md, "trace.json").
+enum class Meta : std::uint8_t { kNone, kProcessName, kProcessSortIndex, kThreadName };
+
+Meta meta_of(std::string_view name) {
+  if (name == "process_name"sv) return Meta::kProcessName;
+  if (name == "process_sort_index"sv) return Meta::kProcessSortIndex;
+  if (name == "thread_name"sv) return Meta::kThreadName;
+  return Meta::kNone;
+}
+
+// One event as read, before it becomes a span or metadata. Strings are parsed
+// where they arrive (names interned, category and phase to enums), so a task
+// costs no string copies.
 struct PendingEvent {
   char ph = 0;
   bool has_pid = false, has_tid = false, has_ts = false, has_dur = false, has_cat = false;
-  bool cat_known = false;
-  std::string name;
-  std::string cat;
+  bool cat_known = false, phase_known = true, has_sort_index = false;
+  Meta meta = Meta::kNone;
   std::int64_t pid = 0, tid = 0;
   double ts_us = 0.0, dur_us = 0.0;
   Category category = Category::kGemm;
   SpanDetail detail;
-  std::string phase;
-  std::string arg_name;
   std::int64_t sort_index = 0;
-  bool has_sort_index = false;
+  std::string bad_category, bad_phase;  // unknown names, for the error message
+  std::string arg_name;                 // args.name of metadata events
 
-  void reset() { *this = PendingEvent(); }
+  void reset() {
+    ph = 0;
+    has_pid = has_tid = has_ts = has_dur = has_cat = cat_known = has_sort_index = false;
+    phase_known = true;
+    meta = Meta::kNone;
+    pid = tid = 0;
+    ts_us = dur_us = 0.0;
+    category = Category::kGemm;
+    detail = SpanDetail();
+    detail.name = kNoName;
+    sort_index = 0;
+    bad_category.clear();
+    bad_phase.clear();
+    arg_name.clear();
+  }
 };
 
 // The SAX handler: events of traceEvents go straight into the builder; every other
@@ -321,12 +435,14 @@ bool TraceSax::string(std::string& v) {
         ev_.ph = v.size() == 1 ? v[0] : '?';
         break;
       case Field::kName:
-        ev_.name = v;
+        // Metadata names ("process_name", ...) are not task names: not interned.
+        ev_.meta = meta_of(v);
+        if (ev_.meta == Meta::kNone) ev_.detail.name = builder_.intern(v);
         break;
       case Field::kCat:
         ev_.has_cat = true;
         ev_.cat_known = parse_category(v, &ev_.category);
-        if (!ev_.cat_known) ev_.cat = v;
+        if (!ev_.cat_known) ev_.bad_category = v;
         break;
       case Field::kPid:
       case Field::kTid:
@@ -343,7 +459,10 @@ bool TraceSax::string(std::string& v) {
     return true;
   }
   if (where_ == Where::kArgs) {
-    if (arg_field_ == ArgField::kPhase) ev_.phase = v;
+    if (arg_field_ == ArgField::kPhase) {
+      ev_.phase_known = parse_phase(v, &ev_.detail.phase);
+      if (!ev_.phase_known) ev_.bad_phase = v;
+    }
     if (arg_field_ == ArgField::kName) ev_.arg_name = v;
     return true;
   }
@@ -418,16 +537,23 @@ bool TraceSax::finish_event() {
   if (ev_.ph == 'M') {
     if (!ev_.has_pid) return true;
     const int pid = static_cast<int>(ev_.pid);
-    if (ev_.name == "process_name" && !ev_.arg_name.empty()) {
+    if (ev_.meta == Meta::kProcessName && !ev_.arg_name.empty()) {
       builder_.set_process_label(pid, ev_.arg_name);
-    } else if (ev_.name == "process_sort_index" && ev_.has_sort_index) {
+    } else if (ev_.meta == Meta::kProcessSortIndex && ev_.has_sort_index) {
       builder_.set_process_sort_index(pid, static_cast<int>(ev_.sort_index));
-    } else if (ev_.name == "thread_name" && ev_.has_tid && !ev_.arg_name.empty()) {
+    } else if (ev_.meta == Meta::kThreadName && ev_.has_tid && !ev_.arg_name.empty()) {
       builder_.set_stream_label(pid, static_cast<int>(ev_.tid), ev_.arg_name);
     }
     return true;
   }
   if (ev_.ph != 'X') return true;
+  // A task named like a metadata event (legal, if odd) gets its name now.
+  if (ev_.meta == Meta::kProcessName) ev_.detail.name = builder_.intern("process_name");
+  if (ev_.meta == Meta::kProcessSortIndex) {
+    ev_.detail.name = builder_.intern("process_sort_index");
+  }
+  if (ev_.meta == Meta::kThreadName) ev_.detail.name = builder_.intern("thread_name");
+  if (ev_.detail.name == kNoName) ev_.detail.name = builder_.intern("");
   if (!ev_.has_pid) return fail(event_path("pid"), "a complete (\"X\") event needs a pid (rank)");
   if (!ev_.has_tid) return fail(event_path("tid"), "a complete (\"X\") event needs a tid (stream)");
   if (!ev_.has_ts) return fail(event_path("ts"), "a complete (\"X\") event needs ts (µs)");
@@ -440,16 +566,13 @@ bool TraceSax::finish_event() {
     return fail(event_path("cat"),
                 fmt::format("{}; allowed: gemm, attention, elementwise, tp, pp, dp, zero, "
                             "optimizer, copy",
-                            ev_.has_cat ? "unknown category \"" + ev_.cat + "\""
+                            ev_.has_cat ? "unknown category \"" + ev_.bad_category + "\""
                                         : std::string("missing category")));
   }
-  Phase phase = Phase::kNone;
-  if (!ev_.phase.empty() && !parse_phase(ev_.phase, &phase)) {
+  if (!ev_.phase_known) {
     return fail(event_path("args.phase"),
-                "unknown phase \"" + ev_.phase + "\"; allowed: fwd, bwd, recompute, step");
+                "unknown phase \"" + ev_.bad_phase + "\"; allowed: fwd, bwd, recompute, step");
   }
-  ev_.detail.phase = phase;
-  ev_.detail.name = builder_.intern(ev_.name);
   // ts and dur are microseconds with three decimals: nanoseconds, rounded.
   const auto start_ns = static_cast<TimeNs>(std::llround(ev_.ts_us * 1e3));
   const auto dur_ns = static_cast<TimeNs>(std::llround(ev_.dur_us * 1e3));
@@ -525,7 +648,7 @@ TraceModel header_from(Json& other, const std::string& file) {
   return m;
 }
 
-TraceModel finish(TraceSax& sax, bool ok, const std::string& file) {
+TraceModel finish_model(TraceSax& sax, bool ok, const std::string& file) {
   if (!ok) {
     if (!sax.error_message().empty()) throw InputError(file, sax.error_path(), sax.error_message());
     throw_parse_error(file, sax.json_parse_error());
@@ -538,31 +661,184 @@ TraceModel finish(TraceSax& sax, bool ok, const std::string& file) {
   return sax.builder().finalize(header_from(sax.other(), file));
 }
 
+// The file mapped into memory, read-only: no copy and no zero-filled buffer
+// (reading 180 MB into a std::string cost more than a third of the parse).
+class MappedFile {
+ public:
+  // Throws InputError naming path when it cannot be opened or mapped.
+  explicit MappedFile(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      throw InputError(path, "",
+                       std::string("cannot open file for reading: ") + std::strerror(errno));
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      throw InputError(path, "", "not a regular file");
+    }
+    size_ = static_cast<std::size_t>(st.st_size);
+    if (size_ > 0) {
+      void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+      if (p == MAP_FAILED) {
+        ::close(fd);
+        throw InputError(path, "", std::string("cannot map the file: ") + std::strerror(errno));
+      }
+      ::madvise(p, size_, MADV_SEQUENTIAL);
+      data_ = static_cast<const char*>(p);
+    }
+    ::close(fd);
+  }
+  ~MappedFile() {
+    if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  std::string_view text() const { return data_ != nullptr ? std::string_view(data_, size_) : ""; }
+
+ private:
+  const char* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+// One part of a trace, parsed.
+struct PartResult {
+  std::unique_ptr<TraceSax> sax;
+  bool ok = false;
+  bool cancelled = false;
+
+  TraceModel finish(const std::string& file) {
+    if (cancelled) throw Cancelled();
+    return finish_model(*sax, ok, file);
+  }
+};
+
+// About how many bytes one task takes in a trace (sim/trace_writer's lines are
+// 150-200 bytes): sizes the span table up front.
+constexpr std::size_t kBytesPerTaskEstimate = 170;
+
+PartResult parse_part(const std::vector<Piece>& pieces, const std::string& file,
+                      ParseProgress* shared, bool reports) {
+  PartResult r;
+  r.sax = std::make_unique<TraceSax>(file);
+  std::size_t bytes = 0;
+  for (const Piece& p : pieces) bytes += static_cast<std::size_t>(p.end - p.begin);
+  r.sax->builder().reserve(bytes / kBytesPerTaskEstimate);
+  r.ok = Json::sax_parse(PieceIterator(&pieces, shared, reports), PieceIterator(), r.sax.get());
+  r.cancelled = shared->cancelled;
+  return r;
+}
+
+// Where the events start when text begins {"traceEvents":[ (whitespace allowed),
+// as sim/trace_writer writes it; npos otherwise.
+std::size_t events_start(std::string_view text) {
+  std::size_t i = 0;
+  auto skip_space = [&] {
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  };
+  auto expect = [&](std::string_view token) {
+    skip_space();
+    if (text.compare(i, token.size(), token) != 0) return false;
+    i += token.size();
+    return true;
+  };
+  if (expect("{") && expect("\"traceEvents\"") && expect(":") && expect("[")) return i;
+  return std::string::npos;
+}
+
+// Parses a big trace written one event per line in parts, one thread each: the
+// file is cut after a "},\n{" (a line break can only sit between JSON tokens, and
+// such a line start is an event of traceEvents in a one-event-per-line trace),
+// and each part is made a complete trace by a {"traceEvents":[ before it and a ]}
+// after it. A cut anywhere else leaves a part unbalanced, which its parse reports;
+// then, and on any error, this returns nullopt and the caller parses the file as
+// one part, so errors name the right line and event. Throws Cancelled.
+std::optional<TraceModel> parse_in_parts(std::string_view text, const std::string& file,
+                                         ParseProgress* shared) {
+  static constexpr char kOpen[] = "{\"traceEvents\":[";
+  static constexpr char kClose[] = "]}";
+  const unsigned threads = std::min(kMaxThreads, std::thread::hardware_concurrency());
+  if (text.size() < kParallelMinBytes || threads < 2) return std::nullopt;
+  if (events_start(text) == std::string::npos) return std::nullopt;
+  const std::size_t parts = std::min<std::size_t>(threads, text.size() / kMinPartBytes);
+  // Part k covers [starts[k], ends[k]).
+  std::vector<std::size_t> starts{0}, ends;
+  for (std::size_t k = 1; k < parts; ++k) {
+    const std::size_t at = text.find("},\n{", std::max(k * text.size() / parts, starts.back()));
+    if (at == std::string::npos) break;
+    ends.push_back(at + 1);
+    starts.push_back(at + 3);
+  }
+  ends.push_back(text.size());
+  if (starts.size() < 2) return std::nullopt;
+
+  const char* base = text.data();
+  std::vector<std::vector<Piece>> pieces(starts.size());
+  for (std::size_t k = 0; k < starts.size(); ++k) {
+    if (k > 0) pieces[k].push_back({kOpen, kOpen + sizeof(kOpen) - 1});
+    pieces[k].push_back({base + starts[k], base + ends[k]});
+    if (k + 1 < starts.size()) pieces[k].push_back({kClose, kClose + sizeof(kClose) - 1});
+  }
+  std::vector<PartResult> results(starts.size());
+  std::vector<std::exception_ptr> errors(starts.size());
+  std::vector<std::thread> workers;
+  for (std::size_t k = 1; k < starts.size(); ++k) {
+    workers.emplace_back([&, k] {
+      try {
+        results[k] = parse_part(pieces[k], file, shared, false);
+      } catch (...) {
+        errors[k] = std::current_exception();
+        shared->cancelled = true;  // stop the others early
+      }
+    });
+  }
+  try {
+    results[0] = parse_part(pieces[0], file, shared, true);
+  } catch (...) {
+    errors[0] = std::current_exception();
+    shared->cancelled = true;
+  }
+  for (std::thread& w : workers) w.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  if (shared->cancelled) throw Cancelled();
+  for (const PartResult& r : results) {
+    if (!r.ok || !r.sax->saw_trace_events()) return std::nullopt;
+  }
+  TraceSax& first = *results[0].sax;
+  for (std::size_t k = 1; k < results.size(); ++k) {
+    first.builder().append(std::move(results[k].sax->builder()));
+    for (auto& [key, value] : results[k].sax->other().items()) first.other()[key] = value;
+  }
+  return first.builder().finalize(header_from(first.other(), file));
+}
 }  // namespace
 
 TraceModel read_trace_file(const std::string& path, const ProgressFn& progress) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f)
-    throw InputError(path, "",
-                     std::string("cannot open file for reading: ") + std::strerror(errno));
-  std::fseek(f.get(), 0, SEEK_END);
-  const std::int64_t size_bytes = std::ftell(f.get());
-  std::fseek(f.get(), 0, SEEK_SET);
-  ChunkedFileBuf buf(f.get(), size_bytes, progress);
-  std::istream in(&buf);
-  TraceSax sax(path);
-  const bool ok = Json::sax_parse(in, &sax);
-  if (buf.cancelled()) throw Cancelled();
-  if (buf.read_failed()) throw InputError(path, "", "error while reading the file");
-  TraceModel m = finish(sax, ok, path);
+  const MappedFile mapped(path);
+  const std::string_view text = mapped.text();
+  ParseProgress shared;
+  shared.total_bytes = std::max<std::int64_t>(1, static_cast<std::int64_t>(text.size()));
+  shared.report = &progress;
+  if (progress && !progress(0.0)) throw Cancelled();
+  std::optional<TraceModel> model = parse_in_parts(text, path, &shared);
+  if (!model) {
+    // One part: small files, traces not written one event per line, and any
+    // file with an error (so its message has the right line and event index).
+    shared.parsed_bytes = 0;
+    const std::vector<Piece> whole = {{text.data(), text.data() + text.size()}};
+    model = parse_part(whole, path, &shared, true).finish(path);
+  }
   if (progress) progress(1.0);
-  return m;
+  return std::move(*model);
 }
 
 TraceModel read_trace_text(const std::string& text, const std::string& file_label) {
-  TraceSax sax(file_label);
-  const bool ok = Json::sax_parse(text, &sax);
-  return finish(sax, ok, file_label);
+  ParseProgress shared;
+  const std::vector<Piece> whole = {{text.data(), text.data() + text.size()}};
+  return parse_part(whole, file_label, &shared, true).finish(file_label);
 }
 
 }  // namespace strata::gui

@@ -1,8 +1,10 @@
 // Reading trace.json (docs/formats.md, "trace.json") into a TraceModel.
 //
-// A trace of a million tasks is a few hundred megabytes of JSON: it is streamed
-// through nlohmann::json's SAX interface in 4 MiB chunks, so no document tree of
-// the events is ever built (docs/performance.md has the measurements).
+// A trace of a million tasks is about 180 MB of JSON. It is read into memory and
+// parsed with nlohmann::json's SAX interface straight into the compact model, so
+// no document tree of the events is ever built; a big trace written one event per
+// line (as sim/trace_writer writes it) is cut into parts parsed by one thread
+// each (docs/performance.md, "strata-gui", has the measurements).
 #pragma once
 
 #include <string>
@@ -12,9 +14,9 @@
 
 namespace strata::gui {
 
-// Reads the trace at path. progress (may be empty) is called after each chunk
-// with the fraction of the file read; when it returns false the read stops and
-// Cancelled is thrown. Throws InputError naming the file and the JSON path
+// Reads the trace at path. progress (may be empty) is called every 4 MiB parsed
+// with the fraction done; when it returns false the read stops and Cancelled is
+// thrown. Throws InputError naming the file and the JSON path
 // ("$.traceEvents[12].cat") for an unreadable file, malformed JSON (with line and
 // column), or a complete ("X") event without pid, tid, ts, dur or a known cat.
 // Events of other phases than "X" and "M" are ignored.

@@ -1,6 +1,7 @@
 // Level-of-detail merging (how many marks a lane becomes at a zoom) and the
 // row layout with nodes folding, on lanes built in code and the fixture trace.
 #include <QTest>
+#include <random>
 
 #include "gui/model/lod.h"
 #include "gui/model/timeline_layout.h"
@@ -21,6 +22,47 @@ Lane make_lane(int n, TimeNs dur_ns, TimeNs period_ns,
     b.add_span(0, 0, i * period_ns, dur_ns, categories[i % categories.size()], d);
   }
   return std::move(b.finalize(TraceModel()).lanes.front());
+}
+
+// The level of detail written the plain way, one task at a time (the rule in
+// gui/model/lod.h), to check the block shortcut against.
+std::vector<Mark> reference_marks(const Lane& lane, const TimeView& view, double min_px) {
+  std::vector<Mark> out;
+  const double px_per_ns = 1.0 / view.ns_per_px();
+  bool open = false;
+  Mark run;
+  std::array<double, kNumCategories> run_ns{};
+  auto close = [&] {
+    if (!open) return;
+    const auto longest = std::max_element(run_ns.begin(), run_ns.end());
+    if (run.count > 1 && *longest > 0.0)
+      run.category = static_cast<Category>(longest - run_ns.begin());
+    out.push_back(run);
+    open = false;
+  };
+  for (std::size_t i = 0; i < lane.spans.size(); ++i) {
+    const Span& s = lane.spans[i];
+    if (s.start_ns >= view.end_ns()) break;
+    if (s.end_ns() <= view.start_ns() && s.dur_ns > 0) continue;
+    const double x0 = (s.start_ns - view.start_ns()) * px_per_ns;
+    const double x1 = (s.end_ns() - view.start_ns()) * px_per_ns;
+    if (x1 - x0 >= min_px) {
+      close();
+      out.push_back(Mark{x0, x1, 1, static_cast<std::uint32_t>(i), s.category});
+    } else if (open && x0 - run.x1_px < min_px) {
+      run.x1_px = std::max(run.x1_px, x1);
+      ++run.count;
+      run_ns[static_cast<int>(s.category)] += s.dur_ns;
+    } else {
+      close();
+      open = true;
+      run = Mark{x0, x1, 1, static_cast<std::uint32_t>(i), s.category};
+      run_ns.fill(0.0);
+      run_ns[static_cast<int>(s.category)] = s.dur_ns;
+    }
+  }
+  close();
+  return out;
 }
 
 std::vector<Mark> marks_of(const Lane& lane, double start, double end, int width) {
@@ -84,6 +126,44 @@ class LodLayoutTest : public QObject {
       if (s.start_ns < end && s.end_ns() > start) ++visible;
     }
     QCOMPARE(total, visible);
+  }
+
+  void blocks_merge_exactly_like_one_by_one() {
+    // 20,000 tasks of 1 ns to 5 us with gaps of 0 to 3 us, mixed categories, at
+    // zooms from the whole lane to a few tasks, at several offsets: the block
+    // shortcut must give exactly the marks of the one-by-one rule.
+    std::mt19937_64 rng(7);
+    std::uniform_int_distribution<TimeNs> dur(1, 5000), gap(0, 3000);
+    std::uniform_int_distribution<int> cat(0, kNumCategories - 1);
+    TraceModelBuilder b;
+    SpanDetail d;
+    TimeNs t = 0;
+    for (int i = 0; i < 20000; ++i) {
+      const TimeNs ns = dur(rng);
+      b.add_span(0, 0, t, ns, static_cast<Category>(cat(rng)), d);
+      t += ns + (i % 500 < 250 ? 0 : gap(rng));  // stretches without gaps, then gappy ones
+    }
+    const Lane lane = std::move(b.finalize(TraceModel()).lanes.front());
+    QVERIFY(lane.blocks.size() == 20000 / kLodBlockSpans);
+    int views = 0;
+    for (double span = static_cast<double>(t); span > 1000.0; span /= 3.7) {
+      for (double offset : {-0.1, 0.0, 0.37, 0.9}) {
+        const TimeView view(offset * t, offset * t + span, 1000);
+        std::vector<Mark> fast;
+        build_marks(lane, view, kMergeBelowPx, &fast);
+        const std::vector<Mark> slow = reference_marks(lane, view, kMergeBelowPx);
+        QCOMPARE(fast.size(), slow.size());
+        for (std::size_t m = 0; m < fast.size(); ++m) {
+          QCOMPARE(fast[m].count, slow[m].count);
+          QCOMPARE(fast[m].first_span, slow[m].first_span);
+          QCOMPARE(fast[m].category, slow[m].category);
+          QCOMPARE(fast[m].x0_px, slow[m].x0_px);
+          QCOMPARE(fast[m].x1_px, slow[m].x1_px);
+        }
+        ++views;
+      }
+    }
+    QVERIFY(views > 20);
   }
 
   void first_visible_mark_names_its_task() {

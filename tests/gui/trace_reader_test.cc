@@ -137,6 +137,22 @@ class TraceReaderTest : public QObject {
       QCOMPARE(e.json_path(), std::string("$"));
       QVERIFY(e.message().find("object form") != std::string::npos);
     }
+    // A task without a name is shown with an empty one.
+    const TraceModel nameless = read_trace_text(
+        R"({"traceEvents": [{"ph": "X", "cat": "tp", "pid": 3, "tid": 1, "ts": 0, "dur": 2}]})",
+        "nameless");
+    QCOMPARE(nameless.name_of(nameless.lanes[0].spans[0]), std::string());
+    // An unknown phase is named with the allowed ones.
+    try {
+      read_trace_text(R"({"traceEvents": [{"ph": "X", "name": "k", "cat": "gemm", "pid": 0,
+                          "tid": 0, "ts": 0, "dur": 1, "args": {"phase": "forward"}}]})",
+                      "phase");
+      QFAIL("no error");
+    } catch (const InputError& e) {
+      QCOMPARE(e.json_path(), std::string("$.traceEvents[0].args.phase"));
+      QVERIFY(e.message().find("\"forward\"; allowed: fwd, bwd, recompute, step") !=
+              std::string::npos);
+    }
     // Spans written out of order are sorted.
     const TraceModel u = read_trace_text(
         R"({"traceEvents": [
