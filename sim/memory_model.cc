@@ -87,7 +87,7 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const Profile&
 
     // Model states (ZeRO paper, section 3.1 and figure 1).
     st.params_bytes = e * psi / (p.zero_stage >= 3 ? dp : 1.0);
-    st.grads_bytes = e * psi / (p.zero_stage >= 2 ? dp : 1.0);
+    st.grads_bytes = p.grad_bytes() * psi / (p.zero_stage >= 2 ? dp : 1.0);
     // fp32 training keeps no separate master copy: only Adam's two moments.
     const double per_param = p.dtype == DType::kFp32 ? 8.0 : o.optimizer_bytes_per_param;
     const double optimizer = per_param * psi / (p.zero_stage >= 1 ? dp : 1.0);
@@ -127,7 +127,7 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const Profile&
     double buffers = 0.0;
     if (p.pp > 1) buffers += 4.0 * e * sbh / rep;
     if (p.zero_stage >= 2 && dp > 1) {
-      buffers += 2.0 * e * std::min(o.dp_bucket_elements, psi);
+      buffers += 2.0 * p.grad_bytes() * std::min(o.dp_bucket_elements, psi);
     }
     if (p.zero_stage >= 3 && dp > 1) {
       const double gathered_layers = p.overlap_param_gather ? 2.0 : 1.0;

@@ -3,7 +3,9 @@
 // Model states follow the ZeRO paper (Rajbhandari et al. 2020, section 3.1):
 // mixed-precision Adam keeps 2 bytes of weights and 2 of gradients per parameter
 // in bf16/fp16, plus K = 12 bytes of optimizer state (fp32 master weights,
-// momentum and variance). ZeRO stage 1 shards the optimizer state over dp, stage 2
+// momentum and variance). Gradients accumulated in fp32 (Megatron-LM's default
+// with bf16) take 4 bytes: Megatron's distributed-optimizer table gives
+// 6 + 12/d bytes per parameter for bf16 weights with fp32 gradients. ZeRO stage 1 shards the optimizer state over dp, stage 2
 // the gradients too, stage 3 the weights too.
 // Activations follow Korthikanti et al. 2022 (section 4), generalised term by
 // term to grouped-query attention, gated MLPs and dropout-free models.

@@ -57,70 +57,107 @@ std::vector<LinkUse> link_usage(const topo::Topology& topology, const Workload& 
 
 }  // namespace
 
-SimulationResult simulate(const Scenario& s, const SimulationOptions& options) {
+struct Simulator::State {
+  State(const ClusterSpec& c, const Profile& p)
+      : cluster(c),
+        profile(p),
+        cost_model(profile),
+        topology(topo::Topology::build(cluster)),
+        collectives(topology, topo::default_nccl_tuning(), efficiency_from(cost_model)) {}
+  ClusterSpec cluster;
+  Profile profile;
+  CostModel cost_model;
+  topo::Topology topology;
+  topo::CollectiveModel collectives;
+  mutable CommCostCache comm_cache;
+};
+
+Simulator::Simulator(const ClusterSpec& cluster, const Profile& profile)
+    : state_(std::make_unique<State>(cluster, profile)) {}
+
+Simulator::~Simulator() = default;
+
+const ClusterSpec& Simulator::cluster() const { return state_->cluster; }
+const Profile& Simulator::profile() const { return state_->profile; }
+
+SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
+                                const SimulationOptions& options) const {
   auto report = [&](double fraction) {
     if (options.progress && !options.progress(fraction)) throw Cancelled();
   };
   report(0.0);
+  const State& st = *state_;
   SimulationResult r;
   r.fidelity = options.fidelity;
-  r.num_gpus = s.plan.num_gpus();
+  r.num_gpus = plan.num_gpus();
   // Phase timings go to the debug log (`strata -v simulate ...`).
   auto phase_start = std::chrono::steady_clock::now();
   auto phase_done = [&](const char* phase) {
+    if (!spdlog::should_log(spdlog::level::debug)) return;
     const auto now = std::chrono::steady_clock::now();
-    spdlog::debug("simulate: {} took {:.1f} ms", phase,
+    spdlog::debug("simulate: {} took {:.2f} ms", phase,
                   std::chrono::duration<double, std::milli>(now - phase_start).count());
     phase_start = now;
   };
-  CostModel cost_model(s.profile);
-  topo::Topology topology = topo::Topology::build(s.cluster);
-  topo::CollectiveModel collectives(topology, topo::default_nccl_tuning(), efficiency_from(cost_model));
-  phase_done("topology");
-  ProfileOpCosts op_costs(cost_model);
-  TopologyCommCosts comm_costs(topology, collectives, cost_model, s.plan, options.fidelity);
-  r.workload = build_workload(s.model, s.plan, op_costs, comm_costs, options.fidelity);
+  ProfileOpCosts op_costs(st.cost_model);
+  TopologyCommCosts comm_costs(st.topology, st.collectives, st.cost_model, plan, options.fidelity,
+                               st.comm_cache);
+  Workload workload = build_workload(model, plan, op_costs, comm_costs, options.fidelity);
   phase_done("workload");
   report(0.3);
   std::unique_ptr<TopologyFlowModel> network;
-  if (options.fidelity == Fidelity::kFull) network = std::make_unique<TopologyFlowModel>(topology);
-  r.run = run_task_graph(r.workload.graph, network.get());
+  if (options.fidelity == Fidelity::kFull) network = std::make_unique<TopologyFlowModel>(st.topology);
+  RunResult run = run_task_graph(workload.graph, network.get());
   phase_done("engine");
   report(0.9);
 
-  r.metrics = step_metrics(r.workload, r.run);
-  r.flops = step_flops(s.model, s.plan);
-  r.memory = memory_report(s.model, s.plan, s.profile);
-  r.events = r.run.events;
-  r.peak_flops_per_gpu = s.profile.device.peak_flops(s.plan.dtype);
+  r.metrics = step_metrics(workload, run);
+  r.flops = step_flops(model, plan);
+  r.memory = memory_report(model, plan, st.profile);
+  r.events = run.events;
+  r.peak_flops_per_gpu = st.profile.device.peak_flops(plan.dtype);
   const double step = r.metrics.step_time_s;
   const double gpus = r.num_gpus;
   r.mfu = r.flops.model_flops / (step * gpus * r.peak_flops_per_gpu);
   r.hfu = r.flops.hardware_flops / (step * gpus * r.peak_flops_per_gpu);
   r.tflops_per_gpu = r.flops.model_flops / step / gpus / 1e12;
   r.hw_tflops_per_gpu = r.flops.hardware_flops / step / gpus / 1e12;
-  r.tokens_per_s = static_cast<double>(s.plan.global_batch_size) * s.model.seq_length / step;
-  const double p = s.plan.pp;
-  r.bubble_ratio_analytic = (p - 1.0) / (s.plan.vpp * s.plan.num_microbatches() + p - 1.0);
-  if (options.fidelity == Fidelity::kFull) {
-    r.links = link_usage(topology, r.workload, r.run);
-  } else {
+  r.tokens_per_s = static_cast<double>(plan.global_batch_size) * model.seq_length / step;
+  const double p = plan.pp;
+  r.bubble_ratio_analytic = (p - 1.0) / (plan.vpp * plan.num_microbatches() + p - 1.0);
+  if (options.fidelity == Fidelity::kFull && options.keep_timeline) {
+    r.links = link_usage(st.topology, workload, run);
+  } else if (options.keep_timeline) {
     r.notes.push_back("folded fidelity: link utilization is reported by --fidelity full only");
   }
   phase_done("metrics");
-  r.cost_origins = cost_model.origins();
+  r.cost_origins = st.cost_model.origins();
   for (const SectionOrigin& o : r.cost_origins) {
     if (o.origin != "measured") {
       r.notes.push_back(fmt::format("{} costs use {} figures of profile {} ({}); run `strata calibrate` "
                                     "on your hardware for measured ones",
-                                    o.section, o.origin, s.profile.name, o.summary));
+                                    o.section, o.origin, st.profile.name, o.summary));
     }
   }
-  if (!collectives.calibrated()) {
+  if (!st.collectives.calibrated()) {
     r.notes.push_back("collectives use NCCL's model on datasheet link bandwidths (no measured efficiency)");
+  }
+  // Rank placement is kept even without the timeline: per-stage metrics need it.
+  r.workload.fidelity = workload.fidelity;
+  r.workload.global_rank = workload.global_rank;
+  r.workload.stage = workload.stage;
+  r.workload.tp_rank = workload.tp_rank;
+  r.workload.dp_rank = workload.dp_rank;
+  if (options.keep_timeline) {
+    r.workload = std::move(workload);
+    r.run = std::move(run);
   }
   report(1.0);
   return r;
+}
+
+SimulationResult simulate(const Scenario& s, const SimulationOptions& options) {
+  return Simulator(s.cluster, s.profile).run(s.model, s.plan, options);
 }
 
 std::vector<int> default_trace_ranks(const SimulationResult& r) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ namespace strata::sim {
 
 struct SimulationOptions {
   Fidelity fidelity = Fidelity::kFull;
+  // Keep the task graph and event times for traces and link utilization
+  // (sweeps turn this off: thousands of plans, metrics only).
+  bool keep_timeline = true;
   // Called with the fraction done; returning false cancels (simulate then throws
   // Cancelled). May be empty.
   std::function<bool(double)> progress;
@@ -61,6 +65,29 @@ struct SimulationResult {
   RunResult run;
 };
 
+// Simulates plans on one cluster with one device profile. Building it costs the
+// topology and the collective model once; run() may then be called for many plans,
+// from several threads at once (sweeps).
+class Simulator {
+ public:
+  Simulator(const ClusterSpec& cluster, const Profile& profile);
+  ~Simulator();
+  Simulator(const Simulator&) = delete;
+  Simulator& operator=(const Simulator&) = delete;
+
+  // The plan must already be checked against the model and cluster (check_plan).
+  SimulationResult run(const ModelSpec& model, const PlanSpec& plan,
+                       const SimulationOptions& options = {}) const;
+
+  const ClusterSpec& cluster() const;
+  const Profile& profile() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// One scenario, one plan: a Simulator used once.
 SimulationResult simulate(const Scenario& scenario, const SimulationOptions& options = {});
 
 // result.json (docs/formats.md).

@@ -27,12 +27,25 @@ bool spans_nodes(const topo::Topology& t, const std::vector<int>& group) {
 
 }  // namespace
 
+bool CommCostCache::find(const Key& key, CommSpec& out) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = specs_.find(key);
+  if (it == specs_.end()) return false;
+  out = it->second;
+  return true;
+}
+
+void CommCostCache::insert(Key key, const CommSpec& spec) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  specs_.emplace(std::move(key), spec);
+}
+
 TopologyCommCosts::TopologyCommCosts(const topo::Topology& topology,
                                      const topo::CollectiveModel& collectives,
                                      const CostModel& cost_model, const PlanSpec& plan,
-                                     Fidelity fidelity)
-    : topology_(topology), collectives_(collectives), cost_model_(cost_model), plan_(plan),
-      fidelity_(fidelity) {}
+                                     Fidelity fidelity, CommCostCache& cache)
+    : cache_(cache), topology_(topology), collectives_(collectives), cost_model_(cost_model),
+      plan_(plan), fidelity_(fidelity) {}
 
 CommSpec TopologyCommCosts::from_flows(CollectiveOp op, const std::vector<int>& group,
                                        double bytes) const {
@@ -139,15 +152,14 @@ CommSpec TopologyCommCosts::folded(CollectiveOp op, const std::vector<int>& grou
 
 CommSpec TopologyCommCosts::collective(CollectiveOp op, const std::vector<int>& group, double bytes,
                                        Category) const {
-  Key key{static_cast<int>(op), group, bytes};
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second;
-  }
-  CommSpec spec = fidelity_ == Fidelity::kFolded ? folded(op, group, bytes) : from_flows(op, group, bytes);
-  std::lock_guard<std::mutex> lock(mutex_);
-  cache_.emplace(std::move(key), spec);
+  // Full fidelity costs do not depend on the plan's shape.
+  const bool folded_costs = fidelity_ == Fidelity::kFolded;
+  CommCostCache::Key key{static_cast<int>(fidelity_), folded_costs ? plan_.tp : 0,
+                         folded_costs ? plan_.dp : 0, static_cast<int>(op), group, bytes};
+  CommSpec spec;
+  if (cache_.find(key, spec)) return spec;
+  spec = folded_costs ? folded(op, group, bytes) : from_flows(op, group, bytes);
+  cache_.insert(std::move(key), spec);
   return spec;
 }
 

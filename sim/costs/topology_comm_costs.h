@@ -31,11 +31,27 @@
 
 namespace strata::sim {
 
+// Costed collectives, shared by every plan a sweep simulates on one cluster.
+// Thread-safe.
+class CommCostCache {
+ public:
+  // (fidelity, tp, dp, op, group, bytes): folded costs depend on the plan's shape
+  // through the symmetric copies they include.
+  using Key = std::tuple<int, int, int, int, std::vector<int>, double>;
+  bool find(const Key& key, CommSpec& out) const;
+  void insert(Key key, const CommSpec& spec);
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<Key, CommSpec> specs_;
+};
+
 class TopologyCommCosts : public CommCosts {
  public:
   // All references must outlive this object.
   TopologyCommCosts(const topo::Topology& topology, const topo::CollectiveModel& collectives,
-                    const CostModel& cost_model, const PlanSpec& plan, Fidelity fidelity);
+                    const CostModel& cost_model, const PlanSpec& plan, Fidelity fidelity,
+                    CommCostCache& cache);
   CommSpec collective(CollectiveOp op, const std::vector<int>& group, double bytes,
                       Category category) const override;
   CommSpec p2p(int src_gpu, int dst_gpu, double bytes) const override;
@@ -46,11 +62,8 @@ class TopologyCommCosts : public CommCosts {
   std::vector<std::vector<int>> symmetric_copies(const std::vector<int>& group) const;
   CommSpec folded(CollectiveOp op, const std::vector<int>& group, double bytes) const;
 
-  using Key = std::tuple<int, std::vector<int>, double>;
-
   // Every collective of a step repeats thousands of times: cost each once.
-  mutable std::mutex mutex_;
-  mutable std::map<Key, CommSpec> cache_;
+  CommCostCache& cache_;
   const topo::Topology& topology_;
   const topo::CollectiveModel& collectives_;
   const CostModel& cost_model_;

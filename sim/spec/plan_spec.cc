@@ -51,6 +51,10 @@ PlanSpec read_plan_spec(const nlohmann::json& doc, const std::string& file, cons
   // fp32 is for the cpu backend, which trains in single precision.
   p.dtype = *parse_dtype(r.choice_or("dtype", "bf16", {"bf16", "fp16", "fp32"}));
   p.flash_attention = r.boolean_or("flash_attention", false);
+  // Megatron-LM turns fp32 gradient accumulation on whenever bf16 is used
+  // (arguments.py: "if args.bf16: args.accumulate_allreduce_grads_in_fp32 = True").
+  p.accumulate_allreduce_grads_in_fp32 =
+      r.boolean_or("accumulate_allreduce_grads_in_fp32", p.dtype == DType::kBf16);
   if (r.has("source")) p.source = r.string("source");
   r.allow_text("notes");
   r.finish();
@@ -143,6 +147,10 @@ void resolve_and_check_plan(PlanSpec& p, const ModelSpec& m, const PlanContext& 
   }
 }
 
+int PlanSpec::grad_bytes() const {
+  return accumulate_allreduce_grads_in_fp32 ? 4 : dtype_bytes(dtype);
+}
+
 nlohmann::ordered_json to_json(const PlanSpec& p) {
   nlohmann::ordered_json j;
   j["tp"] = p.tp;
@@ -160,6 +168,7 @@ nlohmann::ordered_json to_json(const PlanSpec& p) {
   j["overlap_param_gather"] = p.overlap_param_gather;
   j["dtype"] = to_string(p.dtype);
   j["flash_attention"] = p.flash_attention;
+  j["accumulate_allreduce_grads_in_fp32"] = p.accumulate_allreduce_grads_in_fp32;
   return j;
 }
 

@@ -31,9 +31,14 @@ struct PlanSpec {
   bool overlap_param_gather = true;
   DType dtype = DType::kBf16;
   bool flash_attention = false;  // fused attention: the s x s scores are never stored
+  // Gradients accumulated and data-parallel reduced in fp32 (Megatron-LM's
+  // --accumulate-allreduce-grads-in-fp32, on by default with bf16): 4-byte gradients.
+  bool accumulate_allreduce_grads_in_fp32 = false;
   std::string source;
 
   int num_gpus() const { return tp * pp * dp; }
+  // Bytes of one gradient element as accumulated and reduced.
+  int grad_bytes() const;
   // Micro-batches each pipeline processes per step.
   int num_microbatches() const { return global_batch_size / (micro_batch_size * dp); }
 };

@@ -560,7 +560,8 @@ class Builder {
 
   // Pass 3: gradient reduction, ZeRO gathers, the optimizer step.
   void add_data_parallel_and_step() {
-    const double e = dtype_bytes(p_.dtype);
+    const double e = dtype_bytes(p_.dtype);  // weights (parameter gathers)
+    const double g = p_.grad_bytes();        // gradients (reductions)
     const std::size_t n = w_.global_rank.size();
     std::vector<TaskId> last_dp(n, -1);  // each rank's last gradient-reduction task
 
@@ -617,8 +618,8 @@ class Builder {
               TaskInfo info;
               info.microbatch = op.microbatch;
               info.chunk = op.chunk;
-              info.bytes = b.params * e;
-              TaskId rs = dp_comm(members, collective(reduce, group, b.params * e, Category::kDp), lbl, info);
+              info.bytes = b.params * g;
+              TaskId rs = dp_comm(members, collective(reduce, group, b.params * g, Category::kDp), lbl, info);
               for (int member : members) {
                 TaskId ready = p_.overlap_grad_reduce ? bucket_ready(member, static_cast<int>(oi), b)
                                                       : op_marks_[member][oi].last;
@@ -631,8 +632,8 @@ class Builder {
           for (const Bucket& b : buckets) {
             TaskInfo info;
             info.chunk = b.chunk;
-            info.bytes = b.params * e;
-            TaskId red = dp_comm(members, collective(reduce, group, b.params * e, Category::kDp), lbl, info);
+            info.bytes = b.params * g;
+            TaskId red = dp_comm(members, collective(reduce, group, b.params * g, Category::kDp), lbl, info);
             const int op = last_backward_op(r, b.chunk);
             for (int member : members) {
               TaskId ready = p_.overlap_grad_reduce ? bucket_ready(member, op, b) : last_task_[member];
@@ -661,9 +662,10 @@ class Builder {
                  std::vector<TaskId>& last_dp, std::int32_t lbl_ag_fwd, std::int32_t lbl_ag_bwd,
                  std::int32_t lbl_rs) {
     const double e = dtype_bytes(p_.dtype);
-    const double layer_bytes = static_cast<double>(layer_params_per_gpu(m_, p_.tp)) * e;
+    const double layer_params = static_cast<double>(layer_params_per_gpu(m_, p_.tp));
+    const double layer_bytes = layer_params * e;
     const std::int32_t ag = collective(CollectiveOp::kAllGather, group, layer_bytes, Category::kZero);
-    const std::int32_t rs = collective(CollectiveOp::kReduceScatter, group, layer_bytes, Category::kDp);
+    const std::int32_t rs = collective(CollectiveOp::kReduceScatter, group, layer_params * p_.grad_bytes(), Category::kDp);
     const int lc = chunk_layers();
     const auto& program = programs_[r];
     for (std::size_t oi = 0; oi < program.size(); ++oi) {
@@ -705,7 +707,7 @@ class Builder {
   // embedding's gradient (Megatron-LM's embedding group).
   void add_embedding_sync(std::vector<TaskId>& last_dp) {
     if (m_.untie_embeddings_and_output_weights || p_.pp == 1) return;
-    const double bytes = static_cast<double>(m_.vocab_size) * m_.hidden_size / p_.tp * dtype_bytes(p_.dtype);
+    const double bytes = static_cast<double>(m_.vocab_size) * m_.hidden_size / p_.tp * p_.grad_bytes();
     const std::int32_t lbl = label("embedding grad all_reduce", Category::kDp, Phase::kBackward);
     for (int d = 0; d < p_.dp; ++d) {
       for (int t = 0; t < p_.tp; ++t) {
@@ -768,7 +770,8 @@ class Builder {
         w_.graph.add_dependency(norm >= 0 ? norm : last_task_[i], d2h);
         updated[i] = h2d;
       } else {
-        info.bytes = shard * o_.optimizer_bytes_per_param;
+        // The update reads the gradient in its accumulation dtype.
+        info.bytes = shard * (o_.optimizer_bytes_per_param - dtype_bytes(p_.dtype) + p_.grad_bytes());
         TaskId opt = w_.graph.add_compute(rank, StreamKind::kCompute, oc_.optimizer_ns(info.bytes), lbl_opt, info);
         if (norm >= 0) w_.graph.add_dependency(norm, opt);
         updated[i] = opt;

@@ -33,6 +33,7 @@ TEST(MemoryModel, ZeroPaperFigure1) {
   const double expected_gb[4] = {120.0, 31.4, 16.6, 1.88};
   for (int stage = 0; stage <= 3; ++stage) {
     PlanSpec p = plan(1, 1, 64, 1, 64);
+    p.dtype = DType::kFp16;  // the paper's setting: fp16 weights and gradients
     p.zero_stage = stage;
     MemoryReport r = memory_report(m, p, bare_profile(80e9));
     ASSERT_EQ(r.stages.size(), 1u);
@@ -98,6 +99,18 @@ TEST(MemoryModel, MicrobatchesInFlightPerSchedule) {
   EXPECT_DOUBLE_EQ(layer_microbatches_in_flight(m, p, 0), 31 * 4);
   // Korthikanti et al. 2022, section 4.2.3: interleaving stores L*(1 + (p-1)/(p*v)) layers on stage 0.
   EXPECT_DOUBLE_EQ(layer_microbatches_in_flight(m, p, 0), 96 * (1 + 7.0 / 24));
+}
+
+// Megatron-LM's distributed optimizer with bf16 weights and fp32 gradients keeps
+// 6 + 12/d bytes per parameter (Megatron-LM docs, "Distributed Optimizer" table).
+TEST(MemoryModel, MegatronDistributedOptimizerBf16) {
+  ModelSpec m = gpt_7_5b();
+  PlanSpec p = plan(1, 1, 8, 1, 8);
+  p.zero_stage = 1;
+  p.accumulate_allreduce_grads_in_fp32 = true;
+  MemoryReport r = memory_report(m, p, bare_profile(800e9));
+  const double psi = static_cast<double>(total_params(m));
+  EXPECT_NEAR(model_states_gb(r.stages[0]) * 1e9 / psi, 6.0 + 12.0 / 8, 1e-9);
 }
 
 TEST(MemoryModel, ZeroThreeShardsWeightsByDp) {

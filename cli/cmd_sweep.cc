@@ -1,0 +1,259 @@
+// strata sweep: every valid plan for a model on a cluster, pruned by memory,
+// simulated, ranked by throughput and explained.
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "cli/sweep_shards.h"
+#include "core/atomic_file.h"
+#include "core/data_paths.h"
+#include "core/error.h"
+#include "core/json_reader.h"
+#include "core/progress.h"
+#include "runtime/mpi_env.h"
+#include "sim/scenario.h"
+#include "sim/sweep/sweep.h"
+#include "sim/sweep/sweep_output.h"
+
+namespace strata::cli {
+namespace {
+
+struct SweepArgs {
+  std::string model;
+  std::string cluster;
+  std::string profile;
+  int global_batch_size = 0;
+  int seq_length = 0;
+  std::string constraints_file;
+  std::vector<std::string> where;
+  int top = 10;
+  int full_top = 3;
+  int threads = 0;
+  std::vector<int> nodes;
+  bool allow_cross_node_tp = false;
+  std::string dtype = "bf16";
+  std::string out_dir;
+};
+
+// 4 Mi tokens per step (GPT-3 used 3.2M, Llama 2 4M), as whole sequences, rounded
+// up to a multiple of the GPU count so data parallelism has something to split.
+int default_global_batch(int seq_length, int gpus) {
+  const int sequences = std::max(1, (4 << 20) / seq_length);
+  return (sequences + gpus - 1) / gpus * gpus;
+}
+
+struct Loaded {
+  ModelSpec model;
+  std::string model_file;
+  ClusterSpec cluster;
+  std::string cluster_file;
+  Profile profile;
+  sim::PlanSpaceRequest request;
+};
+
+Loaded load(const SweepArgs& a) {
+  Loaded l;
+  l.model_file = resolve_data_file(a.model, "scenarios/models", "model");
+  l.model = read_model_spec(json::parse_file(l.model_file), l.model_file);
+  if (a.seq_length > 0) l.model.seq_length = a.seq_length;
+  l.cluster_file = resolve_data_file(a.cluster, "scenarios/clusters", "cluster");
+  l.cluster = read_cluster_spec(json::parse_file(l.cluster_file), l.cluster_file);
+  l.profile = load_profile(a.profile.empty() ? l.cluster.profile : a.profile);
+  l.request.global_batch_size =
+      a.global_batch_size > 0 ? a.global_batch_size : default_global_batch(l.model.seq_length, l.cluster.num_gpus());
+  l.request.allow_cross_node_tp = a.allow_cross_node_tp;
+  l.request.dtype = *parse_dtype(a.dtype);
+  if (!a.constraints_file.empty()) l.request.constraints = sim::load_constraints(a.constraints_file);
+  for (const std::string& w : a.where) l.request.constraints.push_back(sim::parse_constraint(w, "--where"));
+  return l;
+}
+
+nlohmann::ordered_json request_json(const SweepArgs& a, const Loaded& l) {
+  nlohmann::ordered_json r;
+  r["model"] = a.model;
+  r["cluster"] = a.cluster;
+  r["profile"] = a.profile.empty() ? l.cluster.profile : a.profile;
+  r["global_batch_size"] = l.request.global_batch_size;
+  r["seq_length"] = l.model.seq_length;
+  r["dtype"] = a.dtype;
+  r["allow_cross_node_tp"] = a.allow_cross_node_tp;
+  r["constraints"] = sim::to_json(l.request.constraints);
+  r["model_spec"] = to_json(l.model);
+  r["cluster_spec"] = to_json(l.cluster);
+  return r;
+}
+
+std::string millions(double x) {
+  if (x >= 1e6) return fmt::format("{:.2f}M", x / 1e6);
+  if (x >= 1e3) return fmt::format("{:.1f}K", x / 1e3);
+  return fmt::format("{:.0f}", x);
+}
+
+void print_table(const sim::SweepResult& s, int top) {
+  fmt::print("{:>4} {:>3} {:>3} {:>4} {:>3} {:>3} {:<16} {:>4} {:<9} {:>3} {:>5} {:>9} {:>6} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {}\n",
+             "rank", "tp", "pp", "dp", "vpp", "mbs", "schedule", "ZeRO", "recompute", "SP", "flash", "tokens/s",
+             "MFU", "step s", "bubble", "exp tp", "exp dp", "peak GiB", "headroom", "fidelity");
+  for (const sim::PlanOutcome& o : s.plans) {
+    if (o.rank == 0 || o.rank > top) break;
+    const PlanSpec& p = o.plan;
+    fmt::print("{:>4} {:>3} {:>3} {:>4} {:>3} {:>3} {:<16} {:>4} {:<9} {:>3} {:>5} {:>9} {:>5.1f}% {:>8.3f} {:>6.1f}% {:>8} {:>8} {:>8.1f} {:>7.1f}% {}{}\n",
+               o.rank, p.tp, p.pp, p.dp, p.vpp, p.micro_batch_size, to_string(p.schedule),
+               std::to_string(p.zero_stage) + (p.offload_optimizer ? "+o" : ""), to_string(p.recompute),
+               p.sequence_parallel ? "on" : "off", p.flash_attention ? "on" : "off", millions(o.tokens_per_s),
+               100 * o.mfu, o.step_time_s, 100 * o.bubble_ratio, seconds(o.exposed_s[0]),
+               seconds(o.exposed_s[2] + o.exposed_s[3]), o.peak_bytes / (1024.0 * 1024 * 1024),
+               100 * o.headroom(), o.fidelity, o.pareto ? " pareto" : "");
+  }
+}
+
+struct SweepRun {
+  sim::SweepResult result;
+  double wall_s = 0.0;
+  bool root = true;
+};
+
+SweepRun sweep_once(const SweepArgs& a, const Loaded& l) {
+  sim::Simulator simulator(l.cluster, l.profile);
+  sim::SweepOptions options;
+  options.threads = a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
+  options.top_k = a.top;
+  options.full_top = a.full_top;
+  int rank = 0, size = 1;
+  const bool sharded = sweep_is_sharded(rank, size);
+  options.shard_index = rank;
+  options.shard_count = size;
+  ProgressLine progress("sweep", 0);
+  if (rank != 0) progress.set_enabled(false);
+  options.progress = [&](std::int64_t done, std::int64_t total) {
+    progress.update(done, fmt::format("of {} plans", total));
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  SweepRun run;
+  run.result = sim::run_sweep(l.model, simulator, l.request, options);
+  progress.finish();
+  if (sharded) gather_sweep(run.result, rank, size);
+  run.root = rank == 0;
+  if (run.root) sim::rank_sweep(run.result, l.model, simulator, options);
+  run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return run;
+}
+
+void print_summary(const SweepArgs& a, const Loaded& l, const SweepRun& run) {
+  const sim::SweepCounts& c = run.result.counts;
+  fmt::print("sweep    {} on {} ({} x {}), global batch {} ({} tokens), seq {}, {}\n", l.model.name,
+             l.cluster.name, l.cluster.num_gpus(), l.profile.device.name, l.request.global_batch_size,
+             millions(static_cast<double>(l.request.global_batch_size) * l.model.seq_length), l.model.seq_length,
+             a.dtype);
+  std::string reasons;
+  for (const auto& [reason, n] : c.pruned_by_reason) reasons += fmt::format("{}{} {}", reasons.empty() ? "" : ", ", n, reason);
+  fmt::print("plans    {} valid ({} combinations, {} excluded by constraints, {} invalid); {} do not fit{}\n",
+             c.valid, c.space.candidates, c.space.constrained, c.space.invalid, c.pruned_memory,
+             reasons.empty() ? "" : " (" + reasons + ")");
+  fmt::print("         {} simulated (folded) in {:.2f} s, {:.0f} plans/s; best {} re-simulated at full fidelity\n\n",
+             c.simulated, run.wall_s, c.simulated / std::max(run.wall_s, 1e-9), c.full_fidelity);
+  if (c.simulated == 0) {
+    fmt::print("no plan fits: try more GPUs, ZeRO, recompute, or a smaller micro-batch\n");
+    return;
+  }
+  print_table(run.result, a.top);
+  fmt::print("\nwhy\n");
+  for (const sim::PlanOutcome& o : run.result.plans) {
+    if (o.why.empty()) break;
+    fmt::print("  #{} {}: {}\n", o.rank, o.label, o.why);
+  }
+}
+
+void write_outputs(const std::string& dir, const SweepArgs& a, const Loaded& l, const SweepRun& run) {
+  OutputSet out;
+  out.add(dir + "/sweep.csv", sim::sweep_csv(run.result));
+  out.add(dir + "/sweep.json", sim::sweep_json(run.result, request_json(a, l)).dump(2) + "\n");
+  out.commit();
+}
+
+void run_sweep_command(const SweepArgs& a) {
+  rt::MpiSession mpi;  // a sharded sweep when launched under mpirun
+  Loaded base = load(a);
+  if (a.nodes.empty()) {
+    SweepRun run = sweep_once(a, base);
+    if (!run.root) return;
+    print_summary(a, base, run);
+    write_outputs(a.out_dir, a, base, run);
+    fmt::print("\nwrote {}/sweep.csv ({} plans), {}/sweep.json\n", a.out_dir, run.result.plans.size(), a.out_dir);
+    return;
+  }
+  // What if we had more nodes: the best plan at each size.
+  std::vector<std::tuple<int, std::string, double, double>> rows;
+  OutputSet out;
+  std::string csv = "nodes,gpus,best_plan,tokens_per_s,step_time_s,mfu,scaling_efficiency\n";
+  double base_tput = 0.0;
+  int base_nodes = 0;
+  for (int n : a.nodes) {
+    Loaded l = base;
+    l.cluster.nodes = n;
+    if (n > 1 && l.cluster.fabric.nics_per_node <= 0) {
+      throw InputError(l.cluster_file, "$.fabric", fmt::format("--nodes {} needs a fabric in the cluster", n));
+    }
+    if (a.global_batch_size <= 0) {
+      l.request.global_batch_size = default_global_batch(l.model.seq_length, l.cluster.num_gpus());
+    }
+    SweepRun run = sweep_once(a, l);
+    if (!run.root) continue;
+    const sim::PlanOutcome* best = run.result.plans.empty() || !run.result.plans[0].simulated ? nullptr : &run.result.plans[0];
+    const std::string dir = fmt::format("{}/nodes-{}", a.out_dir, n);
+    out.add(dir + "/sweep.csv", sim::sweep_csv(run.result));
+    out.add(dir + "/sweep.json", sim::sweep_json(run.result, request_json(a, l)).dump(2) + "\n");
+    if (best == nullptr) {
+      fmt::print("{:>5} nodes: no plan fits\n", n);
+      csv += fmt::format("{},{},,,,,\n", n, l.cluster.num_gpus());
+      continue;
+    }
+    if (base_nodes == 0) {
+      base_nodes = n;
+      base_tput = best->tokens_per_s;
+    }
+    const double eff = (best->tokens_per_s / base_tput) / (static_cast<double>(n) / base_nodes);
+    fmt::print("{:>5} nodes {:>6} GPUs  {:<48} {:>9} tokens/s  MFU {:>5.1f}%  step {:>7.3f} s  scaling {:>5.1f}%\n", n,
+               l.cluster.num_gpus(), best->label, millions(best->tokens_per_s), 100 * best->mfu, best->step_time_s,
+               100 * eff);
+    csv += fmt::format("{},{},{},{:.6g},{:.6g},{:.6g},{:.6g}\n", n, l.cluster.num_gpus(), best->label,
+                       best->tokens_per_s, best->step_time_s, best->mfu, eff);
+  }
+  int rank = 0, size = 1;
+  sweep_is_sharded(rank, size);
+  if (rank != 0) return;
+  out.add(a.out_dir + "/scaling.csv", csv);
+  out.commit();
+  fmt::print("\nwrote {}/scaling.csv and a sweep per size in {}/nodes-N/\n", a.out_dir, a.out_dir);
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& app) {
+  auto a = std::make_shared<SweepArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "sweep", "Every valid plan for a model on a cluster: pruned by memory, simulated, ranked by "
+               "throughput, and why the winner wins (shards over ranks under mpirun)");
+  cmd->add_option("--model", a->model, "model.json path or shipped name")->required();
+  cmd->add_option("--cluster", a->cluster, "cluster.json path or shipped name")->required();
+  cmd->add_option("--profile", a->profile, "device profile (default: the cluster's)");
+  cmd->add_option("--global-batch-size", a->global_batch_size,
+                  "sequences per step (default: about 4M tokens, a multiple of the GPU count)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seq-length", a->seq_length, "override the model's sequence length")->check(CLI::PositiveNumber);
+  cmd->add_option("--constraints", a->constraints_file, "JSON file pinning or restricting plan keys");
+  cmd->add_option("--where", a->where, "a constraint such as 'tp<=4', 'zero_stage in [1,2]', 'recompute=full'");
+  cmd->add_option("--top", a->top, "plans to print and explain (default 10)")->check(CLI::PositiveNumber);
+  cmd->add_option("--full-top", a->full_top, "best plans re-simulated at full fidelity (default 3)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", a->threads, "simulation threads (default: all cores)")->check(CLI::PositiveNumber);
+  cmd->add_option("--nodes", a->nodes, "node counts to compare, e.g. 16,32,64,128")->delimiter(',');
+  cmd->add_option("--dtype", a->dtype, "training precision")->check(CLI::IsMember({"bf16", "fp16"}));
+  cmd->add_flag("--allow-cross-node-tp", a->allow_cross_node_tp, "allow tensor parallelism across nodes");
+  cmd->add_option("--out", a->out_dir, "directory for sweep.csv and sweep.json")->required();
+  cmd->callback([a] { run_sweep_command(*a); });
+}
+
+}  // namespace strata::cli

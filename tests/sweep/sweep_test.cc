@@ -1,0 +1,206 @@
+// The sweep against brute force, and its answers against what practitioners know.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "calib/model/profile.h"
+#include "sim/memory_model.h"
+#include "sim/scenario.h"
+#include "sim/simulate.h"
+#include "sim/sweep/sweep.h"
+#include "sim/sweep/sweep_output.h"
+#include "topologies/cluster_spec.h"
+
+namespace strata::sim {
+namespace {
+
+ClusterSpec cluster(const std::string& name, int nodes) {
+  ClusterSpec c = load_cluster_spec(name);
+  c.nodes = nodes;
+  return c;
+}
+
+// A small space: the tiny model on one 8-GPU node.
+struct SmallSpace {
+  ModelSpec model = load_model_spec("gpt-tiny");
+  ClusterSpec cl = load_cluster_spec("dgx-a100-1node");
+  Profile profile = load_profile(cl.profile);
+  Simulator simulator{cl, profile};
+  PlanSpaceRequest request;
+  SmallSpace() {
+    request.global_batch_size = 16;
+    request.max_micro_batch_size = 2;
+    request.max_vpp = 2;
+  }
+};
+
+// The sweep's best plan is the best found by simulating every plan one by one, and
+// its pruned count is exactly what the memory model rejects.
+TEST(Sweep, BestEqualsBruteForce) {
+  SmallSpace s;
+  // A capacity that lets about half of the plans fit: their median peak.
+  PlanSpaceCounts space;
+  std::vector<double> peaks;
+  for (const PlanSpec& p : enumerate_plans(s.model, s.cl, s.request, space)) {
+    peaks.push_back(memory_report(s.model, p, s.profile).peak_bytes);
+  }
+  std::sort(peaks.begin(), peaks.end());
+  Profile tight = s.profile;
+  tight.device.memory_bytes = peaks[peaks.size() / 2];
+  Simulator simulator(s.cl, tight);
+  SweepOptions options;
+  options.threads = 2;
+  options.full_top = 0;
+  SweepResult sweep = run_sweep(s.model, simulator, s.request, options);
+  rank_sweep(sweep, s.model, simulator, options);
+
+  PlanSpaceCounts counts;
+  std::vector<PlanSpec> plans = enumerate_plans(s.model, s.cl, s.request, counts);
+  ASSERT_GT(plans.size(), 50u);
+  std::int64_t rejected = 0;
+  double best = 0.0;
+  std::string best_label;
+  SimulationOptions so;
+  so.fidelity = Fidelity::kFolded;
+  so.keep_timeline = false;
+  for (const PlanSpec& p : plans) {
+    if (!memory_report(s.model, p, tight).fits) {
+      ++rejected;
+      continue;
+    }
+    Scenario sc;
+    sc.model = s.model;
+    sc.plan = p;
+    sc.cluster = s.cl;
+    sc.profile = tight;
+    SimulationResult r = simulate(sc, so);
+    if (r.tokens_per_s > best) {
+      best = r.tokens_per_s;
+      best_label = plan_label(p);
+    }
+  }
+  EXPECT_GT(rejected, 0);
+  EXPECT_EQ(sweep.counts.pruned_memory, rejected);
+  EXPECT_EQ(sweep.counts.simulated, static_cast<std::int64_t>(plans.size()) - rejected);
+  ASSERT_EQ(sweep.plans[0].rank, 1);
+  EXPECT_DOUBLE_EQ(sweep.plans[0].tokens_per_s, best);
+  EXPECT_EQ(sweep.plans[0].label, best_label);
+}
+
+// One thread or several, the same files.
+TEST(Sweep, SameOutputWithAnyThreadCount) {
+  SmallSpace s;
+  auto files = [&](int threads) {
+    SweepOptions options;
+    options.threads = threads;
+    options.full_top = 2;
+    SweepResult r = run_sweep(s.model, s.simulator, s.request, options);
+    rank_sweep(r, s.model, s.simulator, options);
+    return sweep_csv(r) + sweep_json(r, {}).dump();
+  };
+  EXPECT_EQ(files(1), files(2));
+}
+
+TEST(Sweep, ConstraintsRestrictThePlans) {
+  SmallSpace s;
+  s.request.constraints = {parse_constraint("tp<=2", "--where"), parse_constraint("zero_stage in [1,2]", "--where"),
+                           parse_constraint("recompute=full", "--where")};
+  PlanSpaceCounts counts;
+  std::vector<PlanSpec> plans = enumerate_plans(s.model, s.cl, s.request, counts);
+  ASSERT_FALSE(plans.empty());
+  EXPECT_GT(counts.constrained, 0);
+  for (const PlanSpec& p : plans) {
+    EXPECT_LE(p.tp, 2);
+    EXPECT_TRUE(p.zero_stage == 1 || p.zero_stage == 2);
+    EXPECT_EQ(p.recompute, Recompute::kFull);
+  }
+}
+
+TEST(Sweep, ParetoFrontIsNotDominated) {
+  SmallSpace s;
+  SweepOptions options;
+  options.full_top = 0;
+  SweepResult r = run_sweep(s.model, s.simulator, s.request, options);
+  rank_sweep(r, s.model, s.simulator, options);
+  int front = 0;
+  for (const PlanOutcome& a : r.plans) {
+    if (!a.pareto) continue;
+    ++front;
+    for (const PlanOutcome& b : r.plans) {
+      if (!b.simulated) continue;
+      const bool dominates = b.tokens_per_s >= a.tokens_per_s && b.headroom() >= a.headroom() &&
+                             (b.tokens_per_s > a.tokens_per_s || b.headroom() > a.headroom());
+      EXPECT_FALSE(dominates) << a.label << " is dominated by " << b.label;
+    }
+  }
+  EXPECT_GE(front, 1);
+  EXPECT_TRUE(r.plans[0].pareto);  // the fastest plan is always on the front
+}
+
+// GPT-3 175B on 1,024 A100 (Narayanan et al. 2021 ran tp 8): the winner uses tp 8
+// within a node and not ZeRO-3.
+TEST(SweepAnswers, Gpt3On1024A100UsesTp8NotZero3) {
+  ModelSpec m = load_model_spec("gpt3-175b");
+  ClusterSpec c = load_cluster_spec("dgx-a100-128node");
+  Profile p = load_profile(c.profile);
+  Simulator simulator(c, p);
+  PlanSpaceRequest req;
+  req.global_batch_size = 1536;
+  req.max_micro_batch_size = 2;
+  req.max_vpp = 2;
+  req.constraints = {parse_constraint("offload_optimizer=false", "test")};
+  SweepOptions options;
+  options.threads = 2;
+  options.full_top = 0;
+  SweepResult r = run_sweep(m, simulator, req, options);
+  rank_sweep(r, m, simulator, options);
+  ASSERT_EQ(r.plans[0].rank, 1);
+  EXPECT_EQ(r.plans[0].plan.tp, 8) << r.plans[0].label;
+  EXPECT_NE(r.plans[0].plan.zero_stage, 3) << r.plans[0].label;
+}
+
+// On a PCIe box (GPUs on two sockets), the winner keeps tensor parallelism off the
+// socket link: tp no larger than the 4 GPUs of one socket.
+TEST(SweepAnswers, PcieBoxAvoidsTpAcrossSockets) {
+  ModelSpec m = load_model_spec("llama3-8b");
+  ClusterSpec c = load_cluster_spec("pcie-8gpu-1node");
+  Profile p = load_profile(c.profile);
+  Simulator simulator(c, p);
+  PlanSpaceRequest req;
+  req.global_batch_size = 64;
+  req.max_micro_batch_size = 2;
+  req.max_vpp = 1;
+  SweepOptions options;
+  options.threads = 2;
+  options.full_top = 0;
+  SweepResult r = run_sweep(m, simulator, req, options);
+  rank_sweep(r, m, simulator, options);
+  ASSERT_EQ(r.plans[0].rank, 1);
+  EXPECT_LE(r.plans[0].plan.tp, c.node.gpus / c.node.sockets) << r.plans[0].label;
+}
+
+// Doubling the nodes (same global batch) does not slow the best plan down.
+TEST(SweepAnswers, DoublingNodesDoesNotSlowTheBestPlan) {
+  ModelSpec m = load_model_spec("llama3-8b");
+  PlanSpaceRequest req;
+  req.global_batch_size = 256;
+  req.max_micro_batch_size = 2;
+  req.max_vpp = 2;
+  SweepOptions options;
+  options.threads = 2;
+  options.full_top = 0;
+  double previous = 0.0;
+  for (int nodes : {2, 4}) {
+    ClusterSpec c = cluster("dgx-h100-8node", nodes);
+    Profile p = load_profile(c.profile);
+    Simulator simulator(c, p);
+    SweepResult r = run_sweep(m, simulator, req, options);
+    rank_sweep(r, m, simulator, options);
+    ASSERT_EQ(r.plans[0].rank, 1);
+    EXPECT_GE(r.plans[0].tokens_per_s, previous) << nodes << " nodes: " << r.plans[0].label;
+    previous = r.plans[0].tokens_per_s;
+  }
+}
+
+}  // namespace
+}  // namespace strata::sim
