@@ -146,9 +146,10 @@ void run_calibrate(const CalibrateArgs& args) {
   }
   const bool root = world->rank() == 0;
   double load[1] = {0.0};
-  if (root && getloadavg(load, 1) == 1 && load[0] > 0.75 * device->info().host_cores) {
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (root && getloadavg(load, 1) == 1 && load[0] > 0.75 * static_cast<double>(cores)) {
     spdlog::warn("load average {:.1f} on {} cores before calibrating: other work on this host will "
-                 "distort the timings", load[0], device->info().host_cores);
+                 "distort the timings", load[0], cores);
   }
   if (!base && *backend == rt::Backend::kCuda) base = shipped_base(device->info().name);
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/validate_run.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/progress.h"
@@ -18,6 +19,7 @@ struct ValidateArgs {
   bool published = false;
   std::string fidelity = "folded";
   std::string json_file;
+  RunValidationArgs runs;  // --run DIR, --quick (validate_run.h)
 };
 
 void run_published(const ValidateArgs& args) {
@@ -71,12 +73,17 @@ void add_validate_command(CLI::App& app) {
   cmd->add_option("--fidelity", args->fidelity, "simulation fidelity for --published (default: folded)")
       ->check(CLI::IsMember({"full", "folded"}));
   cmd->add_option("--json", args->json_file, "also write the table as JSON");
+  add_run_validation_options(*cmd, args->runs);
   cmd->callback([args] {
     if (args->published) {
       run_published(*args);
       return;
     }
-    throw InputError("", "strata validate", "say what to validate: --published");
+    if (run_validation_requested(args->runs)) {
+      run_validation(args->runs, args->json_file);
+      return;
+    }
+    throw InputError("", "strata validate", "say what to validate: --published, --run DIR or --quick");
   });
 }
 
