@@ -14,7 +14,13 @@ void add_topo_command(CLI::App& app);
 void add_calibrate_command(CLI::App& app, int argc, char** argv);
 // strata simulate (cmd_simulate.cc).
 void add_simulate_command(CLI::App& app);
+// strata sweep (cmd_sweep.cc).
+void add_sweep_command(CLI::App& app);
 // strata validate (cmd_validate.cc).
 void add_validate_command(CLI::App& app);
+// strata export (cmd_export.cc); argc/argv: the command line, recorded in strata-run.json.
+void add_export_command(CLI::App& app, int argc, char** argv);
+// strata run (cmd_run.cc).
+void add_run_command(CLI::App& app);
 
 }  // namespace strata::cli

@@ -25,7 +25,10 @@ int main(int argc, char** argv) {
   strata::cli::add_topo_command(app);
   strata::cli::add_calibrate_command(app, argc, argv);
   strata::cli::add_simulate_command(app);
+  strata::cli::add_sweep_command(app);
   strata::cli::add_validate_command(app);
+  strata::cli::add_export_command(app, argc, argv);
+  strata::cli::add_run_command(app);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,133 @@
+// strata export: a plan (or a sweep's ranked plan) as the files that launch it:
+// strata-run.json, megatron-args.sh, deepspeed.json, launch.slurm,
+// launch-mpirun.sh and prediction.json, written together or not at all.
+#include <sys/stat.h>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/scenario_options.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/progress.h"
+#include "core/units.h"
+#include "runtime/mpi_launch.h"
+#include "sim/export.h"
+#include "sim/simulate.h"
+
+namespace strata::cli {
+namespace {
+
+struct ExportArgs {
+  ScenarioArgs scenario;
+  std::string from_sweep;
+  int rank = 0;
+  std::string out_dir;
+  bool force = false;
+  std::string fidelity = "full";
+  std::string backend;
+  int steps = 10;
+  int warmup = 2;
+  std::uint64_t seed = 1234;
+  double timeout_s = 20.0;
+  std::vector<std::string> argv;
+};
+
+std::string command_line(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const std::string& a : argv) s += (s.empty() ? "" : " ") + a;
+  return s;
+}
+
+void run_export(const ExportArgs& args) {
+  Scenario s;
+  if (!args.from_sweep.empty()) {
+    if (!args.scenario.model.empty() || !args.scenario.plan.empty() || !args.scenario.cluster.empty()) {
+      throw InputError("", "--from-sweep", "give either --from-sweep FILE --rank K or --model/--plan/--cluster, not both");
+    }
+    if (args.rank < 1) throw InputError("", "--rank", "--from-sweep needs --rank K (1 is the best plan)");
+    s = sim::scenario_from_sweep(args.from_sweep, args.rank, args.scenario.allow_cross_node_tp);
+  } else {
+    if (args.scenario.model.empty() || args.scenario.plan.empty() || args.scenario.cluster.empty()) {
+      throw InputError("", "--model", "give --model, --plan and --cluster (or --from-sweep FILE --rank K)");
+    }
+    s = load_scenario(args.scenario);
+  }
+  if (!args.backend.empty() && args.backend != "cpu" && args.backend != "cuda") {
+    throw InputError("", "--backend", "expected \"cpu\" or \"cuda\", got \"" + args.backend + "\"");
+  }
+  sim::SimulationOptions options;
+  options.fidelity = args.fidelity == "full" ? sim::Fidelity::kFull : sim::Fidelity::kFolded;
+  ProgressLine progress("export", 100);
+  options.progress = [&](double f) {
+    progress.update(static_cast<std::int64_t>(100 * f), "simulating the plan");
+    return true;
+  };
+  const sim::SimulationResult result = sim::simulate(s, options);
+  progress.finish();
+
+  sim::ExportOptions o;
+  o.steps = args.steps;
+  o.timing_warmup_steps = args.warmup;
+  o.seed = args.seed;
+  o.backend = args.backend;
+  o.timeout_s = args.timeout_s;
+  o.force = args.force;
+  o.mpirun_env = rt::mpirun_environment();
+  // The flags between `mpirun -n N` and the command (runtime/mpi_launch.h).
+  const std::vector<std::string> argv = rt::mpirun_argv("mpirun", 1, {"CMD"});
+  for (std::size_t i = 3; i + 1 < argv.size(); ++i) o.mpirun_flags.push_back(argv[i]);
+  o.command_line = command_line(args.argv);
+  if (o.timing_warmup_steps >= o.steps) {
+    throw InputError("", "--warmup-steps", fmt::format("must be less than --steps ({})", o.steps));
+  }
+  const sim::ExportResult exported = sim::export_plan(s, result, o);
+
+  OutputSet out;
+  for (const sim::ExportFile& f : exported.files) out.add(args.out_dir + "/" + f.name, f.content);
+  out.commit();
+  for (const sim::ExportFile& f : exported.files) {
+    if (f.executable) chmod((args.out_dir + "/" + f.name).c_str(), 0755);
+  }
+  fmt::print("{} with tp {} pp {} dp {} on {}: predicted step {:.4g} s, peak memory {:.2f} GiB of {:.2f} GiB\n",
+             s.model.name, s.plan.tp, s.plan.pp, s.plan.dp, s.cluster.name, result.metrics.step_time_s,
+             result.memory.peak_bytes / kGiB, result.memory.capacity_bytes / kGiB);
+  fmt::print("wrote");
+  for (const sim::ExportFile& f : exported.files) fmt::print(" {}", f.name);
+  fmt::print(" to {}\n", args.out_dir);
+  for (const std::string& n : exported.notes) fmt::print("note: {}\n", n);
+  fmt::print("run it: bash {}/launch-mpirun.sh   (or sbatch launch.slurm; Megatron-LM: megatron-args.sh)\n",
+             args.out_dir);
+}
+
+}  // namespace
+
+void add_export_command(CLI::App& app, int argc, char** argv) {
+  auto args = std::make_shared<ExportArgs>();
+  args->argv.assign(argv, argv + argc);
+  CLI::App* cmd = app.add_subcommand(
+      "export", "Write a plan's launch files: strata-run.json (strata run), megatron-args.sh, deepspeed.json, "
+                "launch.slurm, launch-mpirun.sh and the prediction");
+  cmd->add_option("--model", args->scenario.model, "model.json path or shipped name");
+  cmd->add_option("--plan", args->scenario.plan, "plan.json path or shipped name");
+  cmd->add_option("--cluster", args->scenario.cluster, "cluster.json path or shipped name");
+  cmd->add_option("--profile", args->scenario.profile, "device profile (default: the cluster's)");
+  cmd->add_flag("--allow-cross-node-tp", args->scenario.allow_cross_node_tp, "allow tensor parallelism across nodes");
+  cmd->add_option("--from-sweep", args->from_sweep, "a sweep.json from `strata sweep` (with --rank)");
+  cmd->add_option("--rank", args->rank, "which of the sweep's ranked plans (1: the best)");
+  cmd->add_option("--out", args->out_dir, "directory for the files")->required();
+  cmd->add_flag("--force", args->force, "export even when the plan does not fit in memory");
+  cmd->add_option("--fidelity", args->fidelity, "simulation fidelity of prediction.json (default: full)")
+      ->check(CLI::IsMember({"full", "folded"}));
+  cmd->add_option("--backend", args->backend, "runtime backend of strata-run.json (default: the profile's)");
+  cmd->add_option("--steps", args->steps, "training steps `strata run` runs (default 10)")->check(CLI::Range(1, 1000000));
+  cmd->add_option("--warmup-steps", args->warmup, "first steps left out of the measured median (default 2)")
+      ->check(CLI::Range(0, 1000000));
+  cmd->add_option("--seed", args->seed, "seed of the parameters and synthetic data (default 1234)");
+  cmd->add_option("--timeout", args->timeout_s,
+                  "seconds any rank waits for a peer before the run stops (default 20)")
+      ->check(CLI::Range(0.1, 86400.0));
+  cmd->callback([args] { run_export(*args); });
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,438 @@
+#include "runtime/executor/executor.h"
+
+#include <chrono>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "runtime/executor/embedding_head.h"
+#include "runtime/executor/kernels.h"
+#include "runtime/executor/param_layout.h"
+#include "runtime/executor/parameter_store.h"
+#include "runtime/executor/pipeline_links.h"
+#include "runtime/executor/synthetic_data.h"
+#include "runtime/executor/transformer_layer.h"
+#include "runtime/tensor_io.h"
+#include "sim/schedule/pipeline_schedule.h"
+
+namespace strata::rt {
+namespace {
+
+// What one micro-batch keeps on one model chunk between its forward and backward.
+struct MicrobatchState {
+  std::vector<LayerActivations> layers;
+  HeadActivations head;
+  IndexTensor ids;
+};
+
+struct PendingRecv {
+  PipelineOp op;
+  Tensor buffer;
+  std::unique_ptr<Request> request;
+};
+
+struct PendingSend {
+  std::unique_ptr<Request> request;
+  Tensor buffer;
+  TimeNs start_ns = 0;
+  const char* name = "";
+  EventContext context;
+  double bytes = 0.0;
+};
+
+ProcessGroups checked_groups(const RunConfig& c, Communicator& world) {
+  const ParallelSizes sizes = parallel_sizes(c.plan);
+  if (world.size() != sizes.world()) {
+    throw InputError(c.file, "$.parallel.world_size",
+                     fmt::format("the plan has {} ranks (tp {} x pp {} x dp {}) but this run has {}: start it with "
+                                 "`mpirun -n {}` (or srun -n {})",
+                                 sizes.world(), sizes.tp, sizes.pp, sizes.dp, world.size(), sizes.world(),
+                                 sizes.world()));
+  }
+  return make_process_groups(world, sizes);
+}
+
+StoreOptions store_options(const RunConfig& c) {
+  StoreOptions o;
+  o.zero_stage = c.plan.zero_stage;
+  o.overlap_grad_reduce = c.plan.overlap_grad_reduce;
+  o.overlap_param_gather = c.plan.overlap_param_gather;
+  o.sequence_parallel = c.plan.sequence_parallel;
+  o.dtype = c.plan.dtype;
+  o.seed = c.seed;
+  o.adam = c.adam;
+  return o;
+}
+
+}  // namespace
+
+struct Executor::Impl {
+  Impl(const RunConfig& c, Device& d, Communicator& w)
+      : config(c), device(d), world(w), groups(checked_groups(c, w)), recorder(d),
+        layout(make_param_layout(c.model, c.plan, groups.coord.tp_rank, groups.coord.pp_rank, c.ddp_bucket_size)),
+        shapes(make_shapes(c.model, c.plan, groups.coord.tp_rank, d.storage_dtype(c.plan.dtype))),
+        kernels(d, *groups.tp, recorder, shapes), layer(kernels, c.plan.recompute), embedding_head(kernels) {
+    const PlanSpec& p = config.plan;
+    links = std::make_unique<PipelineLinks>(*groups.pp, p);
+    store = std::make_unique<ParameterStore>(device, layout, store_options(config), groups.coord, *groups.tp,
+                                             *groups.dp, groups.embedding.get(), recorder);
+    program = pipeline_program(p.schedule, p.pp, p.vpp, p.num_microbatches(), groups.coord.pp_rank);
+    chunk_layers = config.model.num_layers / (p.pp * p.vpp);
+    last_vs = p.pp * p.vpp - 1;
+    last_backward.assign(program.size(), 0);
+    for (int chunk = 0; chunk < p.vpp; ++chunk) {
+      int at = -1;
+      for (int i = 0; i < static_cast<int>(program.size()); ++i) {
+        if (program[i].phase == PipelinePhase::kBackward && program[i].chunk == chunk) at = i;
+      }
+      if (at >= 0) last_backward[at] = 1;
+    }
+    state.resize(p.vpp);
+    for (auto& chunk_state : state) chunk_state.resize(p.num_microbatches());
+    // Positions of this rank's tokens ([b, s] rows; a contiguous slice with
+    // sequence parallelism).
+    std::vector<std::int32_t> positions(static_cast<std::size_t>(shapes.local_tokens));
+    const std::int64_t first = shapes.sequence_parallel ? groups.coord.tp_rank * shapes.local_tokens : 0;
+    for (std::int64_t i = 0; i < shapes.local_tokens; ++i) {
+      positions[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((first + i) % shapes.s);
+    }
+    position_ids = device.allocate_indices(shapes.local_tokens);
+    upload_indices(device, positions, position_ids.view());
+    loss_sum = device.allocate_tensor(1, DType::kFp32);
+    scalars = device.allocate_tensor(2, DType::kFp32);
+    tmp = device.allocate_tensor(1, DType::kFp32);
+    device.synchronize();
+    device.reset_peak_memory();
+  }
+
+  int virtual_stage_of(const PipelineOp& op) const {
+    return virtual_stage(config.plan.pp, groups.coord.pp_rank, op.chunk);
+  }
+
+  bool needs_recv(const PipelineOp& op) const {
+    const int vs = virtual_stage_of(op);
+    return op.phase == PipelinePhase::kForward ? vs > 0 : vs < last_vs;
+  }
+
+  void post_recv(const PipelineOp& op) {
+    if (!needs_recv(op)) return;
+    for (const PendingRecv& r : recvs) {
+      if (r.op == op) return;
+    }
+    PendingRecv r;
+    r.op = op;
+    r.buffer = kernels.activation(shapes.local_tokens * shapes.h);
+    const LinkKind kind = op.phase == PipelinePhase::kForward ? LinkKind::kActivations : LinkKind::kGradients;
+    r.request = links->start_recv(kind, r.buffer.view(), op.microbatch, virtual_stage_of(op));
+    recvs.push_back(std::move(r));
+  }
+
+  Tensor take_recv(const PipelineOp& op) {
+    post_recv(op);
+    for (std::size_t i = 0; i < recvs.size(); ++i) {
+      if (!(recvs[i].op == op)) continue;
+      const TimeNs start = recorder.now_ns();
+      recvs[i].request->wait();
+      Tensor t = std::move(recvs[i].buffer);
+      recvs.erase(recvs.begin() + static_cast<std::ptrdiff_t>(i));
+      recorder.add(op.phase == PipelinePhase::kForward ? "recv activations" : "recv gradients", EventCategory::kPp,
+                   Lane::kPpRecv, static_cast<double>(t.view().bytes()), start, recorder.now_ns());
+      return t;
+    }
+    throw InternalError("pipeline: a receive was not posted");
+  }
+
+  void send(LinkKind kind, Tensor x, int microbatch, int from_vs) {
+    PendingSend s;
+    s.start_ns = recorder.now_ns();
+    s.request = links->start_send(kind, x.view(), microbatch, from_vs);
+    s.bytes = static_cast<double>(x.view().bytes());
+    s.buffer = std::move(x);
+    s.name = kind == LinkKind::kActivations ? "send activations" : "send gradients";
+    s.context = recorder.context();
+    sends.push_back(std::move(s));
+  }
+
+  void finish_send(PendingSend& s) {
+    recorder.add(s.name, EventCategory::kPp, Lane::kPpSend, s.bytes, s.start_ns, recorder.now_ns(), s.context);
+  }
+
+  void pump() {
+    store->pump();
+    for (std::size_t i = 0; i < sends.size();) {
+      if (sends[i].request->test()) {
+        finish_send(sends[i]);
+        sends.erase(sends.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+    }
+  }
+
+  void wait_sends() {
+    for (PendingSend& s : sends) {
+      s.request->wait();
+      finish_send(s);
+    }
+    sends.clear();
+  }
+
+  TokenBatch tokens(int microbatch) const {
+    const PlanSpec& p = config.plan;
+    const std::int64_t first = global_sequence_index(step_index - 1, p.global_batch_size, p.dp, groups.coord.dp_rank,
+                                                     p.micro_batch_size, microbatch, 0);
+    return synthetic_tokens(config.seed, first, p.micro_batch_size, config.model.seq_length, config.model.vocab_size);
+  }
+
+  // The unit holding the output layer of chunk c: untied output, the tied copy,
+  // or (pp == 1, tied) the word embedding itself.
+  int output_unit(int c) const {
+    return layout.output_unit[c] >= 0 ? layout.output_unit[c] : layout.word_embedding_unit[c];
+  }
+
+  TensorView param(int unit, const TensorView& flat, std::size_t index) const {
+    const Unit& u = layout.units[unit];
+    if (index >= u.params.size()) return {};
+    return flat.slice(u.params[index].offset, u.params[index].numel());
+  }
+
+  void forward(const PipelineOp& op) {
+    const int c = op.chunk;
+    const int vs = virtual_stage_of(op);
+    EventContext& ctx = recorder.context();
+    ctx = {op.microbatch, -1, c, EventPhase::kForward};
+    MicrobatchState& st = state[c][op.microbatch];
+    st.layers.clear();
+    st.layers.resize(chunk_layers);
+    Tensor x;
+    if (vs == 0) {
+      const TokenBatch batch = tokens(op.microbatch);
+      st.ids = device.allocate_indices(shapes.tokens);
+      upload_indices(device, batch.ids, st.ids.view());
+      const int wu = layout.word_embedding_unit[c];
+      const int pu = layout.position_embedding_unit[c];
+      const TensorView words = param(wu, store->acquire_weights(wu), 0);
+      const TensorView positions = pu >= 0 ? param(pu, store->acquire_weights(pu), 0) : TensorView{};
+      x = embedding_head.embedding_forward(words, positions, st.ids.view(), position_ids.view());
+      if (pu >= 0) store->release_weights(pu);
+      store->release_weights(wu);
+    } else {
+      x = take_recv(op);
+    }
+    const std::vector<int>& units = layout.layer_units[c];
+    for (int j = 0; j < chunk_layers; ++j) {
+      ctx.layer = vs * chunk_layers + j;
+      const TensorView w = store->acquire_weights(units[j]);
+      if (j + 1 < chunk_layers) store->prefetch_weights(units[j + 1]);
+      st.layers[j].x = std::move(x);
+      x = layer.forward(layer_params(layout.units[units[j]], w), st.layers[j]);
+      store->release_weights(units[j]);
+      pump();
+    }
+    ctx.layer = -1;
+    if (vs == last_vs) {
+      const TokenBatch batch = tokens(op.microbatch);
+      IndexTensor labels = device.allocate_indices(shapes.tokens);
+      upload_indices(device, batch.labels, labels.view());
+      const int fu = layout.final_norm_unit[c];
+      const int ou = output_unit(c);
+      const TensorView wf = store->acquire_weights(fu);
+      const TensorView wo = store->acquire_weights(ou);
+      st.head.x = std::move(x);
+      const float grad_scale =
+          1.0f / static_cast<float>(static_cast<std::int64_t>(config.plan.global_batch_size) * config.model.seq_length);
+      embedding_head.head_forward(param(fu, wf, 0), param(fu, wf, 1), param(ou, wo, 0), st.head, labels.view(),
+                                  grad_scale, loss_sum.view(), tmp.view());
+      store->release_weights(ou);
+      store->release_weights(fu);
+    } else {
+      send(LinkKind::kActivations, std::move(x), op.microbatch, vs);
+    }
+  }
+
+  void backward(const PipelineOp& op, bool last) {
+    const int c = op.chunk;
+    const int vs = virtual_stage_of(op);
+    EventContext& ctx = recorder.context();
+    ctx = {op.microbatch, -1, c, EventPhase::kBackward};
+    MicrobatchState& st = state[c][op.microbatch];
+    Tensor dy;
+    if (vs == last_vs) {
+      const int fu = layout.final_norm_unit[c];
+      const int ou = output_unit(c);
+      const TensorView wf = store->acquire_weights(fu);
+      const TensorView wo = store->acquire_weights(ou);
+      const TensorView gf = store->acquire_grads(fu);
+      const TensorView go = store->acquire_grads(ou);
+      dy = embedding_head.head_backward(param(fu, wf, 0), param(ou, wo, 0), st.head, param(fu, gf, 0),
+                                        param(fu, gf, 1), param(ou, go, 0));
+      store->release_grads(ou);
+      store->release_grads(fu);
+      store->release_weights(ou);
+      store->release_weights(fu);
+      store->unit_backward_done(fu, last);
+      // The tied word embedding (pp == 1) is done after the embedding's backward.
+      if (ou != layout.word_embedding_unit[c]) store->unit_backward_done(ou, last);
+    } else {
+      dy = take_recv(op);
+    }
+    const std::vector<int>& units = layout.layer_units[c];
+    for (int j = chunk_layers - 1; j >= 0; --j) {
+      ctx.layer = vs * chunk_layers + j;
+      const TensorView w = store->acquire_weights(units[j]);
+      if (j > 0) store->prefetch_weights(units[j - 1]);
+      const TensorView g = store->acquire_grads(units[j]);
+      const Unit& unit = layout.units[units[j]];
+      dy = layer.backward(layer_params(unit, w), layer_params(unit, g), st.layers[j], std::move(dy));
+      store->release_grads(units[j]);
+      store->release_weights(units[j]);
+      store->unit_backward_done(units[j], last);
+      pump();
+    }
+    ctx.layer = -1;
+    if (vs == 0) {
+      const int wu = layout.word_embedding_unit[c];
+      const int pu = layout.position_embedding_unit[c];
+      const TensorView gw = store->acquire_grads(wu);
+      const TensorView gp = pu >= 0 ? param(pu, store->acquire_grads(pu), 0) : TensorView{};
+      embedding_head.embedding_backward(dy.view(), st.ids.view(), position_ids.view(), param(wu, gw, 0), gp);
+      if (pu >= 0) {
+        store->release_grads(pu);
+        store->unit_backward_done(pu, last);
+      }
+      store->release_grads(wu);
+      store->unit_backward_done(wu, last);
+    } else {
+      send(LinkKind::kGradients, std::move(dy), op.microbatch, vs);
+    }
+    store->backward_op_done(c, last);
+    st = MicrobatchState{};
+  }
+
+  StepResult step() {
+    world.barrier();
+    recorder.begin_step();
+    const auto t0 = std::chrono::steady_clock::now();
+    ++step_index;
+    store->begin_step();
+    device.fill(loss_sum.view(), 0.0f);
+    for (std::size_t i = 0; i < program.size(); ++i) {
+      post_recv(program[i]);
+      // Receive one op ahead, so the transfer overlaps this op's compute.
+      if (i + 1 < program.size()) post_recv(program[i + 1]);
+      if (program[i].phase == PipelinePhase::kForward) {
+        forward(program[i]);
+      } else {
+        backward(program[i], last_backward[i] != 0);
+      }
+      pump();
+    }
+    wait_sends();
+    EventContext& ctx = recorder.context();
+    ctx = {-1, -1, 0, EventPhase::kBackward};
+    store->finish_reductions();
+    ctx = {-1, -1, 0, EventPhase::kStep};
+    // One all-reduce for the gradient norm (Megatron's clip_grad_norm_fp32: each
+    // rank's share of the squares) and the loss (the last stage's tp rank 0).
+    device.fill(scalars.view(), 0.0f);
+    store->add_grad_norm_squares(scalars.view().slice(0, 1), tmp.view());
+    if (groups.coord.pp_rank == config.plan.pp - 1 && groups.coord.tp_rank == 0) {
+      device.axpy(1.0f, loss_sum.view(), scalars.view().slice(1, 1));
+    }
+    const TimeNs start = recorder.now_ns();
+    world.all_reduce(scalars.view(), scalars.view());
+    recorder.add("grad norm all_reduce", EventCategory::kDp, Lane::kDpComm, 8.0, start, recorder.now_ns());
+    store->optimizer_step(step_index);
+    device.synchronize();
+    world.barrier();
+    const auto t1 = std::chrono::steady_clock::now();
+    recorder.end_step();
+    const std::vector<float> values = download_fp32(device, scalars.view());
+    StepResult r;
+    r.step_time_s = std::chrono::duration<double>(t1 - t0).count();
+    r.grad_norm = std::sqrt(static_cast<double>(values[0]));
+    r.loss = static_cast<double>(values[1]) /
+             (static_cast<double>(config.plan.global_batch_size) * config.model.seq_length);
+    return r;
+  }
+
+  std::map<std::string, std::vector<float>> full_parameters() {
+    const auto sizes = global_parameter_sizes(config.model);
+    std::map<std::string, std::int64_t> offsets;
+    std::int64_t total = 0;
+    for (const auto& [name, n] : sizes) {
+      offsets[name] = total;
+      total += n;
+    }
+    std::vector<float> host(static_cast<std::size_t>(total), 0.0f);
+    for (int u = 0; u < static_cast<int>(layout.units.size()); ++u) {
+      const std::vector<float> values = download_fp32(device, store->acquire_weights(u));
+      store->release_weights(u);
+      if (groups.coord.dp_rank != 0) continue;
+      for (const ParamSpec& p : layout.units[u].params) {
+        if (p.tied_copy || (p.replicated && groups.coord.tp_rank != 0)) continue;
+        for (const ParamSpec::Piece& piece : p.pieces) {
+          const std::int64_t n = piece.rows * p.cols;
+          std::copy_n(values.begin() + p.offset + piece.local_row * p.cols, n,
+                      host.begin() + offsets.at(p.name) + piece.global_row * p.cols);
+        }
+      }
+    }
+    // Each global element comes from exactly one rank: the sum assembles the model.
+    Tensor all = device.allocate_tensor(total, DType::kFp32);
+    upload_fp32(device, host, all.view());
+    world.all_reduce(all.view(), all.view());
+    host = download_fp32(device, all.view());
+    std::map<std::string, std::vector<float>> out;
+    for (const auto& [name, n] : sizes) {
+      const std::int64_t at = offsets.at(name);
+      out[name] = std::vector<float>(host.begin() + at, host.begin() + at + n);
+    }
+    return out;
+  }
+
+  RunConfig config;
+  Device& device;
+  Communicator& world;
+  ProcessGroups groups;
+  Recorder recorder;
+  ParamLayout layout;
+  Shapes shapes;
+  Kernels kernels;
+  TransformerLayer layer;
+  EmbeddingHead embedding_head;
+  std::unique_ptr<PipelineLinks> links;
+  std::unique_ptr<ParameterStore> store;
+  std::vector<PipelineOp> program;
+  std::vector<char> last_backward;
+  std::vector<std::vector<MicrobatchState>> state;
+  std::vector<PendingRecv> recvs;
+  std::vector<PendingSend> sends;
+  IndexTensor position_ids;
+  Tensor loss_sum, scalars, tmp;
+  std::int64_t step_index = 0;
+  int chunk_layers = 1;
+  int last_vs = 0;
+};
+
+Executor::Executor(const RunConfig& config, Device& device, Communicator& world)
+    : impl_(std::make_unique<Impl>(config, device, world)) {}
+
+Executor::~Executor() = default;
+
+StepResult Executor::step() { return impl_->step(); }
+
+void Executor::finish() {
+  impl_->wait_sends();
+  impl_->store->wait_all();
+  impl_->device.synchronize();
+}
+
+const RankCoord& Executor::coord() const { return impl_->groups.coord; }
+Recorder& Executor::recorder() { return impl_->recorder; }
+std::int64_t Executor::peak_memory_bytes() const { return impl_->device.peak_memory_bytes(); }
+
+std::map<std::string, std::vector<float>> Executor::full_parameters() { return impl_->full_parameters(); }
+
+}  // namespace strata::rt

@@ -1,0 +1,273 @@
+#include "runtime/executor/measured.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "runtime/tensor_io.h"
+
+namespace strata::rt {
+namespace {
+
+void append_escaped(std::string& out, const std::string& s) {
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<int>(c));
+    } else {
+      out += c;
+    }
+  }
+}
+
+// Microseconds with nanosecond precision, exactly (the simulator's form).
+void append_us(std::string& out, TimeNs ns) {
+  if (ns < 0) ns = 0;
+  fmt::format_to(std::back_inserter(out), "{}.{:03}", ns / 1000, ns % 1000);
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string rank_name(const RunConfig& c, int rank) {
+  const ParallelSizes sizes = parallel_sizes(c.plan);
+  const RankCoord coord = rank_coord(sizes, rank);
+  int node = 0;
+  int gpu = rank;
+  if (rank < static_cast<int>(c.rank_map.size())) {
+    node = c.rank_map[rank].node;
+    gpu = c.rank_map[rank].local_rank;
+  }
+  return fmt::format("node {} gpu {} (rank {}: tp {} dp {} pp {})", node, gpu, rank, coord.tp_rank, coord.dp_rank,
+                     coord.pp_rank);
+}
+
+}  // namespace
+
+std::string trace_events_json(const Recorder& recorder, int rank) {
+  std::vector<MeasuredEvent> events = recorder.last_step_events();
+  std::stable_sort(events.begin(), events.end(), [](const MeasuredEvent& a, const MeasuredEvent& b) {
+    return std::make_tuple(static_cast<int>(a.lane), a.start_ns) < std::make_tuple(static_cast<int>(b.lane), b.start_ns);
+  });
+  std::string out;
+  out.reserve(events.size() * 170);
+  for (const MeasuredEvent& e : events) {
+    if (!out.empty()) out += ",\n";
+    out += "{\"ph\":\"X\",\"name\":\"";
+    append_escaped(out, recorder.names()[e.name]);
+    out += fmt::format("\",\"cat\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":", to_string(e.category), rank,
+                       static_cast<int>(e.lane));
+    append_us(out, e.start_ns);
+    out += ",\"dur\":";
+    append_us(out, e.duration_ns);
+    out += fmt::format(",\"args\":{{\"mb\":{},\"layer\":{},\"chunk\":{},\"phase\":\"{}\",\"flops\":{},\"bytes\":{}}}}}",
+                       e.microbatch, e.layer, e.chunk, to_string(e.phase), e.flops, e.bytes);
+  }
+  return out;
+}
+
+std::vector<std::string> gather_strings(Communicator& world, Device& device, const std::string& mine) {
+  const int n = world.size();
+  // Lengths as two base-2^20 digits, exact in fp32; bytes one per fp32 element
+  // (0..255 is exact): the communicators move fp32 tensors on every backend.
+  constexpr std::int64_t kDigit = 1 << 20;
+  const auto length = static_cast<std::int64_t>(mine.size());
+  Tensor my_length = device.allocate_tensor(2, DType::kFp32);
+  Tensor lengths = device.allocate_tensor(2 * n, DType::kFp32);
+  upload_fp32(device, {static_cast<float>(length / kDigit), static_cast<float>(length % kDigit)}, my_length.view());
+  world.all_gather(my_length.view(), lengths.view());
+  const std::vector<float> got = download_fp32(device, lengths.view());
+  std::vector<std::int64_t> sizes(n);
+  std::int64_t longest = 1;
+  for (int r = 0; r < n; ++r) {
+    sizes[r] = static_cast<std::int64_t>(got[2 * r]) * kDigit + static_cast<std::int64_t>(got[2 * r + 1]);
+    longest = std::max(longest, sizes[r]);
+  }
+  std::vector<float> bytes(static_cast<std::size_t>(longest), 0.0f);
+  for (std::size_t i = 0; i < mine.size(); ++i) bytes[i] = static_cast<float>(static_cast<unsigned char>(mine[i]));
+  Tensor send = device.allocate_tensor(longest, DType::kFp32);
+  Tensor recv = device.allocate_tensor(longest * n, DType::kFp32);
+  upload_fp32(device, bytes, send.view());
+  world.all_gather(send.view(), recv.view());
+  const std::vector<float> all = download_fp32(device, recv.view());
+  std::vector<std::string> out(n);
+  for (int r = 0; r < n; ++r) {
+    out[r].resize(static_cast<std::size_t>(sizes[r]));
+    for (std::int64_t i = 0; i < sizes[r]; ++i) {
+      out[r][static_cast<std::size_t>(i)] = static_cast<char>(static_cast<unsigned char>(all[r * longest + i]));
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> runtime_notes(const RunConfig& c, const Device& device) {
+  std::vector<std::string> notes;
+  if (c.model.hidden_dropout > 0.0 || c.model.attention_dropout > 0.0) {
+    notes.push_back(fmt::format("dropout ({} hidden, {} attention) is not applied: runs are deterministic so every "
+                                "plan can be checked against one reference; the simulator costs the dropout kernels",
+                                c.model.hidden_dropout, c.model.attention_dropout));
+  }
+  if (c.model.position_embedding_type == PositionEmbedding::kRope ||
+      c.model.position_embedding_type == PositionEmbedding::kAlibi) {
+    notes.push_back(fmt::format("{} positions are not applied (no kernel in the runtime backends; they have no "
+                                "parameters and the simulator does not cost them either)",
+                                to_string(c.model.position_embedding_type)));
+  }
+  if (c.plan.flash_attention) {
+    notes.push_back("flash_attention: the runtime backends have no fused attention kernel; attention runs unfused "
+                    "(scores stored), so time and memory differ from the fused prediction");
+  }
+  const DType stored = device.storage_dtype(c.plan.dtype);
+  if (stored != c.plan.dtype) {
+    notes.push_back(fmt::format("{} tensors are stored and computed in {} on the {} backend", to_string(c.plan.dtype),
+                                to_string(stored), to_string(device.backend())));
+  }
+  return notes;
+}
+
+MeasuredRun run_training(const RunConfig& config, Device& device, Communicator& world,
+                         const std::function<void(int, int)>& progress) {
+  Executor executor(config, device, world);
+  MeasuredRun run;
+  for (int s = 0; s < config.steps; ++s) {
+    run.steps.push_back(executor.step());
+    if (progress) progress(s + 1, config.steps);
+  }
+  executor.finish();
+  const int rank = world.rank();
+  nlohmann::ordered_json header;
+  header["rank"] = rank;
+  header["peak_memory_bytes"] = executor.peak_memory_bytes();
+  const std::string mine = header.dump() + "\n" + trace_events_json(executor.recorder(), rank);
+  const std::vector<std::string> all = gather_strings(world, device, mine);
+  for (int r = 0; r < static_cast<int>(all.size()); ++r) {
+    const std::size_t nl = all[r].find('\n');
+    const nlohmann::json h = nlohmann::json::parse(all[r].substr(0, nl));
+    RankReport report;
+    report.rank = h.at("rank").get<int>();
+    report.peak_memory_bytes = h.at("peak_memory_bytes").get<std::int64_t>();
+    report.name = rank_name(config, r);
+    report.events = nl == std::string::npos ? "" : all[r].substr(nl + 1);
+    run.ranks.push_back(std::move(report));
+  }
+  run.backend = to_string(device.backend());
+  run.device_name = device.info().name;
+  run.transport = world.transport();
+  run.threads_per_rank = device.backend() == Backend::kCpu ? device.info().compute_units : 1;
+  run.notes = runtime_notes(config, device);
+  return run;
+}
+
+double median_step_time_s(const RunConfig& config, const MeasuredRun& run) {
+  std::vector<double> timed;
+  for (std::size_t i = static_cast<std::size_t>(config.timing_warmup_steps); i < run.steps.size(); ++i) {
+    timed.push_back(run.steps[i].step_time_s);
+  }
+  return median(timed);
+}
+
+std::vector<std::int64_t> peak_memory_per_stage(const RunConfig& config, const MeasuredRun& run) {
+  const ParallelSizes sizes = parallel_sizes(config.plan);
+  std::vector<std::int64_t> out(sizes.pp, 0);
+  for (const RankReport& r : run.ranks) {
+    const int stage = rank_coord(sizes, r.rank).pp_rank;
+    out[stage] = std::max(out[stage], r.peak_memory_bytes);
+  }
+  return out;
+}
+
+nlohmann::ordered_json measured_json(const RunConfig& c, const MeasuredRun& run) {
+  nlohmann::ordered_json j;
+  j["schema"] = kMeasuredSchema;
+  j["model"] = c.model.name;
+  j["plan"] = to_json(c.plan);
+  j["backend"] = run.backend;
+  j["device"] = run.device_name;
+  j["transport"] = run.transport;
+  j["ranks"] = static_cast<int>(run.ranks.size());
+  j["threads_per_rank"] = run.threads_per_rank;
+  j["steps"] = c.steps;
+  j["timing_warmup_steps"] = c.timing_warmup_steps;
+  j["step_time_s"] = median_step_time_s(c, run);
+  std::vector<double> times, losses, norms;
+  for (const StepResult& s : run.steps) {
+    times.push_back(s.step_time_s);
+    losses.push_back(s.loss);
+    norms.push_back(s.grad_norm);
+  }
+  const auto timed_begin = times.begin() + std::min<std::ptrdiff_t>(c.timing_warmup_steps, static_cast<std::ptrdiff_t>(times.size()));
+  j["step_time_min_s"] = timed_begin == times.end() ? 0.0 : *std::min_element(timed_begin, times.end());
+  j["step_time_max_s"] = timed_begin == times.end() ? 0.0 : *std::max_element(timed_begin, times.end());
+  j["step_times_s"] = times;
+  j["loss"] = losses;
+  j["grad_norm"] = norms;
+  nlohmann::ordered_json memory;
+  std::vector<std::int64_t> per_rank;
+  for (const RankReport& r : run.ranks) per_rank.push_back(r.peak_memory_bytes);
+  const std::vector<std::int64_t> per_stage = peak_memory_per_stage(c, run);
+  memory["peak_bytes"] = per_rank.empty() ? 0 : *std::max_element(per_rank.begin(), per_rank.end());
+  memory["peak_bytes_per_stage"] = per_stage;
+  memory["peak_bytes_per_rank"] = per_rank;
+  memory["what"] = "device memory allocated through the runtime at its peak during the steps: parameters, fp32 "
+                   "gradients, optimizer state, activations and buffers (no framework reserve)";
+  j["memory"] = memory;
+  j["trace"] = {{"file", "measured-trace.json"}, {"step", c.steps - 1}};
+  j["prediction"] = c.prediction;
+  j["profile"] = c.profile;
+  j["notes"] = run.notes;
+  return j;
+}
+
+std::string measured_trace_json(const RunConfig& c, const MeasuredRun& run) {
+  std::string out = "{\"traceEvents\":[\n";
+  bool first = true;
+  auto sep = [&] {
+    if (!first) out += ",\n";
+    first = false;
+  };
+  static const char* kLanes[] = {"compute", "tp-comm", "dp-comm", "pp-send", "pp-recv", "copy"};
+  for (const RankReport& r : run.ranks) {
+    sep();
+    out += fmt::format("{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":\"", r.rank);
+    append_escaped(out, r.name);
+    out += "\"}}";
+    sep();
+    out += fmt::format("{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}",
+                       r.rank, r.rank);
+    for (int t = 0; t < kNumLanes; ++t) {
+      sep();
+      out += fmt::format("{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"{}\"}}}}",
+                         r.rank, t, kLanes[t]);
+    }
+  }
+  for (const RankReport& r : run.ranks) {
+    if (r.events.empty()) continue;
+    sep();
+    out += r.events;
+  }
+  nlohmann::ordered_json other;
+  other["kind"] = "measured";
+  other["model"] = c.model.name;
+  other["plan"] = to_json(c.plan);
+  other["step_time_s"] = run.steps.empty() ? 0.0 : run.steps.back().step_time_s;
+  other["num_ranks"] = static_cast<int>(run.ranks.size());
+  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+  for (const RankReport& r : run.ranks) ranks.push_back(r.rank);
+  other["ranks"] = ranks;
+  other["backend"] = run.backend;
+  other["step"] = c.steps - 1;
+  out += "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"strata\":";
+  out += other.dump();
+  out += "}}\n";
+  return out;
+}
+
+}  // namespace strata::rt

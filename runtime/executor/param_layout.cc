@@ -1,0 +1,357 @@
+#include "runtime/executor/param_layout.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "sim/schedule/pipeline_schedule.h"
+
+namespace strata::rt {
+namespace {
+
+using i64 = std::int64_t;
+
+// Megatron-LM's --init-method-std default (0.02); residual-branch outputs
+// (projection, fc2) use std / sqrt(2 * num_layers) (Megatron's
+// scaled_init_method_normal, after GPT-2). Our fill is uniform, with the same std:
+// half-width = std * sqrt(3).
+constexpr double kInitStd = 0.02;
+float uniform_range(double std_dev) { return static_cast<float>(std_dev * std::sqrt(3.0)); }
+
+ParamSpec vector_param(std::string name, i64 n, ParamInit init, bool replicated) {
+  ParamSpec p;
+  p.name = std::move(name);
+  p.rows = n;
+  p.cols = 1;
+  p.global_rows = n;
+  p.pieces = {{0, 0, n}};
+  p.init = init;
+  p.replicated = replicated;
+  return p;
+}
+
+class LayoutBuilder {
+ public:
+  LayoutBuilder(const ModelSpec& m, const PlanSpec& p, int tp_rank, int pp_rank)
+      : m_(m), p_(p), t_(tp_rank), r_(pp_rank) {}
+
+  ParamLayout build(i64 bucket_size) {
+    const int chunks = p_.vpp;
+    const int lc = m_.num_layers / (p_.pp * p_.vpp);
+    const int last_vs = p_.pp * p_.vpp - 1;
+    const bool tied = !m_.untie_embeddings_and_output_weights;
+    out_.layer_units.assign(chunks, {});
+    out_.word_embedding_unit.assign(chunks, -1);
+    out_.position_embedding_unit.assign(chunks, -1);
+    out_.final_norm_unit.assign(chunks, -1);
+    out_.output_unit.assign(chunks, -1);
+    for (int c = 0; c < chunks; ++c) {
+      const int vs = virtual_stage(p_.pp, r_, c);
+      if (vs == 0) {
+        out_.word_embedding_unit[c] = add_unit(word_embedding(c, false));
+        if (m_.position_embedding_type == PositionEmbedding::kLearnedAbsolute) {
+          out_.position_embedding_unit[c] = add_unit(position_embedding(c));
+        }
+      }
+      for (int j = 0; j < lc; ++j) out_.layer_units[c].push_back(add_unit(layer(c, j, vs * lc + j)));
+      if (vs == last_vs) {
+        out_.final_norm_unit[c] = add_unit(final_norm(c));
+        if (!tied) {
+          out_.output_unit[c] = add_unit(output_layer(c));
+        } else if (p_.pp > 1) {
+          out_.output_unit[c] = add_unit(word_embedding(c, true));
+        }
+      }
+    }
+    make_buckets(bucket_size);
+    return std::move(out_);
+  }
+
+ private:
+  int add_unit(Unit u) {
+    // Replicated parameters last, so sequence parallelism can sum their
+    // gradients over tp as one range.
+    std::stable_partition(u.params.begin(), u.params.end(), [](const ParamSpec& s) { return !s.replicated; });
+    i64 offset = 0;
+    u.replicated_begin = -1;
+    for (ParamSpec& s : u.params) {
+      if (s.replicated && u.replicated_begin < 0) u.replicated_begin = offset;
+      s.offset = offset;
+      offset += s.numel();
+    }
+    u.numel = offset;
+    if (u.replicated_begin < 0) u.replicated_begin = offset;
+    if (u.kind == UnitKind::kLayer) {
+      // Roles were recorded by name before the partition: look them up again.
+      std::vector<int> index(static_cast<int>(LayerRole::kCount), -1);
+      for (int k = 0; k < static_cast<int>(u.params.size()); ++k) {
+        const std::string& n = u.params[k].name;
+        const std::string suffix = n.substr(n.find('.', n.find('.') + 1) + 1);
+        index[static_cast<int>(role_of(suffix))] = k;
+      }
+      u.role_index = index;
+    }
+    out_.units.push_back(std::move(u));
+    return static_cast<int>(out_.units.size()) - 1;
+  }
+
+  static LayerRole role_of(const std::string& suffix) {
+    static const std::pair<const char*, LayerRole> names[] = {
+        {"qkv.weight", LayerRole::kQkvWeight},           {"qkv.bias", LayerRole::kQkvBias},
+        {"proj.weight", LayerRole::kProjWeight},         {"proj.bias", LayerRole::kProjBias},
+        {"fc1.weight", LayerRole::kFc1Weight},           {"fc1.bias", LayerRole::kFc1Bias},
+        {"fc2.weight", LayerRole::kFc2Weight},           {"fc2.bias", LayerRole::kFc2Bias},
+        {"input_norm.weight", LayerRole::kNorm1Weight},  {"input_norm.bias", LayerRole::kNorm1Bias},
+        {"post_attn_norm.weight", LayerRole::kNorm2Weight}, {"post_attn_norm.bias", LayerRole::kNorm2Bias},
+    };
+    for (const auto& [name, role] : names) {
+      if (suffix == name) return role;
+    }
+    throw InternalError("param_layout: unknown layer parameter " + suffix);
+  }
+
+  Unit word_embedding(int chunk, bool tied_copy) {
+    const i64 vl = m_.vocab_size / p_.tp;
+    ParamSpec s;
+    s.name = "embedding.word_embeddings.weight";
+    s.rows = vl;
+    s.cols = m_.hidden_size;
+    s.global_rows = m_.vocab_size;
+    s.pieces = {{0, t_ * vl, vl}};
+    s.init_range = uniform_range(kInitStd);
+    s.tied_copy = tied_copy;
+    Unit u;
+    u.kind = tied_copy ? UnitKind::kOutputLayer : UnitKind::kWordEmbedding;
+    u.chunk = chunk;
+    u.params.push_back(std::move(s));
+    return u;
+  }
+
+  Unit position_embedding(int chunk) {
+    ParamSpec s;
+    s.name = "embedding.position_embeddings.weight";
+    s.rows = m_.seq_length;
+    s.cols = m_.hidden_size;
+    s.global_rows = m_.seq_length;
+    s.pieces = {{0, 0, m_.seq_length}};
+    s.init_range = uniform_range(kInitStd);
+    s.replicated = true;
+    Unit u;
+    u.kind = UnitKind::kPositionEmbedding;
+    u.chunk = chunk;
+    u.params.push_back(std::move(s));
+    return u;
+  }
+
+  Unit final_norm(int chunk) {
+    Unit u;
+    u.kind = UnitKind::kFinalNorm;
+    u.chunk = chunk;
+    u.params.push_back(vector_param("final_norm.weight", m_.hidden_size, ParamInit::kOnes, true));
+    if (m_.normalization == Normalization::kLayerNorm) {
+      u.params.push_back(vector_param("final_norm.bias", m_.hidden_size, ParamInit::kZeros, true));
+    }
+    return u;
+  }
+
+  Unit output_layer(int chunk) {
+    Unit u = word_embedding(chunk, false);
+    u.kind = UnitKind::kOutputLayer;
+    u.params[0].name = "output_layer.weight";
+    return u;
+  }
+
+  Unit layer(int chunk, int local_layer, int global_layer) {
+    const i64 h = m_.hidden_size;
+    const i64 tp = p_.tp;
+    const i64 d = m_.head_dim();
+    const i64 q_width = h;                       // all heads
+    const i64 kv_width = m_.num_query_groups * d;
+    const i64 ql = q_width / tp;
+    const i64 kvl = kv_width / tp;
+    const i64 f = m_.ffn_hidden_size;
+    const i64 fl = f / tp;
+    const std::string prefix = fmt::format("layers.{}.", global_layer);
+    const float range = uniform_range(kInitStd);
+    const float scaled = uniform_range(kInitStd / std::sqrt(2.0 * m_.num_layers));
+    const bool bias = m_.add_bias_linear;
+    const bool layernorm = m_.normalization == Normalization::kLayerNorm;
+
+    Unit u;
+    u.kind = UnitKind::kLayer;
+    u.chunk = chunk;
+    u.local_layer = local_layer;
+    u.layer = global_layer;
+    // Column-parallel QKV: this rank's Q heads, K groups and V groups.
+    std::vector<ParamSpec::Piece> qkv_pieces = {{0, t_ * ql, ql},
+                                                {ql, q_width + t_ * kvl, kvl},
+                                                {ql + kvl, q_width + kv_width + t_ * kvl, kvl}};
+    u.params.push_back(matrix(prefix + "qkv.weight", ql + 2 * kvl, h, q_width + 2 * kv_width, qkv_pieces, range));
+    if (bias) u.params.push_back(column_bias(prefix + "qkv.bias", ql + 2 * kvl, q_width + 2 * kv_width, qkv_pieces));
+    // Row-parallel projection: this rank's input rows.
+    u.params.push_back(matrix(prefix + "proj.weight", ql, h, q_width, {{0, t_ * ql, ql}}, scaled));
+    if (bias) u.params.push_back(vector_param(prefix + "proj.bias", h, ParamInit::kZeros, true));
+    // Column-parallel fc1 ([a | b] halves when gated).
+    std::vector<ParamSpec::Piece> fc1_pieces = {{0, t_ * fl, fl}};
+    if (m_.swiglu) fc1_pieces.push_back({fl, f + t_ * fl, fl});
+    const i64 fc1_rows = m_.swiglu ? 2 * fl : fl;
+    const i64 fc1_global = m_.swiglu ? 2 * f : f;
+    u.params.push_back(matrix(prefix + "fc1.weight", fc1_rows, h, fc1_global, fc1_pieces, range));
+    if (bias) u.params.push_back(column_bias(prefix + "fc1.bias", fc1_rows, fc1_global, fc1_pieces));
+    u.params.push_back(matrix(prefix + "fc2.weight", fl, h, f, {{0, t_ * fl, fl}}, scaled));
+    if (bias) u.params.push_back(vector_param(prefix + "fc2.bias", h, ParamInit::kZeros, true));
+    u.params.push_back(vector_param(prefix + "input_norm.weight", h, ParamInit::kOnes, true));
+    if (layernorm) u.params.push_back(vector_param(prefix + "input_norm.bias", h, ParamInit::kZeros, true));
+    u.params.push_back(vector_param(prefix + "post_attn_norm.weight", h, ParamInit::kOnes, true));
+    if (layernorm) u.params.push_back(vector_param(prefix + "post_attn_norm.bias", h, ParamInit::kZeros, true));
+    return u;
+  }
+
+  static ParamSpec matrix(std::string name, i64 rows, i64 cols, i64 global_rows,
+                          std::vector<ParamSpec::Piece> pieces, float range) {
+    ParamSpec s;
+    s.name = std::move(name);
+    s.rows = rows;
+    s.cols = cols;
+    s.global_rows = global_rows;
+    s.pieces = std::move(pieces);
+    s.init_range = range;
+    return s;
+  }
+
+  static ParamSpec column_bias(std::string name, i64 rows, i64 global_rows,
+                               std::vector<ParamSpec::Piece> pieces) {
+    ParamSpec s = matrix(std::move(name), rows, 1, global_rows, std::move(pieces), 0.0f);
+    s.init = ParamInit::kZeros;
+    return s;
+  }
+
+  void make_buckets(i64 bucket_size) {
+    const bool zero3 = p_.zero_stage == 3 && p_.dp > 1;
+    const bool sync = !m_.untie_embeddings_and_output_weights && p_.pp > 1;
+    Bucket current;
+    auto close = [&](int chunk) {
+      if (!current.units.empty()) out_.buckets.push_back(std::move(current));
+      current = Bucket{};
+      current.chunk = chunk;
+    };
+    auto add = [&](int unit, int chunk) {
+      if (unit < 0) return;
+      if (zero3) close(chunk);
+      current.units.push_back(unit);
+      current.numel += out_.units[unit].numel;
+      if (zero3) close(chunk);
+    };
+    // The tied word embedding (or its copy) in a bucket of its own.
+    auto alone = [&](int unit, int chunk) {
+      close(chunk);
+      current.units.push_back(unit);
+      current.numel = out_.units[unit].numel;
+      current.embedding_sync = true;
+      close(chunk);
+    };
+    for (int c : chunks_by_last_backward(p_, r_)) {
+      close(c);
+      // Backward order: output layer, final norm, layers from the top, positions, word embedding.
+      const int out = out_.output_unit[c];
+      if (out >= 0 && sync) {
+        alone(out, c);
+      } else {
+        add(out, c);
+      }
+      add(out_.final_norm_unit[c], c);
+      const auto& layers = out_.layer_units[c];
+      for (int j = static_cast<int>(layers.size()) - 1; j >= 0; --j) {
+        add(layers[j], c);
+        if (!zero3 && current.numel >= bucket_size && j > 0) close(c);
+      }
+      add(out_.position_embedding_unit[c], c);
+      const int word = out_.word_embedding_unit[c];
+      if (word >= 0 && sync) {
+        alone(word, c);
+      } else {
+        add(word, c);
+      }
+      close(c);
+    }
+    for (int b = 0; b < static_cast<int>(out_.buckets.size()); ++b) {
+      Bucket& bucket = out_.buckets[b];
+      i64 offset = 0;
+      for (int u : bucket.units) {
+        out_.units[u].bucket = b;
+        out_.units[u].bucket_offset = offset;
+        offset += out_.units[u].numel;
+      }
+      bucket.padded_numel = (bucket.numel + p_.dp - 1) / p_.dp * p_.dp;
+    }
+  }
+
+  const ModelSpec& m_;
+  const PlanSpec& p_;
+  int t_;
+  int r_;
+  ParamLayout out_;
+};
+
+}  // namespace
+
+const char* to_string(UnitKind kind) {
+  switch (kind) {
+    case UnitKind::kWordEmbedding: return "word_embedding";
+    case UnitKind::kPositionEmbedding: return "position_embedding";
+    case UnitKind::kLayer: return "layer";
+    case UnitKind::kFinalNorm: return "final_norm";
+    case UnitKind::kOutputLayer: return "output_layer";
+  }
+  return "layer";
+}
+
+std::int64_t ParamLayout::total_numel() const {
+  std::int64_t n = 0;
+  for (const Unit& u : units) n += u.numel;
+  return n;
+}
+
+std::vector<int> chunks_by_last_backward(const PlanSpec& plan, int pp_rank) {
+  const std::vector<PipelineOp> program =
+      pipeline_program(plan.schedule, plan.pp, plan.vpp, plan.num_microbatches(), pp_rank);
+  std::vector<std::pair<int, int>> last;  // (op index of the chunk's last backward, chunk)
+  for (int c = 0; c < plan.vpp; ++c) {
+    int at = -1;
+    for (int i = 0; i < static_cast<int>(program.size()); ++i) {
+      if (program[i].phase == PipelinePhase::kBackward && program[i].chunk == c) at = i;
+    }
+    last.emplace_back(at, c);
+  }
+  std::sort(last.begin(), last.end());
+  std::vector<int> out;
+  for (const auto& [unused, c] : last) out.push_back(c);
+  return out;
+}
+
+ParamLayout make_param_layout(const ModelSpec& model, const PlanSpec& plan, int tp_rank, int pp_rank,
+                              std::int64_t bucket_size) {
+  if (plan.dp < 1 || model.vocab_size % plan.tp != 0 || model.num_layers % (plan.pp * plan.vpp) != 0) {
+    throw InternalError("make_param_layout: the plan is not checked against the model");
+  }
+  if (tp_rank < 0 || tp_rank >= plan.tp || pp_rank < 0 || pp_rank >= plan.pp || bucket_size < 1) {
+    throw InternalError(fmt::format("make_param_layout: rank ({}, {}) outside tp {} pp {}", tp_rank, pp_rank,
+                                    plan.tp, plan.pp));
+  }
+  return LayoutBuilder(model, plan, tp_rank, pp_rank).build(bucket_size);
+}
+
+std::vector<std::pair<std::string, std::int64_t>> global_parameter_sizes(const ModelSpec& model) {
+  PlanSpec single;
+  single.dp = 1;
+  const ParamLayout layout = make_param_layout(model, single, 0, 0, std::int64_t{1} << 40);
+  std::vector<std::pair<std::string, std::int64_t>> out;
+  for (const Unit& u : layout.units) {
+    for (const ParamSpec& s : u.params) out.emplace_back(s.name, s.numel());
+  }
+  return out;
+}
+
+}  // namespace strata::rt

@@ -1,0 +1,118 @@
+// Which parameters one rank holds under a plan, where each sits in the flat
+// buffers that data parallelism reduces and ZeRO shards, and which global
+// elements it is (so every shard is initialized to match the whole model, and
+// tests can reassemble the whole model from the shards).
+//
+// Storage, as Megatron-LM lays its layers out:
+//   column-parallel weights (QKV, fc1, output layer, word embeddings) are
+//     [out, in], split over tp by output rows: QKV keeps [Q | K | V] blocks of
+//     heads and query groups, a SwiGLU fc1 keeps [a | b] halves;
+//   row-parallel weights (projection, fc2) are [in, out], split over tp by input rows;
+//   norms, row-parallel biases and learned positions are replicated on every tp rank.
+// Every local row is a contiguous run of global rows (ParamSpec::pieces), so a
+// shard is filled with fill_random at its global element offsets.
+//
+// Units and buckets: a unit is the parameters of one block (a transformer layer,
+// the word embedding, the learned positions, the final norm, the output layer);
+// its flat layout puts replicated parameters last. A bucket is units of one model
+// chunk in backward order whose gradients are reduced together (Megatron-LM's
+// --ddp-bucket-size, the simulator's buckets); with ZeRO-3 every unit is its own
+// bucket, gathered before use. The tied word embedding (first and last stage when
+// pp > 1) is always a bucket of its own, so both stages shard it identically and
+// the embedding group can sum its gradient shard by shard.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/spec/model_spec.h"
+#include "sim/spec/plan_spec.h"
+
+namespace strata::rt {
+
+enum class ParamInit {
+  kUniform,  // uniform in [-init_range, init_range): the weights' init std times sqrt(3)
+  kOnes,     // norm weights
+  kZeros,    // biases
+};
+
+struct ParamSpec {
+  // A run of local rows holding global rows [global_row, global_row + rows).
+  struct Piece {
+    std::int64_t local_row = 0;
+    std::int64_t global_row = 0;
+    std::int64_t rows = 0;
+  };
+  std::string name;               // global name, "layers.3.qkv.weight"
+  std::int64_t rows = 0;          // local rows
+  std::int64_t cols = 1;          // columns (1 for vectors); the same globally
+  std::int64_t global_rows = 0;
+  std::vector<Piece> pieces;
+  ParamInit init = ParamInit::kUniform;
+  float init_range = 0.0f;
+  bool replicated = false;        // the same on every tp rank
+  bool tied_copy = false;         // the last stage's copy of the tied word embedding
+  std::int64_t offset = 0;        // in the unit's flat layout
+  std::int64_t numel() const { return rows * cols; }
+};
+
+enum class UnitKind { kWordEmbedding, kPositionEmbedding, kLayer, kFinalNorm, kOutputLayer };
+const char* to_string(UnitKind kind);
+
+// Roles of a transformer layer's parameters (index into Unit::role_index).
+enum class LayerRole {
+  kQkvWeight, kQkvBias, kProjWeight, kFc1Weight, kFc1Bias, kFc2Weight,
+  kNorm1Weight, kNorm1Bias, kProjBias, kNorm2Weight, kNorm2Bias, kFc2Bias, kCount
+};
+
+struct Unit {
+  UnitKind kind = UnitKind::kLayer;
+  int chunk = 0;           // model chunk on this rank
+  int local_layer = -1;    // layer index within the chunk (kLayer)
+  int layer = -1;          // global layer index (kLayer)
+  std::vector<ParamSpec> params;
+  std::int64_t numel = 0;
+  std::int64_t replicated_begin = 0;  // params at [replicated_begin, numel) are replicated
+  // kLayer: role -> index into params, -1 when the model has no such parameter.
+  std::vector<int> role_index;
+  int bucket = -1;
+  std::int64_t bucket_offset = 0;     // where the unit starts in its bucket
+};
+
+struct Bucket {
+  int chunk = 0;
+  std::vector<int> units;       // in backward order (the order their gradients finish)
+  std::int64_t numel = 0;       // sum of the units
+  std::int64_t padded_numel = 0;  // a multiple of dp, so the ZeRO shards are equal
+  bool embedding_sync = false;  // the tied word embedding with pp > 1
+  std::int64_t shard_numel(int dp) const { return padded_numel / dp; }
+};
+
+struct ParamLayout {
+  std::vector<Unit> units;
+  std::vector<Bucket> buckets;  // in the order their gradients become final
+  // Units by position: [chunk][local layer], and the per-chunk block units (-1: none).
+  std::vector<std::vector<int>> layer_units;
+  std::vector<int> word_embedding_unit;
+  std::vector<int> position_embedding_unit;
+  std::vector<int> final_norm_unit;
+  std::vector<int> output_unit;  // untied output layer or the tied copy; -1 with pp == 1 and tied
+
+  std::int64_t total_numel() const;
+};
+
+// The layout of rank (tp_rank, pp_rank). bucket_size: parameters per gradient
+// bucket (Megatron's --ddp-bucket-size). Requires a checked plan (dp resolved,
+// vocab_size divisible by tp); InternalError otherwise.
+ParamLayout make_param_layout(const ModelSpec& model, const PlanSpec& plan, int tp_rank,
+                              int pp_rank, std::int64_t bucket_size);
+
+// Every parameter of the whole model (tp = pp = 1) with its global element
+// count, in a fixed order: the layout tests reassemble shards into.
+std::vector<std::pair<std::string, std::int64_t>> global_parameter_sizes(const ModelSpec& model);
+
+// The pipeline program's order of chunks by their last backward op, as buckets use it.
+std::vector<int> chunks_by_last_backward(const PlanSpec& plan, int pp_rank);
+
+}  // namespace strata::rt

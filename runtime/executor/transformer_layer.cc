@@ -1,0 +1,349 @@
+#include "runtime/executor/transformer_layer.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace strata::rt {
+namespace {
+
+using i64 = std::int64_t;
+
+TensorView role_view(const Unit& unit, const TensorView& flat, LayerRole role) {
+  const int k = unit.role_index.at(static_cast<int>(role));
+  if (k < 0) return {};
+  const ParamSpec& p = unit.params[k];
+  return flat.slice(p.offset, p.numel());
+}
+
+// The rest of a tensor from element `offset` (a strided GEMM operand's start).
+TensorView from(const TensorView& v, i64 offset) { return v.slice(offset, v.numel - offset); }
+
+GemmArgs batched(Transpose ta, Transpose tb, i64 m, i64 n, i64 k, const TensorView& a, i64 lda, i64 sa,
+                 const TensorView& b, i64 ldb, i64 sb, const TensorView& c, i64 ldc, i64 sc, i64 batch) {
+  GemmArgs g;
+  g.trans_a = ta;
+  g.trans_b = tb;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.a = a;
+  g.lda = lda;
+  g.stride_a = sa;
+  g.b = b;
+  g.ldb = ldb;
+  g.stride_b = sb;
+  g.c = c;
+  g.ldc = ldc;
+  g.stride_c = sc;
+  g.batch = batch;
+  return g;
+}
+
+constexpr Transpose N = Transpose::kNo;
+constexpr Transpose T = Transpose::kYes;
+
+}  // namespace
+
+LayerParams layer_params(const Unit& unit, const TensorView& flat) {
+  if (unit.kind != UnitKind::kLayer) throw InternalError("layer_params: not a layer unit");
+  LayerParams p;
+  p.qkv_weight = role_view(unit, flat, LayerRole::kQkvWeight);
+  p.qkv_bias = role_view(unit, flat, LayerRole::kQkvBias);
+  p.proj_weight = role_view(unit, flat, LayerRole::kProjWeight);
+  p.proj_bias = role_view(unit, flat, LayerRole::kProjBias);
+  p.fc1_weight = role_view(unit, flat, LayerRole::kFc1Weight);
+  p.fc1_bias = role_view(unit, flat, LayerRole::kFc1Bias);
+  p.fc2_weight = role_view(unit, flat, LayerRole::kFc2Weight);
+  p.fc2_bias = role_view(unit, flat, LayerRole::kFc2Bias);
+  p.norm1_weight = role_view(unit, flat, LayerRole::kNorm1Weight);
+  p.norm1_bias = role_view(unit, flat, LayerRole::kNorm1Bias);
+  p.norm2_weight = role_view(unit, flat, LayerRole::kNorm2Weight);
+  p.norm2_bias = role_view(unit, flat, LayerRole::kNorm2Bias);
+  return p;
+}
+
+TransformerLayer::TransformerLayer(Kernels& kernels, Recompute recompute)
+    : k_(kernels), recompute_(recompute) {}
+
+// Scores and softmax of every (sample, query group): the heads of a group share
+// its key, so one GEMM per group covers them all (rows: heads_per_group * s).
+void TransformerLayer::attention_scores(const TensorView& qkv, const TensorView& probs, const char* scores_name,
+                                        const char* softmax_name) {
+  const Shapes& s = k_.shapes();
+  const i64 hpg = s.heads_per_group;
+  const i64 sample_qkv = (s.heads + 2 * s.groups) * s.s * s.d;
+  const i64 sample_scores = s.heads * s.s * s.s;
+  const double flops = 2.0 * static_cast<double>(s.b) * s.heads * s.s * s.s * s.d;
+  k_.recorder().compute(scores_name, EventCategory::kAttention, flops, 0.0, [&] {
+    for (i64 bi = 0; bi < s.b; ++bi) {
+      const i64 q = bi * sample_qkv;
+      const i64 k = q + s.heads * s.s * s.d;
+      k_.device().gemm(batched(N, T, hpg * s.s, s.s, s.d, from(qkv, q), s.d, hpg * s.s * s.d, from(qkv, k), s.d,
+                               s.s * s.d, from(probs, bi * sample_scores), s.s, hpg * s.s * s.s, s.groups));
+    }
+  });
+  // Megatron's softmax scale 1/sqrt(head size); causal mask.
+  const float scale = 1.0f / std::sqrt(static_cast<float>(s.d));
+  k_.recorder().compute(softmax_name, EventCategory::kElementwise, 0.0, 2.0 * static_cast<double>(probs.bytes()),
+                        [&] { k_.device().softmax_forward(probs, s.b * s.heads * s.s, s.s, s.s, scale, true, probs); });
+}
+
+void TransformerLayer::attention_values(const TensorView& qkv, const TensorView& probs, const TensorView& context4,
+                                        const char* name) {
+  const Shapes& s = k_.shapes();
+  const i64 hpg = s.heads_per_group;
+  const i64 sample_qkv = (s.heads + 2 * s.groups) * s.s * s.d;
+  const double flops = 2.0 * static_cast<double>(s.b) * s.heads * s.s * s.s * s.d;
+  k_.recorder().compute(name, EventCategory::kAttention, flops, 0.0, [&] {
+    for (i64 bi = 0; bi < s.b; ++bi) {
+      const i64 v = bi * sample_qkv + (s.heads + s.groups) * s.s * s.d;
+      k_.device().gemm(batched(N, N, hpg * s.s, s.d, s.s, from(probs, bi * s.heads * s.s * s.s), s.s,
+                               hpg * s.s * s.s, from(qkv, v), s.d, s.s * s.d,
+                               from(context4, bi * s.heads * s.s * s.d), s.d, hpg * s.s * s.d, s.groups));
+    }
+  });
+}
+
+Tensor TransformerLayer::run_forward(const LayerParams& w, LayerActivations& a, bool keep_probs) {
+  const Shapes& s = k_.shapes();
+  Device& dev = k_.device();
+  const i64 rows = s.local_tokens;
+  a.norm1 = k_.activation(rows * s.h);
+  if (s.layernorm) a.norm1_mean = k_.fp32(rows);
+  a.norm1_rstd = k_.fp32(rows);
+  k_.norm_forward("input_norm", a.x.view(), w.norm1_weight, w.norm1_bias, rows, a.norm1.view(), a.norm1_mean.view(),
+                  a.norm1_rstd.view());
+  Tensor qkv = k_.activation(s.tokens * s.qkv_width);
+  {
+    Tensor gathered;
+    const TensorView in = k_.gather_column_input(a.norm1.view(), gathered);
+    k_.column_forward("qkv", in, w.qkv_weight, w.qkv_bias, s.tokens, s.h, s.qkv_width, qkv.view());
+  }
+  a.qkv = k_.activation(s.tokens * s.qkv_width);
+  k_.recorder().compute("qkv permute", EventCategory::kElementwise, 0.0, 2.0 * static_cast<double>(qkv.view().bytes()),
+                        [&] { dev.permute_0213(qkv.view(), s.b, s.s, s.heads + 2 * s.groups, s.d, a.qkv.view()); });
+  qkv = Tensor();
+  Tensor probs = k_.activation(s.b * s.heads * s.s * s.s);
+  attention_scores(a.qkv.view(), probs.view(), "attn_scores", "softmax");
+  Tensor context4 = k_.activation(s.b * s.heads * s.s * s.d);
+  attention_values(a.qkv.view(), probs.view(), context4.view(), "attn_values");
+  if (keep_probs) a.probs = std::move(probs);
+  probs = Tensor();
+  a.context = k_.activation(s.tokens * s.q_width);
+  k_.recorder().compute("context permute", EventCategory::kElementwise, 0.0,
+                        2.0 * static_cast<double>(context4.view().bytes()),
+                        [&] { dev.permute_0213(context4.view(), s.b, s.heads, s.s, s.d, a.context.view()); });
+  context4 = Tensor();
+  Tensor partial = k_.activation(s.tokens * s.h);
+  k_.row_forward("proj", a.context.view(), w.proj_weight, s.tokens, s.q_width, s.h, partial.view());
+  Tensor attn = k_.reduce_row_output(std::move(partial));
+  a.x2 = k_.activation(rows * s.h);
+  k_.recorder().compute("residual_attn", EventCategory::kElementwise, 0.0, 3.0 * static_cast<double>(attn.view().bytes()),
+                        [&] {
+                          if (w.proj_bias.numel > 0) dev.add_bias(attn.view(), w.proj_bias, rows, s.h);
+                          dev.add(a.x.view(), attn.view(), a.x2.view());
+                        });
+  attn = Tensor();
+
+  a.norm2 = k_.activation(rows * s.h);
+  if (s.layernorm) a.norm2_mean = k_.fp32(rows);
+  a.norm2_rstd = k_.fp32(rows);
+  k_.norm_forward("post_attn_norm", a.x2.view(), w.norm2_weight, w.norm2_bias, rows, a.norm2.view(),
+                  a.norm2_mean.view(), a.norm2_rstd.view());
+  a.fc1_out = k_.activation(s.tokens * s.fc1_width);
+  {
+    Tensor gathered;
+    const TensorView in = k_.gather_column_input(a.norm2.view(), gathered);
+    k_.column_forward("fc1", in, w.fc1_weight, w.fc1_bias, s.tokens, s.h, s.fc1_width, a.fc1_out.view());
+  }
+  a.act_out = k_.activation(s.tokens * s.ffn);
+  k_.recorder().compute(s.swiglu ? "swiglu" : "gelu", EventCategory::kElementwise, 0.0,
+                        static_cast<double>(a.fc1_out.view().bytes() + a.act_out.view().bytes()), [&] {
+                          if (s.swiglu) {
+                            dev.swiglu_forward(a.fc1_out.view(), s.tokens, s.ffn, a.act_out.view());
+                          } else {
+                            dev.gelu_forward(a.fc1_out.view(), a.act_out.view());
+                          }
+                        });
+  Tensor partial2 = k_.activation(s.tokens * s.h);
+  k_.row_forward("fc2", a.act_out.view(), w.fc2_weight, s.tokens, s.ffn, s.h, partial2.view());
+  Tensor mlp = k_.reduce_row_output(std::move(partial2));
+  Tensor out = k_.activation(rows * s.h);
+  k_.recorder().compute("residual_mlp", EventCategory::kElementwise, 0.0, 3.0 * static_cast<double>(mlp.view().bytes()),
+                        [&] {
+                          if (w.fc2_bias.numel > 0) dev.add_bias(mlp.view(), w.fc2_bias, rows, s.h);
+                          dev.add(a.x2.view(), mlp.view(), out.view());
+                        });
+  a.complete = true;
+  return out;
+}
+
+Tensor TransformerLayer::forward(const LayerParams& w, LayerActivations& a) {
+  Tensor out = run_forward(w, a, recompute_ == Recompute::kNone);
+  if (recompute_ == Recompute::kFull) {
+    Tensor x = std::move(a.x);
+    a = LayerActivations{};
+    a.x = std::move(x);
+  }
+  return out;
+}
+
+Tensor TransformerLayer::backward(const LayerParams& w, const LayerParams& g, LayerActivations& a, Tensor dy) {
+  const Shapes& s = k_.shapes();
+  Device& dev = k_.device();
+  Recorder& rec = k_.recorder();
+  const i64 rows = s.local_tokens;
+  EventContext& ctx = rec.context();
+  const EventPhase phase = ctx.phase;
+  if (!a.complete) {
+    // Full recompute: rerun the forward from the kept input (output dropped).
+    ctx.phase = EventPhase::kRecompute;
+    run_forward(w, a, true);
+    ctx.phase = phase;
+  }
+
+  // MLP half: out = x2 + fc2(act(fc1(norm2(x2)))).
+  Tensor d_act = k_.activation(s.tokens * s.ffn);
+  {
+    Tensor gathered;
+    const TensorView dy_full = k_.gather_row_output_grad(dy.view(), gathered);
+    rec.compute("fc2 bias bwd", EventCategory::kElementwise, 0.0, static_cast<double>(dy.view().bytes()), [&] {
+      if (g.fc2_bias.numel > 0) dev.bias_backward(dy.view(), rows, s.h, g.fc2_bias);
+    });
+    k_.row_dgrad("fc2 dgrad", dy_full, w.fc2_weight, s.tokens, s.ffn, s.h, d_act.view());
+    k_.row_wgrad("fc2 wgrad", dy_full, a.act_out.view(), s.tokens, s.ffn, s.h, g.fc2_weight);
+  }
+  a.act_out = Tensor();
+  Tensor d_fc1 = k_.activation(s.tokens * s.fc1_width);
+  rec.compute(s.swiglu ? "swiglu bwd" : "gelu bwd", EventCategory::kElementwise, 0.0,
+              2.0 * static_cast<double>(a.fc1_out.view().bytes() + d_act.view().bytes()), [&] {
+                if (s.swiglu) {
+                  dev.swiglu_backward(d_act.view(), a.fc1_out.view(), s.tokens, s.ffn, d_fc1.view());
+                } else {
+                  dev.gelu_backward(d_act.view(), a.fc1_out.view(), d_fc1.view());
+                }
+              });
+  d_act = Tensor();
+  a.fc1_out = Tensor();
+  Tensor d_norm2_full = k_.activation(s.tokens * s.h);
+  k_.column_dgrad("fc1 dgrad", d_fc1.view(), w.fc1_weight, s.tokens, s.h, s.fc1_width, d_norm2_full.view());
+  {
+    // With sequence parallelism the norm output is gathered again (Megatron keeps
+    // only this rank's tokens for the weight gradient).
+    Tensor gathered;
+    const TensorView in = k_.gather_column_input(a.norm2.view(), gathered);
+    k_.column_wgrad("fc1 wgrad", d_fc1.view(), in, s.tokens, s.h, s.fc1_width, g.fc1_weight, g.fc1_bias);
+  }
+  d_fc1 = Tensor();
+  Tensor d_norm2 = k_.reduce_column_input_grad(std::move(d_norm2_full));
+  Tensor dx2 = k_.activation(rows * s.h);
+  k_.norm_backward("post_attn_norm bwd", d_norm2.view(), a.x2.view(), w.norm2_weight, a.norm2_mean.view(),
+                   a.norm2_rstd.view(), rows, dx2.view(), g.norm2_weight, g.norm2_bias);
+  rec.compute("residual_mlp bwd", EventCategory::kElementwise, 0.0, 3.0 * static_cast<double>(dx2.view().bytes()),
+              [&] { dev.add(dx2.view(), dy.view(), dx2.view()); });
+  dy = Tensor();
+  d_norm2 = Tensor();
+  a.norm2 = Tensor();
+  a.norm2_mean = Tensor();
+  a.norm2_rstd = Tensor();
+  a.x2 = Tensor();
+
+  // Attention half: x2 = x + proj(attention(qkv(norm1(x)))).
+  Tensor d_context = k_.activation(s.tokens * s.q_width);
+  {
+    Tensor gathered;
+    const TensorView d_full = k_.gather_row_output_grad(dx2.view(), gathered);
+    rec.compute("proj bias bwd", EventCategory::kElementwise, 0.0, static_cast<double>(dx2.view().bytes()), [&] {
+      if (g.proj_bias.numel > 0) dev.bias_backward(dx2.view(), rows, s.h, g.proj_bias);
+    });
+    k_.row_dgrad("proj dgrad", d_full, w.proj_weight, s.tokens, s.q_width, s.h, d_context.view());
+    k_.row_wgrad("proj wgrad", d_full, a.context.view(), s.tokens, s.q_width, s.h, g.proj_weight);
+  }
+  a.context = Tensor();
+  if (!a.probs.buffer().data()) {
+    // Selective recompute: the attention core again (Megatron checkpoints the
+    // whole core attention, so the values GEMM reruns too).
+    ctx.phase = EventPhase::kRecompute;
+    a.probs = k_.activation(s.b * s.heads * s.s * s.s);
+    attention_scores(a.qkv.view(), a.probs.view(), "attn_scores", "softmax");
+    Tensor context4 = k_.activation(s.b * s.heads * s.s * s.d);
+    attention_values(a.qkv.view(), a.probs.view(), context4.view(), "attn_values");
+    ctx.phase = phase;
+  }
+  Tensor d_context4 = k_.activation(s.b * s.heads * s.s * s.d);
+  rec.compute("context permute bwd", EventCategory::kElementwise, 0.0, 2.0 * static_cast<double>(d_context.view().bytes()),
+              [&] { dev.permute_0213(d_context.view(), s.b, s.s, s.heads, s.d, d_context4.view()); });
+  d_context = Tensor();
+  const i64 hpg = s.heads_per_group;
+  const i64 sample_qkv = (s.heads + 2 * s.groups) * s.s * s.d;
+  const i64 sample_probs = s.heads * s.s * s.s;
+  const i64 sample_ctx = s.heads * s.s * s.d;
+  const double core_flops = 2.0 * static_cast<double>(s.b) * s.heads * s.s * s.s * s.d;
+  Tensor d_qkv4 = k_.activation(s.tokens * s.qkv_width);
+  Tensor d_probs = k_.activation(s.b * s.heads * s.s * s.s);
+  const TensorView qkv = a.qkv.view();
+  const TensorView probs = a.probs.view();
+  rec.compute("attn_values dgrad", EventCategory::kAttention, core_flops, 0.0, [&] {
+    for (i64 bi = 0; bi < s.b; ++bi) {
+      const i64 v = bi * sample_qkv + (s.heads + s.groups) * s.s * s.d;
+      dev.gemm(batched(N, T, hpg * s.s, s.s, s.d, from(d_context4.view(), bi * sample_ctx), s.d, hpg * s.s * s.d,
+                       from(qkv, v), s.d, s.s * s.d, from(d_probs.view(), bi * sample_probs), s.s, hpg * s.s * s.s,
+                       s.groups));
+    }
+  });
+  rec.compute("attn_values wgrad", EventCategory::kAttention, core_flops, 0.0, [&] {
+    for (i64 bi = 0; bi < s.b; ++bi) {
+      const i64 v = bi * sample_qkv + (s.heads + s.groups) * s.s * s.d;
+      dev.gemm(batched(T, N, s.s, s.d, hpg * s.s, from(probs, bi * sample_probs), s.s, hpg * s.s * s.s,
+                       from(d_context4.view(), bi * sample_ctx), s.d, hpg * s.s * s.d, from(d_qkv4.view(), v), s.d,
+                       s.s * s.d, s.groups));
+    }
+  });
+  d_context4 = Tensor();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(s.d));
+  rec.compute("softmax bwd", EventCategory::kElementwise, 0.0, 3.0 * static_cast<double>(probs.bytes()), [&] {
+    dev.softmax_backward(probs, d_probs.view(), s.b * s.heads * s.s, s.s, scale, d_probs.view());
+  });
+  a.probs = Tensor();
+  rec.compute("attn_scores dgrad", EventCategory::kAttention, core_flops, 0.0, [&] {
+    for (i64 bi = 0; bi < s.b; ++bi) {
+      const i64 q = bi * sample_qkv;
+      const i64 k = q + s.heads * s.s * s.d;
+      dev.gemm(batched(N, N, hpg * s.s, s.d, s.s, from(d_probs.view(), bi * sample_probs), s.s, hpg * s.s * s.s,
+                       from(qkv, k), s.d, s.s * s.d, from(d_qkv4.view(), q), s.d, hpg * s.s * s.d, s.groups));
+    }
+  });
+  rec.compute("attn_scores wgrad", EventCategory::kAttention, core_flops, 0.0, [&] {
+    for (i64 bi = 0; bi < s.b; ++bi) {
+      const i64 q = bi * sample_qkv;
+      const i64 k = q + s.heads * s.s * s.d;
+      dev.gemm(batched(T, N, s.s, s.d, hpg * s.s, from(d_probs.view(), bi * sample_probs), s.s, hpg * s.s * s.s,
+                       from(qkv, q), s.d, hpg * s.s * s.d, from(d_qkv4.view(), k), s.d, s.s * s.d, s.groups));
+    }
+  });
+  d_probs = Tensor();
+  a.qkv = Tensor();
+  Tensor d_qkv = k_.activation(s.tokens * s.qkv_width);
+  rec.compute("qkv permute bwd", EventCategory::kElementwise, 0.0, 2.0 * static_cast<double>(d_qkv.view().bytes()),
+              [&] { dev.permute_0213(d_qkv4.view(), s.b, s.heads + 2 * s.groups, s.s, s.d, d_qkv.view()); });
+  d_qkv4 = Tensor();
+  Tensor d_norm1_full = k_.activation(s.tokens * s.h);
+  k_.column_dgrad("qkv dgrad", d_qkv.view(), w.qkv_weight, s.tokens, s.h, s.qkv_width, d_norm1_full.view());
+  {
+    Tensor gathered;
+    const TensorView in = k_.gather_column_input(a.norm1.view(), gathered);
+    k_.column_wgrad("qkv wgrad", d_qkv.view(), in, s.tokens, s.h, s.qkv_width, g.qkv_weight, g.qkv_bias);
+  }
+  d_qkv = Tensor();
+  Tensor d_norm1 = k_.reduce_column_input_grad(std::move(d_norm1_full));
+  Tensor dx = k_.activation(rows * s.h);
+  k_.norm_backward("input_norm bwd", d_norm1.view(), a.x.view(), w.norm1_weight, a.norm1_mean.view(),
+                   a.norm1_rstd.view(), rows, dx.view(), g.norm1_weight, g.norm1_bias);
+  rec.compute("residual_attn bwd", EventCategory::kElementwise, 0.0, 3.0 * static_cast<double>(dx.view().bytes()),
+              [&] { dev.add(dx.view(), dx2.view(), dx.view()); });
+  a = LayerActivations{};
+  return dx;
+}
+
+}  // namespace strata::rt

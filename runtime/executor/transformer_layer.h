@@ -1,0 +1,65 @@
+// One transformer layer on one tensor-parallel rank, forward and backward, as
+// Megatron-LM runs it (Shoeybi et al. 2019, figure 3; Korthikanti et al. 2022,
+// figure 5): pre-norm attention (column-parallel QKV, causal softmax attention
+// with grouped-query heads, row-parallel projection) and MLP (column-parallel
+// fc1, GeLU or SwiGLU, row-parallel fc2), each followed by a residual add; the
+// tensor-parallel all-reduce (or, with sequence parallelism, all-gather before
+// and reduce-scatter after) around each half. No dropout: the run is
+// deterministic so that every plan can be checked against one reference.
+//
+// Recompute (Korthikanti et al. 2022, section 5): selective drops the attention
+// core's softmax output and recomputes scores, softmax and values before the
+// backward; full keeps only the layer's input and reruns the whole forward
+// (with its collectives) before the backward.
+#pragma once
+
+#include "runtime/executor/kernels.h"
+#include "runtime/executor/param_layout.h"
+
+namespace strata::rt {
+
+// A layer's parameters (or fp32 gradients) as views; absent ones are empty.
+struct LayerParams {
+  TensorView qkv_weight, qkv_bias, proj_weight, proj_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias;
+  TensorView norm1_weight, norm1_bias, norm2_weight, norm2_bias;
+};
+
+// Views of a unit's flat weights or gradients by role.
+LayerParams layer_params(const Unit& unit, const TensorView& flat);
+
+// What one layer keeps from its forward for its backward, for one micro-batch.
+struct LayerActivations {
+  Tensor x;                                   // input [local_tokens, h]
+  Tensor norm1, norm1_mean, norm1_rstd;       // input norm output (this rank's tokens) and statistics
+  Tensor qkv;                                 // [b, heads + 2 groups, s, d]
+  Tensor probs;                               // softmax output [b, heads, s, s]
+  Tensor context;                             // attention output [tokens, q_width]
+  Tensor x2, norm2, norm2_mean, norm2_rstd;   // after the attention residual; its norm
+  Tensor fc1_out;                             // [tokens, fc1_width], the activation's input
+  Tensor act_out;                             // [tokens, ffn], fc2's input
+  bool complete = false;                      // false: only x is kept (full recompute)
+};
+
+class TransformerLayer {
+ public:
+  TransformerLayer(Kernels& kernels, Recompute recompute);
+
+  // Forward of a.x; fills a (all of it, or only x with full recompute) and
+  // returns the layer's output [local_tokens, h].
+  Tensor forward(const LayerParams& w, LayerActivations& a);
+  // Backward: dy [local_tokens, h] -> dx; accumulates into g; frees a.
+  // Recomputes what the forward dropped first.
+  Tensor backward(const LayerParams& w, const LayerParams& g, LayerActivations& a, Tensor dy);
+
+ private:
+  Tensor run_forward(const LayerParams& w, LayerActivations& a, bool keep_probs);
+  void attention_scores(const TensorView& qkv, const TensorView& probs, const char* scores_name,
+                        const char* softmax_name);
+  void attention_values(const TensorView& qkv, const TensorView& probs, const TensorView& context4,
+                        const char* name);
+
+  Kernels& k_;
+  Recompute recompute_;
+};
+
+}  // namespace strata::rt

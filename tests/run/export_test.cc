@@ -1,0 +1,314 @@
+// strata export: every Megatron-LM flag and DeepSpeed key against the plan it
+// came from, the plans DeepSpeed cannot express, plans that do not fit, sweeps,
+// and byte-identical output.
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "cli_test_util.h"
+#include "core/error.h"
+#include "sim/export.h"
+#include "sim/simulate.h"
+
+namespace strata::sim {
+namespace {
+
+using strata::testing::TempDir;
+
+Scenario scenario(const TempDir& dir, const std::string& model, const std::string& plan_json,
+                  const std::string& cluster) {
+  ScenarioArgs args;
+  args.model = model;
+  args.plan = dir.write("plan.json", plan_json);
+  args.cluster = cluster;
+  return load_scenario(args);
+}
+
+SimulationResult folded(const Scenario& s) {
+  SimulationOptions o;
+  o.fidelity = Fidelity::kFolded;
+  return simulate(s, o);
+}
+
+const ExportFile& file(const ExportResult& r, const std::string& name) {
+  for (const ExportFile& f : r.files) {
+    if (f.name == name) return f;
+  }
+  throw std::runtime_error("no file " + name);
+}
+
+bool has_file(const ExportResult& r, const std::string& name) {
+  for (const ExportFile& f : r.files) {
+    if (f.name == name) return true;
+  }
+  return false;
+}
+
+// The flags in megatron-args.sh's argument arrays: "  --flag [value]" lines.
+std::multimap<std::string, std::string> script_flags(const std::string& script) {
+  std::multimap<std::string, std::string> out;
+  std::istringstream in(script);
+  bool in_array = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() > 6 && line.compare(line.size() - 2, 2, "=(") == 0) {
+      in_array = true;
+      continue;
+    }
+    if (line == ")") {
+      in_array = false;
+      continue;
+    }
+    if (!in_array) continue;
+    std::istringstream words(line);
+    std::string flag, value;
+    words >> flag >> value;
+    out.emplace(flag, value);
+  }
+  return out;
+}
+
+void expect_flag(const std::multimap<std::string, std::string>& flags, const std::string& flag,
+                 const std::string& value) {
+  auto it = flags.find(flag);
+  ASSERT_NE(it, flags.end()) << flag << " missing";
+  EXPECT_EQ(it->second, value) << flag;
+  EXPECT_EQ(flags.count(flag), 1u) << flag << " repeated";
+}
+
+void expect_absent(const std::multimap<std::string, std::string>& flags, const std::string& flag) {
+  EXPECT_EQ(flags.count(flag), 0u) << flag << " should not be there";
+}
+
+// Llama 3 8B, tp 2, pp 2, vpp 4 (interleaved), ZeRO-1, selective recompute,
+// sequence parallel, bf16, on one DGX H100 (dp 2).
+TEST(Export, MegatronFlagsFollowTheLlamaPlan) {
+  TempDir dir;
+  const Scenario s = scenario(dir, "llama3-8b",
+                              R"({"tp": 2, "pp": 2, "vpp": 4, "schedule": "interleaved-1f1b", "micro_batch_size": 1,
+                                  "global_batch_size": 64, "zero_stage": 1, "recompute": "selective",
+                                  "sequence_parallel": true, "flash_attention": true})",
+                              "dgx-h100-1node");
+  ExportOptions o;
+  o.steps = 20;
+  const ExportResult r = export_plan(s, folded(s), o);
+  const auto flags = script_flags(file(r, "megatron-args.sh").content);
+  const ModelSpec& m = s.model;
+  expect_flag(flags, "--num-layers", std::to_string(m.num_layers));          // 32
+  expect_flag(flags, "--hidden-size", std::to_string(m.hidden_size));        // 4096
+  expect_flag(flags, "--num-attention-heads", std::to_string(m.num_attention_heads));
+  expect_flag(flags, "--group-query-attention", "");
+  expect_flag(flags, "--num-query-groups", "8");
+  expect_flag(flags, "--ffn-hidden-size", "14336");
+  expect_flag(flags, "--swiglu", "");
+  expect_flag(flags, "--normalization", "RMSNorm");
+  expect_flag(flags, "--seq-length", "8192");
+  expect_flag(flags, "--max-position-embeddings", "8192");
+  expect_flag(flags, "--position-embedding-type", "rope");
+  expect_flag(flags, "--untie-embeddings-and-output-weights", "");
+  expect_flag(flags, "--disable-bias-linear", "");
+  expect_flag(flags, "--attention-backend", "flash");
+  expect_flag(flags, "--tensor-model-parallel-size", "2");
+  expect_flag(flags, "--pipeline-model-parallel-size", "2");
+  // 32 layers / (pp 2 * vpp 4) = 4 layers per virtual stage.
+  expect_flag(flags, "--num-layers-per-virtual-pipeline-stage", "4");
+  expect_flag(flags, "--sequence-parallel", "");
+  expect_flag(flags, "--use-distributed-optimizer", "");
+  expect_absent(flags, "--use-megatron-fsdp");
+  expect_flag(flags, "--overlap-grad-reduce", "");
+  expect_flag(flags, "--overlap-param-gather", "");
+  expect_flag(flags, "--micro-batch-size", "1");
+  expect_flag(flags, "--global-batch-size", "64");
+  expect_flag(flags, "--recompute-granularity", "selective");
+  expect_absent(flags, "--recompute-method");
+  expect_flag(flags, "--bf16", "");
+  expect_absent(flags, "--fp16");
+  expect_flag(flags, "--train-iters", "20");
+  expect_flag(flags, "--vocab-size", std::to_string(m.vocab_size));
+  // tp 2: DeepSpeed needs Megatron-DeepSpeed's model code, so no deepspeed.json, and why.
+  EXPECT_FALSE(has_file(r, "deepspeed.json"));
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes[0].find("tp 2"), std::string::npos) << r.notes[0];
+}
+
+// GPT-3 175B's published plan shape at small scale: full recompute, fp16, no
+// GQA, learned positions, biases, tied embeddings, ZeRO-3, GPipe.
+TEST(Export, MegatronFlagsFollowTheGptPlan) {
+  TempDir dir;
+  const Scenario s = scenario(dir, "gpt-tiny",
+                              R"({"tp": 1, "pp": 2, "micro_batch_size": 2, "global_batch_size": 16, "schedule": "gpipe",
+                                  "zero_stage": 3, "recompute": "full", "dtype": "fp16", "overlap_param_gather": false})",
+                              "dgx-a100-1node");
+  const ExportResult r = export_plan(s, folded(s), {});
+  const auto flags = script_flags(file(r, "megatron-args.sh").content);
+  expect_flag(flags, "--num-layers", "4");
+  expect_flag(flags, "--hidden-size", "256");
+  expect_flag(flags, "--num-attention-heads", "8");
+  expect_absent(flags, "--group-query-attention");
+  expect_absent(flags, "--num-query-groups");
+  expect_flag(flags, "--ffn-hidden-size", "1024");  // 4h by default
+  expect_absent(flags, "--swiglu");
+  expect_flag(flags, "--normalization", "LayerNorm");
+  expect_flag(flags, "--position-embedding-type", "learned_absolute");
+  expect_absent(flags, "--untie-embeddings-and-output-weights");
+  expect_absent(flags, "--disable-bias-linear");
+  expect_flag(flags, "--hidden-dropout", "0.1");
+  expect_flag(flags, "--attention-backend", "unfused");
+  expect_flag(flags, "--pipeline-model-parallel-size", "2");
+  expect_absent(flags, "--num-layers-per-virtual-pipeline-stage");
+  expect_absent(flags, "--sequence-parallel");
+  // ZeRO-3 as Megatron-FSDP's optim_grads_params.
+  expect_flag(flags, "--use-distributed-optimizer", "");
+  expect_flag(flags, "--use-megatron-fsdp", "");
+  expect_flag(flags, "--data-parallel-sharding-strategy", "optim_grads_params");
+  expect_absent(flags, "--overlap-param-gather");
+  expect_flag(flags, "--recompute-granularity", "full");
+  expect_flag(flags, "--recompute-method", "uniform");
+  expect_flag(flags, "--recompute-num-layers", "1");
+  expect_flag(flags, "--fp16", "");
+  expect_absent(flags, "--bf16");
+  expect_flag(flags, "--micro-batch-size", "2");
+  expect_flag(flags, "--global-batch-size", "16");
+  // GPipe has no Megatron form: said, and ZeRO-3 with pp 2 has no DeepSpeed form.
+  bool gpipe_note = false;
+  for (const std::string& n : r.notes) gpipe_note = gpipe_note || n.find("GPipe") != std::string::npos;
+  EXPECT_TRUE(gpipe_note);
+  EXPECT_FALSE(has_file(r, "deepspeed.json"));
+  EXPECT_NE(r.notes[0].find("ZeRO-3 with pp 2"), std::string::npos) << r.notes[0];
+}
+
+TEST(Export, DeepSpeedConfigFollowsTheDataParallelPlan) {
+  TempDir dir;
+  // dp 8 on one node, ZeRO-2 with optimizer offload, bf16: B 64 = b 2 x m 4 x dp 8.
+  const Scenario s = scenario(dir, "llama3-8b",
+                              R"({"tp": 1, "pp": 1, "micro_batch_size": 2, "global_batch_size": 64, "zero_stage": 2,
+                                  "offload_optimizer": true, "overlap_grad_reduce": false})",
+                              "dgx-h100-1node");
+  ExportOptions o;
+  o.lr = 3e-4;
+  o.force = true;  // an 8B model on H100s with ZeRO-2: whether it fits is not the point here
+  const ExportResult r = export_plan(s, folded(s), o);
+  const nlohmann::json ds = nlohmann::json::parse(file(r, "deepspeed.json").content);
+  EXPECT_EQ(ds["train_batch_size"], 64);
+  EXPECT_EQ(ds["train_micro_batch_size_per_gpu"], 2);
+  EXPECT_EQ(ds["gradient_accumulation_steps"], 4);
+  EXPECT_EQ(ds["zero_optimization"]["stage"], 2);
+  EXPECT_EQ(ds["zero_optimization"]["overlap_comm"], false);
+  EXPECT_EQ(ds["zero_optimization"]["offload_optimizer"]["device"], "cpu");
+  EXPECT_EQ(ds["zero_optimization"]["reduce_bucket_size"], 40000000);
+  EXPECT_EQ(ds["bf16"]["enabled"], true);
+  EXPECT_EQ(ds["fp16"]["enabled"], false);
+  EXPECT_EQ(ds["optimizer"]["type"], "AdamW");
+  EXPECT_DOUBLE_EQ(ds["optimizer"]["params"]["lr"].get<double>(), 3e-4);
+  EXPECT_EQ(ds["gradient_clipping"], 0.0);
+  // The same plan in Megatron's words: ZeRO-2 is Megatron-FSDP's optim_grads.
+  const auto flags = script_flags(file(r, "megatron-args.sh").content);
+  expect_flag(flags, "--data-parallel-sharding-strategy", "optim_grads");
+  expect_flag(flags, "--optimizer-cpu-offload", "");
+  expect_absent(flags, "--overlap-grad-reduce");
+}
+
+TEST(Export, DeepSpeedUnsupportedPlansSayWhy) {
+  PlanSpec p;
+  p.tp = 4;
+  EXPECT_NE(deepspeed_unsupported(p)->find("Megatron-DeepSpeed"), std::string::npos);
+  p.tp = 1;
+  p.pp = 2;
+  p.zero_stage = 2;
+  EXPECT_NE(deepspeed_unsupported(p)->find("stages 0 and 1"), std::string::npos);
+  p.zero_stage = 1;
+  p.schedule = Schedule::kGpipe;
+  EXPECT_NE(deepspeed_unsupported(p)->find("TrainSchedule"), std::string::npos);
+  p.schedule = Schedule::kOneFOneB;
+  EXPECT_FALSE(deepspeed_unsupported(p).has_value());
+}
+
+TEST(Export, PlanThatDoesNotFitIsRefusedUnlessForced) {
+  TempDir dir;
+  // Llama 3 8B on one GPU per replica without sharding: 16 bytes per parameter
+  // of model state alone is 128 GB, over an H100's 80 GB.
+  const Scenario s = scenario(dir, "llama3-8b", R"({"tp": 1, "pp": 1, "micro_batch_size": 1, "global_batch_size": 8})",
+                              "dgx-h100-1node");
+  const SimulationResult r = folded(s);
+  ASSERT_FALSE(r.memory.fits);
+  try {
+    export_plan(s, r, {});
+    ADD_FAILURE() << "exported a plan that does not fit";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(e.file(), s.plan_file);
+    EXPECT_NE(what.find("stage 0 needs"), std::string::npos) << what;
+    EXPECT_NE(what.find("over by"), std::string::npos) << what;
+    EXPECT_NE(what.find("--force"), std::string::npos) << what;
+  }
+  ExportOptions o;
+  o.force = true;
+  const ExportResult forced = export_plan(s, r, o);
+  EXPECT_TRUE(has_file(forced, "strata-run.json"));
+  EXPECT_NE(forced.notes.back().find("--force"), std::string::npos);
+}
+
+TEST(Export, FilesAreByteIdenticalAndScriptsLaunchEveryRank) {
+  TempDir dir;
+  const Scenario s = scenario(dir, "tiny", R"({"tp": 2, "pp": 2, "micro_batch_size": 1, "global_batch_size": 8})",
+                              "dgx-h100-1node");
+  ExportOptions o;
+  o.mpirun_env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}};
+  o.mpirun_flags = {"--oversubscribe"};
+  const ExportResult a = export_plan(s, folded(s), o);
+  const ExportResult b = export_plan(s, folded(s), o);
+  ASSERT_EQ(a.files.size(), b.files.size());
+  for (std::size_t i = 0; i < a.files.size(); ++i) EXPECT_EQ(a.files[i].content, b.files[i].content) << a.files[i].name;
+  // dp = 8 / (2*2) = 2: 8 ranks everywhere.
+  const std::string mpirun = file(a, "launch-mpirun.sh").content;
+  EXPECT_NE(mpirun.find("-n 8 --oversubscribe"), std::string::npos) << mpirun;
+  EXPECT_NE(mpirun.find("OMPI_ALLOW_RUN_AS_ROOT=1"), std::string::npos);
+  EXPECT_NE(mpirun.find("run \"$HERE/strata-run.json\""), std::string::npos);
+  const std::string slurm = file(a, "launch.slurm").content;
+  EXPECT_NE(slurm.find("#SBATCH --nodes=1"), std::string::npos);
+  EXPECT_NE(slurm.find("#SBATCH --ntasks-per-node=8"), std::string::npos);
+  EXPECT_NE(slurm.find("#SBATCH --gpus-per-node=8"), std::string::npos);
+  EXPECT_NE(slurm.find("srun --mpi=pmix --ntasks=8"), std::string::npos);
+  EXPECT_TRUE(file(a, "megatron-args.sh").executable);
+  // prediction.json is the simulator's result.json.
+  const nlohmann::json prediction = nlohmann::json::parse(file(a, "prediction.json").content);
+  EXPECT_EQ(prediction["schema"], "strata-result/1");
+  EXPECT_EQ(prediction["inputs"]["plan"]["dp"], 2);
+}
+
+TEST(Export, ReadsARankedPlanFromASweep) {
+  TempDir dir;
+  const std::string sweep = dir.write("sweep.json", R"({
+    "schema": "strata-sweep/1",
+    "request": {"model": "tiny", "cluster": "dgx-h100-1node", "profile": null},
+    "plans": [
+      {"rank": 1, "plan": {"tp": 1, "pp": 1, "dp": 8, "micro_batch_size": 1, "global_batch_size": 8}, "result": {}},
+      {"rank": 2, "plan": {"tp": 2, "pp": 1, "dp": 4, "micro_batch_size": 2, "global_batch_size": 16}, "result": {}}
+    ]})");
+  const Scenario s = scenario_from_sweep(sweep, 2, false);
+  EXPECT_EQ(s.plan.tp, 2);
+  EXPECT_EQ(s.plan.dp, 4);
+  EXPECT_EQ(s.plan.micro_batch_size, 2);
+  EXPECT_EQ(s.model.name, "tiny");
+  EXPECT_EQ(s.profile.name, load_profile(s.cluster.profile).name);
+  try {
+    scenario_from_sweep(sweep, 3, false);
+    ADD_FAILURE() << "rank 3 does not exist";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.json_path(), "$.plans");
+  }
+  const std::string bad = dir.write("bad-sweep.json", R"({"schema": "strata-sweep/1", "request": {"model": "tiny",
+    "cluster": "dgx-h100-1node"}, "plans": [{"rank": 1, "plan": {"tp": 3, "pp": 1, "micro_batch_size": 1,
+    "global_batch_size": 8}}]})");
+  try {
+    scenario_from_sweep(bad, 1, false);
+    ADD_FAILURE() << "tp 3 is not a valid plan for tiny on 8 GPUs";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), bad);
+    EXPECT_EQ(e.json_path(), "$.plans[0].plan.pp");
+  }
+}
+
+}  // namespace
+}  // namespace strata::sim

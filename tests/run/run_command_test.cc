@@ -1,0 +1,260 @@
+// The commands as a user runs them: strata export, strata run alone and under
+// mpirun, strata validate --run; and the failures: a bad config, a world that
+// does not match the plan, a rank killed mid-run and a rank that hangs - each
+// a clean error, every rank gone within 30 s, no half-written output.
+#include <dirent.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_test_util.h"
+#include "runtime/mpi_launch.h"
+
+extern char** environ;
+
+namespace strata::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One host with `gpus` "GPUs" (ranks) and the A100 profile's figures; runs use
+// the cpu backend (export --backend cpu).
+std::string cluster_file(const TempDir& dir, int gpus) {
+  return dir.write("cluster.json", nlohmann::json{
+                                       {"name", "test-host"},
+                                       {"nodes", 1},
+                                       {"gpus_per_node", gpus},
+                                       {"node",
+                                        {{"gpus", gpus},
+                                         {"pcie", {{"bandwidth_gbytes_per_s", 25.0}, {"latency_us", 1.0},
+                                                   {"source", "test figure"}}}}},
+                                       {"profile", "a100-sxm4-80gb"}}
+                                       .dump());
+}
+
+// Exports tiny with the given plan into dir/out; returns the run config's path.
+std::string export_tiny(const TempDir& dir, int gpus, const std::string& plan, int steps,
+                        const std::string& timeout = "20") {
+  const std::string plan_file = dir.write("plan.json", plan);
+  const CommandResult r = run_strata({"export", "--model", "tiny", "--plan", plan_file, "--cluster", cluster_file(dir, gpus),
+                                      "--backend", "cpu", "--steps", std::to_string(steps), "--warmup-steps", "1",
+                                      "--timeout", timeout, "--out", dir.file("out")});
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  return dir.file("out/strata-run.json");
+}
+
+std::string mpirun_command(int ranks, const std::vector<std::string>& args) {
+  std::vector<std::string> command = {STRATA_RUN_BIN};
+  command.insert(command.end(), args.begin(), args.end());
+  return rt::mpirun_shell_command(rt::find_mpirun(), ranks, command);
+}
+
+// Runs a shell command line, capturing both streams.
+CommandResult shell(const std::string& command, const TempDir& dir) {
+  const std::string out = dir.file("cmd.out");
+  const std::string err = dir.file("cmd.err");
+  const int status = std::system((command + " >" + out + " 2>" + err + " </dev/null").c_str());
+  CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_file(out);
+  r.err = read_file(err);
+  return r;
+}
+
+TEST(RunCommand, ExportThenRunOneRankWritesMeasuredFiles) {
+  TempDir dir;
+  const std::string config = export_tiny(dir, 1, R"({"tp": 1, "pp": 1, "micro_batch_size": 1,
+    "global_batch_size": 2, "dtype": "fp32"})", 3);
+  for (const char* f : {"strata-run.json", "prediction.json", "megatron-args.sh", "deepspeed.json", "launch.slurm",
+                        "launch-mpirun.sh"}) {
+    EXPECT_TRUE(file_exists(dir.file(std::string("out/") + f))) << f;
+  }
+  EXPECT_EQ(access(dir.file("out/launch-mpirun.sh").c_str(), X_OK), 0);
+  const CommandResult r = run_strata({"run", config});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json m = nlohmann::json::parse(read_file(dir.file("out/measured.json")));
+  EXPECT_EQ(m["schema"], "strata-measured/1");
+  EXPECT_EQ(m["ranks"], 1);
+  ASSERT_EQ(m["step_times_s"].size(), 3u);
+  EXPECT_GT(m["step_time_s"].get<double>(), 0.0);
+  EXPECT_LT(m["loss"][2].get<double>(), m["loss"][0].get<double>());  // it trains
+  EXPECT_GT(m["memory"]["peak_bytes"].get<double>(), 0.0);
+  const nlohmann::json trace = nlohmann::json::parse(read_file(dir.file("out/measured-trace.json")));
+  EXPECT_EQ(trace["otherData"]["strata"]["kind"], "measured");
+  int gemms = 0;
+  for (const auto& e : trace["traceEvents"]) gemms += e.value("cat", "") == "gemm";
+  // 4 layers x 4 weight GEMMs x (forward + dgrad + wgrad) x 2 micro-batches, plus the logits' 3 x 2.
+  EXPECT_EQ(gemms, 4 * 4 * 3 * 2 + 3 * 2);
+  EXPECT_NE(r.out.find("step time"), std::string::npos) << r.out;
+}
+
+TEST(RunCommand, TwoRanksUnderMpirunThenValidateRun) {
+  TempDir dir;
+  const std::string config = export_tiny(dir, 2, R"({"tp": 2, "pp": 1, "micro_batch_size": 1,
+    "global_batch_size": 2, "dtype": "fp32", "sequence_parallel": true})", 3);
+  const CommandResult r = shell(mpirun_command(2, {"run", config}), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const nlohmann::json m = nlohmann::json::parse(read_file(dir.file("out/measured.json")));
+  EXPECT_EQ(m["ranks"], 2);
+  EXPECT_EQ(m["transport"], "mpi");
+  ASSERT_EQ(m["memory"]["peak_bytes_per_rank"].size(), 2u);
+  const nlohmann::json trace = nlohmann::json::parse(read_file(dir.file("out/measured-trace.json")));
+  bool tp_collective = false, rank1 = false;
+  for (const auto& e : trace["traceEvents"]) {
+    tp_collective = tp_collective || e.value("cat", "") == "tp";
+    rank1 = rank1 || (e.value("ph", "") == "X" && e.value("pid", -1) == 1);
+  }
+  EXPECT_TRUE(tp_collective);
+  EXPECT_TRUE(rank1);
+  const CommandResult v = run_strata({"validate", "--run", dir.file("out"), "--json", dir.file("v.json")});
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_NE(v.out.find("tp 2, m 2, seq par"), std::string::npos) << v.out;
+  const nlohmann::json vj = nlohmann::json::parse(read_file(dir.file("v.json")));
+  ASSERT_EQ(vj["runs"].size(), 1u);
+  EXPECT_DOUBLE_EQ(vj["runs"][0]["measured_step_time_s"].get<double>(), m["step_time_s"].get<double>());
+}
+
+TEST(RunCommand, BadConfigIsAnErrorAtItsPathWithNothingWritten) {
+  TempDir dir;
+  const std::string config = export_tiny(dir, 1, R"({"tp": 1, "pp": 1, "micro_batch_size": 1,
+    "global_batch_size": 2, "dtype": "fp32"})", 2);
+  nlohmann::json doc = nlohmann::json::parse(read_file(config));
+  doc["training"]["learning_rate"] = 0.1;  // Megatron's name is lr
+  const std::string bad = dir.write("out/bad.json", doc.dump());
+  const CommandResult r = run_strata({"run", bad});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("$.training"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("learning_rate"), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(dir.file("out/measured.json")));
+}
+
+TEST(RunCommand, WorldThatDoesNotMatchThePlanStopsEveryRank) {
+  TempDir dir;
+  const std::string config = export_tiny(dir, 2, R"({"tp": 1, "pp": 2, "micro_batch_size": 1,
+    "global_batch_size": 2, "dtype": "fp32"})", 2);
+  // Alone: the plan needs 2 ranks.
+  const CommandResult alone = run_strata({"run", config});
+  EXPECT_EQ(alone.exit_code, 2);
+  EXPECT_NE(alone.err.find("the plan has 2 ranks"), std::string::npos) << alone.err;
+  // Under mpirun -n 3: every rank says so and exits 2.
+  const auto t0 = Clock::now();
+  const CommandResult three = shell(mpirun_command(3, {"run", config}), dir);
+  EXPECT_NE(three.exit_code, 0);
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(30));
+  EXPECT_NE(three.err.find("this launch has 3 ranks"), std::string::npos) << three.err;
+  EXPECT_FALSE(file_exists(dir.file("out/measured.json")));
+}
+
+// mpirun in a process group of its own, output to files.
+pid_t start_mpirun(const std::string& command, const TempDir& dir) {
+  const std::string line = "exec " + command + " >" + dir.file("bg.out") + " 2>" + dir.file("bg.err") + " </dev/null";
+  const char* argv[] = {"/bin/sh", "-c", line.c_str(), nullptr};
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  pid_t pid = 0;
+  posix_spawn(&pid, "/bin/sh", nullptr, &attr, const_cast<char* const*>(argv), environ);
+  posix_spawnattr_destroy(&attr);
+  return pid;
+}
+
+// The children of pid whose command is `strata` (the ranks mpirun started).
+std::vector<pid_t> ranks_of(pid_t parent) {
+  std::vector<pid_t> out;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return out;
+  while (dirent* e = readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0) continue;
+    std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), {});
+    const auto close = text.rfind(')');
+    if (close == std::string::npos) continue;
+    const std::string comm = text.substr(text.find('(') + 1, close - text.find('(') - 1);
+    std::istringstream rest(text.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent && comm == "strata") out.push_back(pid);
+  }
+  closedir(proc);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Waits for pid; returns its exit status (or -1 when still running at the deadline, after killing it).
+int wait_for(pid_t pid, std::chrono::seconds limit) {
+  const auto deadline = Clock::now() + limit;
+  int status = 0;
+  while (Clock::now() < deadline) {
+    if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  killpg(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return -1;
+}
+
+// Starts a long 2-rank run and returns mpirun's pid once both ranks have run a while.
+pid_t start_long_run(const TempDir& dir, const std::string& timeout, std::vector<pid_t>& ranks) {
+  const std::string config = export_tiny(dir, 2, R"({"tp": 2, "pp": 1, "micro_batch_size": 1,
+    "global_batch_size": 2, "dtype": "fp32"})", 100000, timeout);
+  const pid_t mpirun = start_mpirun(mpirun_command(2, {"run", config}), dir);
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (Clock::now() < deadline && ranks.size() < 2) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ranks = ranks_of(mpirun);
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // well into training
+  return mpirun;
+}
+
+TEST(RunCommand, KilledRankEndsTheJobWithin30Seconds) {
+  TempDir dir;
+  std::vector<pid_t> ranks;
+  const pid_t mpirun = start_long_run(dir, "20", ranks);
+  ASSERT_EQ(ranks.size(), 2u) << read_file(dir.file("bg.err"));
+  const auto t0 = Clock::now();
+  kill(ranks[1], SIGKILL);
+  const int status = wait_for(mpirun, std::chrono::seconds(30));
+  EXPECT_NE(status, -1) << "the job was still running 30 s after a rank died";
+  EXPECT_NE(status, 0);
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(30));
+  const std::string err = read_file(dir.file("bg.err")) + read_file(dir.file("bg.out"));
+  EXPECT_NE(err.find("signal 9"), std::string::npos) << err;
+  EXPECT_TRUE(ranks_of(mpirun).empty());
+  EXPECT_FALSE(file_exists(dir.file("out/measured.json")));
+}
+
+TEST(RunCommand, HungRankTimesOutAndEveryRankStops) {
+  TempDir dir;
+  std::vector<pid_t> ranks;
+  const pid_t mpirun = start_long_run(dir, "3", ranks);
+  ASSERT_EQ(ranks.size(), 2u) << read_file(dir.file("bg.err"));
+  const auto t0 = Clock::now();
+  kill(ranks[1], SIGSTOP);  // alive but silent: its peer's next wait times out
+  const int status = wait_for(mpirun, std::chrono::seconds(30));
+  EXPECT_NE(status, -1) << "the job was still running 30 s after a rank hung";
+  EXPECT_NE(status, 0);
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(30));
+  const std::string err = read_file(dir.file("bg.err")) + read_file(dir.file("bg.out"));
+  EXPECT_NE(err.find("did not complete within"), std::string::npos) << err;
+  EXPECT_NE(err.find("strata run failed on rank 0"), std::string::npos) << err;
+  for (pid_t r : ranks) kill(r, SIGKILL);  // in case the stopped one outlived mpirun
+}
+
+}  // namespace
+}  // namespace strata::testing
