@@ -1,6 +1,7 @@
 #include "topologies/structured_router.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 
 #include <boost/graph/dijkstra_shortest_paths.hpp>
@@ -13,6 +14,8 @@ namespace strata::topo {
 namespace {
 
 constexpr std::int64_t kUnreachable = std::numeric_limits<std::int64_t>::max() / 4;
+// Equal-cost paths kept per pair of a node's endpoints (nodes have a handful).
+constexpr std::size_t kMaxSegmentPaths = 256;
 
 }  // namespace
 
@@ -40,9 +43,7 @@ StructuredRouter::StructuredRouter(const BuiltGraph& built) {
   const std::size_t nv = boost::num_vertices(built.graph);
   segments_.resize(static_cast<std::size_t>(endpoints_ * endpoints_));
   std::vector<std::int64_t> dist(nv);
-  std::vector<Edge> pred(nv);
   auto index = boost::get(boost::vertex_index, built.graph);
-  auto pred_map = boost::make_iterator_property_map(pred.begin(), index);
   for (int from = 0; from < endpoints_; ++from) {
     std::fill(dist.begin(), dist.end(), kUnreachable);
     auto src = static_cast<std::size_t>(endpoint_vertex[static_cast<std::size_t>(from)]);
@@ -50,9 +51,7 @@ StructuredRouter::StructuredRouter(const BuiltGraph& built) {
         node0, src,
         boost::weight_map(weight)
             .distance_map(boost::make_iterator_property_map(dist.begin(), index))
-            .distance_inf(kUnreachable)
-            .visitor(boost::make_dijkstra_visitor(
-                boost::record_edge_predecessors(pred_map, boost::on_edge_relaxed()))));
+            .distance_inf(kUnreachable));
     for (int to = 0; to < endpoints_; ++to) {
       Segment& seg = segments_[static_cast<std::size_t>(from * endpoints_ + to)];
       auto dst = static_cast<std::size_t>(endpoint_vertex[static_cast<std::size_t>(to)]);
@@ -62,12 +61,28 @@ StructuredRouter::StructuredRouter(const BuiltGraph& built) {
         continue;
       }
       seg.cost = dist[dst];
-      for (std::size_t v = dst; v != src;) {
-        const Edge& e = pred[v];
-        seg.links.push_back(built.graph[e].link);
-        v = boost::source(e, built.graph);
-      }
-      std::reverse(seg.links.begin(), seg.links.end());
+      // Every shortest path: depth-first backwards over the edges on one
+      // (dist[u] + cost(u → v) = dist[v]), inside node 0.
+      std::vector<LinkId> reversed;
+      std::function<void(std::size_t)> walk = [&](std::size_t v) {
+        if (seg.paths.size() >= kMaxSegmentPaths) return;
+        if (v == src) {
+          seg.paths.emplace_back(reversed.rbegin(), reversed.rend());
+          return;
+        }
+        for (auto [e, end] = boost::in_edges(v, built.graph); e != end; ++e) {
+          const std::size_t u = boost::source(*e, built.graph);
+          const LinkId l = built.graph[*e].link;
+          if (!in_node0(u) || dist[u] >= kUnreachable ||
+              dist[u] + link_cost(built.links[static_cast<std::size_t>(l)]) != dist[v]) {
+            continue;
+          }
+          reversed.push_back(l);
+          walk(u);
+          reversed.pop_back();
+        }
+      };
+      walk(dst);
     }
   }
   for (int a = 0; a < gpus_per_node_; ++a) {
@@ -79,9 +94,11 @@ StructuredRouter::StructuredRouter(const BuiltGraph& built) {
   }
 }
 
-void StructuredRouter::append_intra(int node, int from, int to, std::vector<LinkId>& out) const {
+void StructuredRouter::append_intra(int node, int from, int to, std::vector<LinkId>& out,
+                                    long long index) const {
   const LinkId base = node * links_per_node_;
-  for (LinkId l : segment(from, to).links) out.push_back(base + l);
+  const Segment& seg = segment(from, to);
+  for (LinkId l : seg.paths[static_cast<std::size_t>(index) % seg.paths.size()]) out.push_back(base + l);
 }
 
 void StructuredRouter::fabric_hop(int node_a, int rail_a, int node_b, int rail_b,
@@ -123,7 +140,10 @@ std::vector<StructuredRouter::Candidate> StructuredRouter::candidates(int src, i
         *best = c;
         out.clear();
       }
-      if (c == *best) out.push_back(Candidate{ra, rb, mult});
+      if (c == *best) {
+        const double inside = segment(ls, gpus_per_node_ + ra).count() * segment(gpus_per_node_ + rb, ld).count();
+        out.push_back(Candidate{ra, rb, mult, mult * inside});
+      }
     }
   }
   if (out.empty()) throw InternalError("structured router: no path between nodes");
@@ -156,9 +176,13 @@ std::vector<LinkId> StructuredRouter::nth_path(int src, int dst, const std::vect
   path.reserve(16);
   for (const Candidate& c : cands) {
     if (index < c.multiplicity) {
-      append_intra(node_of(src), local_of(src), gpus_per_node_ + c.rail_a, path);
-      append_fabric(node_of(src), c.rail_a, node_of(dst), c.rail_b, static_cast<long long>(index), path);
-      append_intra(node_of(dst), gpus_per_node_ + c.rail_b, local_of(dst), path);
+      // index = fabric + F · (up + U · down): the fabric choice varies fastest.
+      const auto i = static_cast<long long>(index);
+      const auto fabric_paths = static_cast<long long>(c.fabric_paths);
+      const auto up_paths = static_cast<long long>(segment(local_of(src), gpus_per_node_ + c.rail_a).count());
+      append_intra(node_of(src), local_of(src), gpus_per_node_ + c.rail_a, path, (i / fabric_paths) % up_paths);
+      append_fabric(node_of(src), c.rail_a, node_of(dst), c.rail_b, i % fabric_paths, path);
+      append_intra(node_of(dst), gpus_per_node_ + c.rail_b, local_of(dst), path, i / fabric_paths / up_paths);
       return path;
     }
     index -= c.multiplicity;
@@ -174,7 +198,10 @@ std::vector<LinkId> StructuredRouter::route_via_rail(int src, int dst, int rail,
                                                      std::uint64_t key) const {
   if (node_of(src) == node_of(dst)) {
     std::vector<LinkId> path;
-    append_intra(node_of(src), local_of(src), local_of(dst), path);
+    const Segment& seg = segment(local_of(src), local_of(dst));
+    const auto h = flow_hash(key, static_cast<std::uint64_t>(src), static_cast<std::uint64_t>(dst));
+    append_intra(node_of(src), local_of(src), local_of(dst), path,
+                 static_cast<long long>(h % static_cast<std::uint64_t>(seg.paths.size())));
     return path;
   }
   std::int64_t best = 0;
@@ -202,7 +229,7 @@ std::int64_t StructuredRouter::nic_to_gpu_cost(int rail, int gpu) const {
 }
 
 double StructuredRouter::ecmp_count(int src, int dst) const {
-  if (node_of(src) == node_of(dst)) return 1;
+  if (node_of(src) == node_of(dst)) return segment(local_of(src), local_of(dst)).count();
   std::int64_t best = 0;
   double total = 0;
   for (const Candidate& c : candidates(src, dst, -1, &best)) total += c.multiplicity;
@@ -212,7 +239,11 @@ double StructuredRouter::ecmp_count(int src, int dst) const {
 std::vector<std::vector<LinkId>> StructuredRouter::ecmp_routes(int src, int dst, int limit) const {
   std::vector<std::vector<LinkId>> out;
   if (node_of(src) == node_of(dst)) {
-    out.push_back(route(src, dst, 0));
+    const Segment& seg = segment(local_of(src), local_of(dst));
+    for (std::size_t i = 0; i < seg.paths.size() && static_cast<int>(out.size()) < limit; ++i) {
+      out.emplace_back();
+      append_intra(node_of(src), local_of(src), local_of(dst), out.back(), static_cast<long long>(i));
+    }
     return out;
   }
   std::int64_t best = 0;
@@ -227,8 +258,16 @@ std::vector<std::vector<LinkId>> StructuredRouter::ecmp_routes(int src, int dst,
 
 void StructuredRouter::for_each_ecmp_share(int src, int dst, int rail,
                                            const std::function<void(LinkId, double)>& fn) const {
+  // Spreads `weight` evenly over a segment's paths.
+  auto spread_intra = [&](int node, int from, int to, double weight) {
+    const Segment& seg = segment(from, to);
+    const LinkId base = node * links_per_node_;
+    for (const auto& p : seg.paths) {
+      for (LinkId l : p) fn(base + l, weight / seg.count());
+    }
+  };
   if (node_of(src) == node_of(dst)) {
-    for (LinkId l : route(src, dst, 0)) fn(l, 1.0);
+    spread_intra(node_of(src), local_of(src), local_of(dst), 1.0);
     return;
   }
   std::int64_t best = 0;
@@ -239,12 +278,10 @@ void StructuredRouter::for_each_ecmp_share(int src, int dst, int rail,
   const int na = node_of(src), nb = node_of(dst);
   for (const Candidate& c : cands) {
     const double w = c.multiplicity / total;
-    std::vector<LinkId> ends;
-    append_intra(na, local_of(src), gpus_per_node_ + c.rail_a, ends);
-    append_intra(nb, gpus_per_node_ + c.rail_b, local_of(dst), ends);
-    ends.push_back(fabric_->nic_up[static_cast<std::size_t>(na * s.rails + c.rail_a)]);
-    ends.push_back(fabric_->nic_down[static_cast<std::size_t>(nb * s.rails + c.rail_b)]);
-    for (LinkId l : ends) fn(l, w);
+    spread_intra(na, local_of(src), gpus_per_node_ + c.rail_a, w);
+    spread_intra(nb, gpus_per_node_ + c.rail_b, local_of(dst), w);
+    fn(fabric_->nic_up[static_cast<std::size_t>(na * s.rails + c.rail_a)], w);
+    fn(fabric_->nic_down[static_cast<std::size_t>(nb * s.rails + c.rail_b)], w);
     const int la = s.leaf_of(na, c.rail_a), lb = s.leaf_of(nb, c.rail_b);
     if (la == lb) continue;
     const int pa = s.pod_of_leaf(la), pb = s.pod_of_leaf(lb);

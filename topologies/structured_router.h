@@ -1,6 +1,7 @@
 // Routing on a generated cluster: identical nodes joined by a fat-tree.
 // A node's own shortest paths (GPU/NIC to GPU/NIC) are computed once with
-// Boost's Dijkstra on node 0 and reused for every node by offset; between nodes
+// Boost's Dijkstra on node 0 and reused for every node by offset (all equal-cost
+// paths of each endpoint pair are kept); between nodes
 // the path is intra(src → NIC a) + fabric(NIC a → NIC b) + intra(NIC b → dst),
 // minimised over the NIC pairs, the fabric part taken from the fat-tree's
 // structure (same leaf, same pod, other pod). A route costs O(rails²), no search.
@@ -31,12 +32,17 @@ class StructuredRouter final : public Router {
   // A template endpoint: local GPU l is l, NIC r is gpus + r.
   struct Segment {
     std::int64_t cost = 0;
-    std::vector<LinkId> links;  // offsets from the node's first link
+    // Every shortest path within the node (link offsets from the node's first
+    // link), in a fixed order; e.g. a GPU reaches a NIC on another PCIe switch
+    // over NVLink through either GPU of that switch.
+    std::vector<std::vector<LinkId>> paths;
+    double count() const { return static_cast<double>(paths.size()); }
   };
   struct Candidate {
     int rail_a = 0;
     int rail_b = 0;
-    double multiplicity = 1;  // fabric paths for this NIC pair
+    double fabric_paths = 1;  // fabric paths for this NIC pair
+    double multiplicity = 1;  // whole paths: fabric × inside the source node × inside the destination node
   };
 
   const Segment& segment(int from, int to) const {
@@ -49,7 +55,8 @@ class StructuredRouter final : public Router {
                   double* multiplicity) const;
   // The minimal-cost NIC pairs (rail < 0: any pair; else only (rail, rail)).
   std::vector<Candidate> candidates(int src_gpu, int dst_gpu, int rail, std::int64_t* cost) const;
-  void append_intra(int node, int from, int to, std::vector<LinkId>& out) const;
+  // The index-th shortest path inside `node` (index < segment(from, to).count()).
+  void append_intra(int node, int from, int to, std::vector<LinkId>& out, long long index = 0) const;
   // The index-th path of candidate c (index < c.multiplicity).
   void append_fabric(int node_a, int rail_a, int node_b, int rail_b, long long index,
                      std::vector<LinkId>& out) const;

@@ -1,5 +1,6 @@
 // The cluster graph: parts and links of the node presets, the fat-tree's shape,
 // and clusters the fabric cannot hold.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "core/data_paths.h"
@@ -52,6 +53,65 @@ TEST(Graph, DgxA100NodeHasItsParts) {
   EXPECT_EQ(t.rails(), 0);                         // one node: no fabric
 }
 
+// DGX H100 and HGX H200: the same layout as DGX A100 with NVLink4 and PCIe Gen5
+// (NVIDIA H100/H200 datasheets), NVSwitch with NVLink SHARP, NDR NICs.
+TEST(Graph, HopperNodesHaveNvlinkFourAndNvls) {
+  for (const char* name : {"dgx-h100-1node", "hgx-h200-1node"}) {
+    SCOPED_TRACE(name);
+    Topology t = Topology::build(shipped(name));
+    EXPECT_EQ(count_vertices(t, VertexKind::kGpu), 8);
+    EXPECT_EQ(count_vertices(t, VertexKind::kNvSwitch), 1);
+    EXPECT_EQ(count_vertices(t, VertexKind::kPcieSwitch), 4);
+    EXPECT_EQ(count_vertices(t, VertexKind::kCpu), 2);
+    EXPECT_EQ(count_vertices(t, VertexKind::kNic), 8);
+    EXPECT_EQ(t.num_links(), 58);
+    EXPECT_TRUE(t.node_has_nvls(0));
+    auto [up, down] = t.nvswitch_links(0);
+    ASSERT_GE(down, 0);
+    EXPECT_DOUBLE_EQ(t.link(up).line_rate_bytes_per_s, 450e9);         // 18 links x 25 GB/s
+    EXPECT_NEAR(t.link(down).bandwidth_bytes_per_s, 370.8e9, 1e3);     // x 0.824 (NCCL: 20.6 of 25)
+    for (LinkId l = 0; l < t.num_links(); ++l) {
+      const Link& link = t.link(l);
+      if (link.kind == LinkKind::kPcie) {
+        EXPECT_DOUBLE_EQ(link.line_rate_bytes_per_s, 63e9);             // Gen5 x16
+        EXPECT_NEAR(link.bandwidth_bytes_per_s, 48e9, 0.01e9);          // NCCL: 16 x 240 / 80
+      }
+      if (link.kind == LinkKind::kSocket) {
+        EXPECT_NEAR(link.bandwidth_bytes_per_s, 22e9, 1e3);             // NCCL SRP_QPI_BW
+      }
+    }
+    EXPECT_DOUBLE_EQ(t.cluster().node.nic_gbps, 400.0);                 // ConnectX-7 NDR
+  }
+  // DGX A100 has no NVLink SHARP.
+  EXPECT_FALSE(Topology::build(shipped("dgx-a100-1node")).node_has_nvls(0));
+}
+
+// The PCIe box: no NVSwitch; 2 sockets, each with 2 PCIe Gen4 switches of 2 GPUs and
+// 1 NIC; the sockets joined by UPI at NCCL's 10 GB/s.
+TEST(Graph, PcieBoxHasNoNvlink) {
+  Topology t = Topology::build(shipped("pcie-8gpu-1node"));
+  EXPECT_EQ(count_vertices(t, VertexKind::kGpu), 8);
+  EXPECT_EQ(count_vertices(t, VertexKind::kNvSwitch), 0);
+  EXPECT_EQ(count_vertices(t, VertexKind::kPcieSwitch), 4);
+  EXPECT_EQ(count_vertices(t, VertexKind::kCpu), 2);
+  EXPECT_EQ(count_vertices(t, VertexKind::kNic), 4);
+  EXPECT_EQ(count_links(t, LinkKind::kNvlink), 0);
+  // 8 GPU-PCIe, 4 NIC-PCIe, 4 PCIe-CPU wires and 1 UPI wire, two directions each.
+  EXPECT_EQ(count_links(t, LinkKind::kPcie), 2 * (8 + 4 + 4));
+  EXPECT_EQ(count_links(t, LinkKind::kSocket), 2);
+  EXPECT_EQ(t.nvswitch_of_node(0), -1);
+  EXPECT_EQ(t.nvswitch_links(0), (std::pair<LinkId, LinkId>{-1, -1}));
+  EXPECT_FALSE(t.node_has_nvls(0));
+  for (LinkId l = 0; l < t.num_links(); ++l) {
+    if (t.link(l).kind == LinkKind::kSocket) {
+      // 33 GB/s x 0.30303 (the preset's efficiency, 10/33 to five digits).
+      EXPECT_NEAR(t.link(l).bandwidth_bytes_per_s, 10e9, 1e5);
+    }
+  }
+  EXPECT_EQ(t.vertex(t.gpu_vertex(3)).socket, 0);
+  EXPECT_EQ(t.vertex(t.gpu_vertex(4)).socket, 1);
+}
+
 TEST(Graph, TwoNodeFatTreeShape) {
   Topology t = Topology::build(shipped("dgx-a100-2node"));
   const FatTreeShape* s = t.fat_tree();
@@ -100,6 +160,65 @@ TEST(Graph, OversubscriptionSplitsLeafPorts) {
   ASSERT_GE(nic_up, 0);
   EXPECT_DOUBLE_EQ(t.link(nic_up).line_rate_bytes_per_s, 25e9);
   EXPECT_NEAR(t.link(nic_up).bandwidth_bytes_per_s, 25e9 * 4096.0 / 4178.0, 1.0);
+}
+
+// Any oversubscription, including fractional ones: d = floor(k·o/(1+o)) downlinks,
+// u = min(k−d, ceil(d/o)) uplinks.
+TEST(Graph, AnyOversubscription) {
+  struct Case {
+    double o;
+    int down, up;
+  };
+  // 64 ports: 1.5:1 → floor(38.4) = 38 down, ceil(25.33) = 26 up; 3:1 → 48 / 16;
+  // 4:1 → floor(51.2) = 51 down, min(13, ceil(12.75)) = 13 up.
+  for (Case c : {Case{1.5, 38, 26}, Case{3.0, 48, 16}, Case{4.0, 51, 13}}) {
+    SCOPED_TRACE(c.o);
+    Topology t = Topology::build(dgx_a100_cluster(
+        64, fmt::format(R"({{"kind": "infiniband", "switch_radix": 64, "oversubscription": {}}})", c.o)));
+    EXPECT_EQ(t.fat_tree()->down, c.down);
+    EXPECT_EQ(t.fat_tree()->up, c.up);
+    EXPECT_EQ(t.fat_tree()->tiers, 2);
+    // Groups of d nodes, one leaf per rail and group; every leaf has u uplinks.
+    const int groups = (64 + c.down - 1) / c.down;
+    EXPECT_EQ(t.fat_tree()->leaves, 8 * groups);
+    EXPECT_EQ(count_vertices(t, VertexKind::kSpine), c.up);
+    EXPECT_EQ(count_links(t, LinkKind::kInfiniband), 2 * (64 * 8 + 8 * groups * c.up));
+  }
+}
+
+// Three tiers with oversubscription at the leaves: 2,048 DGX H100 on 64-port switches
+// at 3:1 → groups of 48 nodes, 43 groups x 8 rails = 344 leaves, pods of 32 leaves
+// (4 rail groups): 11 pods of 16 spines; 16 core groups of 32 cores.
+TEST(Graph, ThreeTiersWithOversubscription) {
+  ClusterSpec c = shipped("dgx-h100-128node");
+  c.nodes = 2048;
+  c.fabric.oversubscription = 3.0;
+  Topology t = Topology::build(c);
+  const FatTreeShape* s = t.fat_tree();
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->down, 48);
+  EXPECT_EQ(s->up, 16);
+  EXPECT_EQ(s->leaves, 344);
+  EXPECT_EQ(s->tiers, 3);
+  EXPECT_EQ(s->leaves_per_pod, 32);
+  EXPECT_EQ(s->pods, 11);
+  EXPECT_EQ(s->spines(), 176);
+  EXPECT_EQ(s->cores(), 512);
+  EXPECT_EQ(count_vertices(t, VertexKind::kCore), 512);
+}
+
+// Not rail-optimized: a leaf holds whole nodes (all their NICs), floor(d / R) of them.
+TEST(Graph, LeavesHoldingWholeNodes) {
+  Topology t = Topology::build(dgx_a100_cluster(8, R"({"kind": "infiniband", "switch_radix": 40,
+                                                       "rail_optimized": false})"));
+  // 40 ports at 1:1: 20 down → 2 nodes (16 NICs) per leaf, 4 leaves, 20 spines.
+  EXPECT_EQ(t.fat_tree()->nodes_per_leaf_group, 2);
+  EXPECT_EQ(t.fat_tree()->leaves, 4);
+  EXPECT_EQ(t.fat_tree()->leaf_of(3, 0), 1);
+  EXPECT_EQ(t.fat_tree()->leaf_of(3, 7), 1);
+  EXPECT_THROW(Topology::build(dgx_a100_cluster(2, R"({"kind": "infiniband", "switch_radix": 8,
+                                                       "rail_optimized": false})")),
+               InputError);
 }
 
 TEST(Graph, FabricTooSmallIsAnInputError) {

@@ -1,6 +1,9 @@
 // Routing: the paths a transfer takes inside a node and across the fat-tree, the
 // equal-cost (ECMP) sets, and the structured router of generated clusters against
 // an exhaustive Dijkstra router on the same graph given inline.
+#include <algorithm>
+#include <limits>
+#include <map>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -179,6 +182,95 @@ TEST(Routing, StructuredRoutesAreShortestOnAThreeTierFabric) {
       auto all = exhaustive.ecmp_routes(a, b, 1000);
       std::set<std::vector<LinkId>> set(all.begin(), all.end());
       for (const auto& p : structured.ecmp_routes(a, b, 1000)) EXPECT_TRUE(set.count(p));
+    }
+  }
+}
+
+// An independent reference: Floyd–Warshall over every vertex pair of the graph, and
+// the number of shortest paths counted by dynamic programming over the edges that
+// lie on one (u → v with dist(s, u) + cost(u → v) = dist(s, v)). No Boost, no router
+// code: plain loops over the links.
+struct BruteForce {
+  std::vector<std::vector<std::int64_t>> dist;
+  explicit BruteForce(const Topology& t) {
+    const int n = t.num_vertices();
+    const std::int64_t inf = std::numeric_limits<std::int64_t>::max() / 4;
+    dist.assign(static_cast<std::size_t>(n), std::vector<std::int64_t>(static_cast<std::size_t>(n), inf));
+    for (int v = 0; v < n; ++v) dist[static_cast<std::size_t>(v)][static_cast<std::size_t>(v)] = 0;
+    for (LinkId l = 0; l < t.num_links(); ++l) {
+      auto& d = dist[static_cast<std::size_t>(t.link(l).from_vertex)][static_cast<std::size_t>(t.link(l).to_vertex)];
+      d = std::min(d, link_cost(t.link(l)));
+    }
+    for (int k = 0; k < n; ++k) {
+      for (int i = 0; i < n; ++i) {
+        const std::int64_t ik = dist[static_cast<std::size_t>(i)][static_cast<std::size_t>(k)];
+        if (ik >= inf) continue;
+        for (int j = 0; j < n; ++j) {
+          auto& ij = dist[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
+          ij = std::min(ij, ik + dist[static_cast<std::size_t>(k)][static_cast<std::size_t>(j)]);
+        }
+      }
+    }
+  }
+  std::int64_t d(int a, int b) const { return dist[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)]; }
+  // Shortest paths from vertex s to vertex e.
+  double count(const Topology& t, int s, int e) const {
+    std::vector<int> order;
+    for (int v = 0; v < t.num_vertices(); ++v) {
+      if (d(s, v) <= d(s, e)) order.push_back(v);
+    }
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return d(s, a) < d(s, b); });
+    std::vector<double> paths(static_cast<std::size_t>(t.num_vertices()), 0.0);
+    paths[static_cast<std::size_t>(s)] = 1.0;
+    for (int v : order) {
+      for (LinkId l = 0; l < t.num_links(); ++l) {
+        const Link& link = t.link(l);
+        if (link.to_vertex == v && link.from_vertex != v &&
+            d(s, link.from_vertex) + link_cost(link) == d(s, v)) {
+          paths[static_cast<std::size_t>(v)] += paths[static_cast<std::size_t>(link.from_vertex)];
+        }
+      }
+    }
+    return paths[static_cast<std::size_t>(e)];
+  }
+};
+
+// Every GPU pair of a 3-tier fabric and of two DGX A100 nodes: both routers' costs
+// and ECMP widths equal the brute force's, and every path they return costs that.
+TEST(Routing, RoutersAgreeWithFloydWarshall) {
+  ClusterSpec small = testing::cluster_from_text(R"({"name": "small", "nodes": 6, "gpus_per_node": 2,
+      "node": {"gpus": 2, "nvlink_kind": "nvswitch",
+               "nvlink": {"bandwidth_gbytes_per_s": 300, "efficiency": 0.8},
+               "pcie": {"bandwidth_gbytes_per_s": 31.5, "efficiency": 0.762},
+               "gpus_per_pcie_switch": 2, "nics_per_pcie_switch": 2, "nics": 2, "nic_gbps": 200},
+      "fabric": {"kind": "infiniband", "switch_radix": 4}, "profile": "a100-sxm4-80gb"})");
+  for (const ClusterSpec& c : {small, shipped("dgx-a100-2node"), shipped("pcie-8gpu-4node")}) {
+    SCOPED_TRACE(c.name);
+    Topology structured = Topology::build(c);
+    Topology exhaustive = Topology::build(as_inline(structured));
+    BruteForce bf(structured);
+    for (int a = 0; a < structured.num_gpus(); ++a) {
+      for (int b = 0; b < structured.num_gpus(); ++b) {
+        if (a == b) continue;
+        const int va = structured.gpu_vertex(a), vb = structured.gpu_vertex(b);
+        const std::int64_t best = bf.d(va, vb);
+        ASSERT_EQ(structured.path_cost(a, b), best) << a << " -> " << b;
+        ASSERT_EQ(exhaustive.path_cost(a, b), best) << a << " -> " << b;
+        const double width = bf.count(structured, va, vb);
+        EXPECT_EQ(structured.ecmp_width(a, b), width) << a << " -> " << b;
+        EXPECT_EQ(exhaustive.ecmp_width(a, b), width) << a << " -> " << b;
+        EXPECT_EQ(cost_of(structured, structured.route(a, b, 5)), best);
+        // The same ECMP set, and the same fluid spreading over it.
+        auto listed = structured.ecmp_routes(a, b, 1000);
+        auto all = exhaustive.ecmp_routes(a, b, 1000);
+        EXPECT_EQ(std::set<std::vector<LinkId>>(listed.begin(), listed.end()),
+                  std::set<std::vector<LinkId>>(all.begin(), all.end()));
+        std::map<LinkId, double> ss, es;
+        structured.for_each_ecmp_share(a, b, -1, [&](LinkId l, double w) { ss[l] += w; });
+        exhaustive.for_each_ecmp_share(a, b, -1, [&](LinkId l, double w) { es[l] += w; });
+        ASSERT_EQ(ss.size(), es.size());
+        for (const auto& [l, w] : ss) EXPECT_NEAR(w, es[l], 1e-12) << a << " -> " << b << " link " << l;
+      }
     }
   }
 }
