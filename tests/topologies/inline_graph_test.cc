@@ -87,6 +87,28 @@ TEST(InlineGraph, ZeroOrNegativeBandwidth) {
   }
 }
 
+// The same rules for generated clusters: a zero or negative figure in an inline node
+// or fabric, and nodes that cannot reach each other (no NICs), name their JSON path.
+TEST(InlineGraph, BadGeneratedClusters) {
+  auto cluster = [](const std::string& node, const std::string& fabric) {
+    return R"({"name": "c", "nodes": 2, "gpus_per_node": 2, "profile": "a100-sxm4-80gb", "node": )" + node +
+           R"(, "fabric": )" + fabric + "}";
+  };
+  const std::string ib = R"({"kind": "infiniband"})";
+  for (const char* bw : {"0", "-31.5"}) {
+    expect_input_error(cluster(std::string(R"({"gpus": 2, "pcie": {"bandwidth_gbytes_per_s": )") + bw +
+                                   R"(}, "nics": 2, "nic_gbps": 200})",
+                               ib),
+                       "$.node.pcie.bandwidth_gbytes_per_s", "expected a number in", false);
+  }
+  expect_input_error(cluster(R"({"gpus": 2, "pcie": {"bandwidth_gbytes_per_s": 31.5}, "nics": 2, "nic_gbps": 200})",
+                             R"({"kind": "infiniband", "nic_gbps": 0})"),
+                     "$.fabric.nic_gbps", "expected a number in", false);
+  // Two nodes without NICs: their GPUs cannot reach each other.
+  expect_input_error(cluster(R"({"gpus": 2, "pcie": {"bandwidth_gbytes_per_s": 31.5}})", ib),
+                     "$.fabric.nics_per_node", "needs NICs", false);
+}
+
 TEST(InlineGraph, DisconnectedGpu) {
   // b1 loses its only links: a0 cannot reach it.
   std::string text = cluster_json();
