@@ -106,6 +106,9 @@ std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& clu
                             p.overlap_grad_reduce = og;
                             p.overlap_param_gather = opg;
                             p.dtype = dtype;
+                            // Megatron-LM accumulates and reduces bf16 gradients in fp32
+                            // (arguments.py), as plan.json's default does.
+                            p.accumulate_allreduce_grads_in_fp32 = dtype == DType::kBf16;
                             if (!satisfies(p, req.constraints)) {
                               ++counts.constrained;
                               continue;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -253,24 +254,22 @@ class Builder {
     // share a detail.
     void block(char code, const std::vector<Segment>& segs, const SegmentIds& ids, int j,
                bool split_before, bool split_after) {
-      if (collapse_ && split_before) flush();
       if (collapse_) {
+        if (split_before) flush();
         key_ += code;
         key_ += static_cast<char>(j + 1);
         key_ += static_cast<char>((j + 1) >> 8);
+        collect(segs, j);
+        if (j >= 0) pending_layers_.push_back(j);
+        if (split_after) flush();
+        return;
       }
       for (std::size_t k = 0; k < segs.size(); ++k) {
-        if (collapse_) {
-          collect(segs[k], j);
-        } else if (segs[k].is_comm) {
+        if (segs[k].is_comm) {
           comm_task(segs[k], ids.label[k], j);
         } else {
           compute_task(segs[k], ids, k, j);
         }
-      }
-      if (collapse_) {
-        if (j >= 0) pending_layers_.push_back(j);
-        if (split_after) flush();
       }
     }
 
@@ -319,58 +318,82 @@ class Builder {
       mark(t, j);
     }
 
-    void collect(const Segment& s, int j) {
-      if (s.is_comm) {
-        if (b_.p_.tp == 1) return;
-        const CommSpec& spec = b_.w_.graph.comm(b_.collective(s.op, group_, s.comm_bytes, Category::kTp));
-        TimeNs ns = spec.fixed_ns;
-        if (spec.bytes > 0.0 && spec.rate_cap_bytes_per_s > 0.0) {
-          ns += seconds_to_ns(spec.bytes / spec.rate_cap_bytes_per_s);
+    // Folded fidelity: remembers the block and adds up its time; the ops of a
+    // stretch are only copied out (flush) the first time its shape is seen.
+    void collect(const std::vector<Segment>& segs, int j) {
+      const BlockSummary& sum = b_.block_summary(segs, group_);
+      pending_.push_back({&segs, j});
+      pending_ns_ += sum.ns;
+      pending_bytes_ += sum.bytes;
+    }
+
+    // A collective's time when it runs inside a collapsed stretch (statically costed).
+    TimeNs comm_ns(const Segment& s) const {
+      const CommSpec& spec = b_.w_.graph.comm(b_.collective(s.op, group_, s.comm_bytes, Category::kTp));
+      TimeNs ns = spec.fixed_ns;
+      if (spec.bytes > 0.0 && spec.rate_cap_bytes_per_s > 0.0) {
+        ns += seconds_to_ns(spec.bytes / spec.rate_cap_bytes_per_s);
+      }
+      return ns;
+    }
+
+    // The ops of the pending stretch, for its detail.
+    std::vector<TaskGraph::DetailOp> pending_ops() const {
+      std::vector<TaskGraph::DetailOp> ops;
+      for (const Pending& p : pending_) {
+        for (const Segment& s : *p.segments) {
+          if (s.is_comm) {
+            if (b_.p_.tp == 1) continue;
+            ops.push_back({to_string(s.op), Category::kTp, comm_ns(s), 0.0, s.comm_bytes,
+                           StreamKind::kTpComm, p.layer});
+            continue;
+          }
+          for (TaskGraph::DetailOp op : s.ops) {
+            op.layer_offset = p.layer;
+            ops.push_back(std::move(op));
+          }
         }
-        pending_ops_.push_back({to_string(s.op), Category::kTp, ns, 0.0, s.comm_bytes,
-                                StreamKind::kTpComm, j});
-        return;
       }
-      for (TaskGraph::DetailOp op : s.ops) {
-        op.layer_offset = j;
-        pending_ops_.push_back(std::move(op));
-      }
+      return ops;
     }
 
     void flush() {
-      if (pending_ops_.empty()) {
+      if (pending_.empty()) {
         pending_layers_.clear();
+        key_.clear();
         return;
-      }
-      TimeNs total = 0;
-      double bytes = 0.0;
-      for (const auto& op : pending_ops_) {
-        total += op.duration_ns;
-        bytes += op.lane == StreamKind::kCompute ? op.bytes : 0.0;
       }
       const bool forward = op_.phase == PipelinePhase::kForward;
       TaskInfo info = info_for(0);  // layer offsets count from the chunk's first layer
       // The same blocks on the same tensor-parallel group give the same ops.
-      info.detail = b_.intern_detail(fmt::format("{}:{}", group_.front(), key_), std::move(pending_ops_));
-      info.bytes = bytes;
-      const std::string name = pending_layers_.empty()
-                                   ? (forward ? "forward" : "backward")
-                                   : fmt::format("{} layers {}-{}", forward ? "forward" : "backward",
-                                                 chunk_first_layer_ + std::min(pending_layers_.front(), pending_layers_.back()),
-                                                 chunk_first_layer_ + std::max(pending_layers_.front(), pending_layers_.back()));
-      const std::int32_t label =
-          b_.label(name, Category::kGemm, forward ? Phase::kForward : Phase::kBackward);
-      TaskId t = b_.w_.graph.add_shared_compute(members_, total, label, info);
+      const int front = group_.front();
+      key_.append(reinterpret_cast<const char*>(&front), sizeof front);
+      info.detail = b_.intern_detail(key_, [this] { return pending_ops(); });
+      info.bytes = pending_bytes_;
+      int first = -1, last = -1;
+      if (!pending_layers_.empty()) {
+        first = chunk_first_layer_ + std::min(pending_layers_.front(), pending_layers_.back());
+        last = chunk_first_layer_ + std::max(pending_layers_.front(), pending_layers_.back());
+      }
+      const std::int32_t label = b_.stretch_label(forward, first, last);
+      TaskId t = b_.w_.graph.add_shared_compute(members_, pending_ns_, label, info);
       prev_ = t;
       prev_comm_ = false;
       for (int member : members_) b_.op_marks_[member][oi_].add(t);
       for (int j : pending_layers_) {
         for (int member : members_) b_.layer_marks_[member][oi_ * b_.chunk_layers() + j].add(t);
       }
-      pending_ops_.clear();
+      pending_.clear();
+      pending_ns_ = 0;
+      pending_bytes_ = 0.0;
       pending_layers_.clear();
       key_.clear();
     }
+
+    struct Pending {
+      const std::vector<Segment>* segments;  // a block
+      int layer;
+    };
 
     Builder& b_;
     const std::vector<int>& members_;
@@ -381,17 +404,61 @@ class Builder {
     bool collapse_;
     TaskId prev_ = -1;
     bool prev_comm_ = false;
-    std::vector<TaskGraph::DetailOp> pending_ops_;
+    std::vector<Pending> pending_;
+    TimeNs pending_ns_ = 0;
+    double pending_bytes_ = 0.0;
     std::vector<int> pending_layers_;
     std::string key_;
   };
 
-  // Collapsed blocks of the same shape share one detail.
-  std::int32_t intern_detail(const std::string& key, std::vector<TaskGraph::DetailOp> ops) {
+  // A block's time and bytes in a collapsed stretch (its collectives statically
+  // costed on `group`); the cache is per tensor-parallel group (emit_tp_group).
+  struct BlockSummary {
+    TimeNs ns = 0;
+    double bytes = 0.0;
+  };
+  const BlockSummary& block_summary(const std::vector<Segment>& segs, const std::vector<int>& group) {
+    auto it = block_summaries_.find(&segs);
+    if (it != block_summaries_.end()) return it->second;
+    BlockSummary sum;
+    for (const Segment& s : segs) {
+      if (s.is_comm) {
+        if (p_.tp == 1) continue;
+        const CommSpec& spec = w_.graph.comm(collective(s.op, group, s.comm_bytes, Category::kTp));
+        sum.ns += spec.fixed_ns;
+        if (spec.bytes > 0.0 && spec.rate_cap_bytes_per_s > 0.0) {
+          sum.ns += seconds_to_ns(spec.bytes / spec.rate_cap_bytes_per_s);
+        }
+        continue;
+      }
+      for (const TaskGraph::DetailOp& op : s.ops) {
+        sum.ns += op.duration_ns;
+        sum.bytes += op.bytes;
+      }
+    }
+    return block_summaries_.emplace(&segs, sum).first->second;
+  }
+
+  // Collapsed blocks of the same shape share one detail; `make_ops` runs only for
+  // a shape not seen before.
+  template <typename MakeOps>
+  std::int32_t intern_detail(const std::string& key, MakeOps make_ops) {
     auto it = detail_ids_.find(key);
     if (it != detail_ids_.end()) return it->second;
-    std::int32_t id = w_.graph.add_detail(std::move(ops));
+    std::int32_t id = w_.graph.add_detail(make_ops());
     detail_ids_.emplace(key, id);
+    return id;
+  }
+
+  // The label of a collapsed stretch: "forward layers 3-5" (first < 0: no layer).
+  std::int32_t stretch_label(bool forward, int first, int last) {
+    const auto key = std::make_tuple(forward, first, last);
+    auto it = stretch_label_ids_.find(key);
+    if (it != stretch_label_ids_.end()) return it->second;
+    const char* phase = forward ? "forward" : "backward";
+    const std::string name = first < 0 ? std::string(phase) : fmt::format("{} layers {}-{}", phase, first, last);
+    const std::int32_t id = label(name, Category::kGemm, forward ? Phase::kForward : Phase::kBackward);
+    stretch_label_ids_.emplace(key, id);
     return id;
   }
 
@@ -403,6 +470,7 @@ class Builder {
       if (s >= 0) members.push_back(s);
     }
     const std::vector<int> group = tp_group_gpus(d, r);
+    block_summaries_.clear();  // they hold this group's collective times
     const auto& program = programs_[r];
     const int lc = chunk_layers();
     for (int member : members) {
@@ -808,7 +876,9 @@ class Builder {
   std::map<std::tuple<int, int, int, int, long long, int>, std::int32_t> comm_ids_;
   std::map<std::tuple<std::string, int, int>, std::int32_t> label_ids_;
   std::map<std::pair<int, int>, std::int32_t> p2p_ids_;
-  std::map<std::string, std::int32_t> detail_ids_;
+  std::unordered_map<std::string, std::int32_t> detail_ids_;
+  std::map<std::tuple<bool, int, int>, std::int32_t> stretch_label_ids_;
+  std::unordered_map<const std::vector<Segment>*, BlockSummary> block_summaries_;
 };
 
 }  // namespace

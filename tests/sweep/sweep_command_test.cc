@@ -1,0 +1,110 @@
+// `strata sweep` as a user runs it: the files do not depend on the thread count or
+// on sharding over MPI ranks, bad constraints are errors that write nothing, and
+// --nodes compares cluster sizes.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_test_util.h"
+
+namespace strata::testing {
+namespace {
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// A small sweep: the tiny GPT on one DGX A100 (a few hundred plans).
+std::vector<std::string> small_sweep(const std::string& out_dir) {
+  return {"sweep", "--model", "gpt-tiny", "--cluster", "dgx-a100-1node", "--global-batch-size", "16",
+          "--full-top", "2", "--out", out_dir};
+}
+
+CommandResult run_under_mpirun(const std::vector<std::string>& args, const TempDir& dir) {
+  std::string cmd = "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + quote(STRATA_MPIRUN) +
+                    " -n 2 --oversubscribe --mca mpi_yield_when_idle 1 --mca btl_vader_single_copy_mechanism none " +
+                    quote(STRATA_BIN);
+  for (const std::string& a : args) cmd += " " + quote(a);
+  cmd += " >" + quote(dir.file("out")) + " 2>" + quote(dir.file("err")) + " </dev/null";
+  const int status = std::system(cmd.c_str());
+  CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = read_file(dir.file("out"));
+  r.err = read_file(dir.file("err"));
+  return r;
+}
+
+TEST(SweepCommand, SameFilesWithOneThreadTwoThreadsAndTwoMpiRanks) {
+  TempDir dir;
+  std::vector<std::string> one = small_sweep(dir.file("one"));
+  one.insert(one.end(), {"--threads", "1"});
+  CommandResult r1 = run_strata(one);
+  ASSERT_EQ(r1.exit_code, 0) << r1.err;
+  std::vector<std::string> two = small_sweep(dir.file("two"));
+  two.insert(two.end(), {"--threads", "2"});
+  CommandResult r2 = run_strata(two);
+  ASSERT_EQ(r2.exit_code, 0) << r2.err;
+  const std::string csv = read_file(dir.file("one/sweep.csv"));
+  const std::string json = read_file(dir.file("one/sweep.json"));
+  ASSERT_FALSE(csv.empty());
+  EXPECT_EQ(csv, read_file(dir.file("two/sweep.csv")));
+  EXPECT_EQ(json, read_file(dir.file("two/sweep.json")));
+  // The printed ranking names the plans of the files.
+  const nlohmann::json doc = nlohmann::json::parse(json);
+  ASSERT_TRUE(doc.contains("plans"));
+  EXPECT_NE(r1.out.find("why"), std::string::npos) << r1.out;
+
+  if (std::string(STRATA_MPIRUN).empty()) GTEST_SKIP() << "no mpirun in this build";
+  std::vector<std::string> mpi = small_sweep(dir.file("mpi"));
+  mpi.insert(mpi.end(), {"--threads", "1"});
+  CommandResult rm = run_under_mpirun(mpi, dir);
+  ASSERT_EQ(rm.exit_code, 0) << rm.err;
+  EXPECT_EQ(csv, read_file(dir.file("mpi/sweep.csv")));
+  EXPECT_EQ(json, read_file(dir.file("mpi/sweep.json")));
+  // Rank 0 alone prints the table.
+  EXPECT_EQ(rm.out.find("rank  tp"), rm.out.rfind("rank  tp")) << rm.out;
+}
+
+TEST(SweepCommand, BadConstraintIsAnErrorThatWritesNothing) {
+  TempDir dir;
+  std::vector<std::string> args = small_sweep(dir.file("out"));
+  args.insert(args.end(), {"--where", "tensor_parallel<=4"});
+  CommandResult r = run_strata(args);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("tensor_parallel"), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(dir.file("out/sweep.csv")));
+
+  const std::string file = dir.write("c.json", R"({"tp": {"max": "four"}})");
+  args = small_sweep(dir.file("out"));
+  args.insert(args.end(), {"--constraints", file});
+  r = run_strata(args);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("c.json"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("$.tp"), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(dir.file("out/sweep.csv")));
+}
+
+// --nodes: the best plan per size, with scaling efficiency against the smallest.
+TEST(SweepCommand, NodesComparesClusterSizes) {
+  TempDir dir;
+  CommandResult r = run_strata({"sweep", "--model", "gpt-tiny", "--cluster", "dgx-h100-8node", "--global-batch-size",
+                                "64", "--nodes", "1,2", "--full-top", "0", "--out", dir.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string csv = read_file(dir.file("scaling.csv"));
+  EXPECT_EQ(csv.rfind("nodes,gpus,best_plan,tokens_per_s,step_time_s,mfu,scaling_efficiency\n", 0), 0u) << csv;
+  EXPECT_NE(csv.find("\n1,8,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\n2,16,"), std::string::npos) << csv;
+  EXPECT_TRUE(file_exists(dir.file("nodes-1/sweep.csv")));
+  EXPECT_TRUE(file_exists(dir.file("nodes-2/sweep.json")));
+}
+
+}  // namespace
+}  // namespace strata::testing
