@@ -19,8 +19,13 @@ namespace strata::calib {
 // reads param, grad and both moments and writes three of them (7 x 4 bytes).
 double bytes_per_element(KernelKind kind, DType storage);
 
+// Rows of 1024 elements a kernel of this kind runs on to move about
+// target_bytes (at least one row).
+std::int64_t kernel_rows(KernelKind kind, DType storage, double target_bytes);
+
 // Times every kernel kind at each target size (bytes moved; rounded to whole
-// rows of 1024 elements). Training tensors are requested as bf16 (the device may
+// rows of 1024 elements; a target rounding to rows already measured is
+// skipped, so every curve has distinct sizes). Training tensors are requested as bf16 (the device may
 // store them wider: the cpu backend stores fp32); Adam is fp32. Checks the
 // residual add and the copy exactly and every other output for finite values.
 // progress(i) is called after each (kind, size). Throws InternalError on a wrong result.

@@ -93,6 +93,27 @@ TEST_F(CpuBench, MemoryBoundKindsOverSizes) {
   }
 }
 
+TEST_F(CpuBench, SizesRoundingToTheSameRowsAreMeasuredOnce) {
+  // Adam moves 28 bytes per element: 4, 8 and 16 KiB all round to one row of
+  // 1024 elements (28672 bytes), 64 KiB to two rows. A curve never holds two
+  // measurements of one size (the fit rejects them).
+  const std::vector<double> sizes = {4096.0, 8192.0, 16384.0, 65536.0};
+  EXPECT_EQ(kernel_rows(KernelKind::kAdam, DType::kFp32, 4096.0), 1);
+  EXPECT_EQ(kernel_rows(KernelKind::kAdam, DType::kFp32, 16384.0), 1);
+  EXPECT_EQ(kernel_rows(KernelKind::kAdam, DType::kFp32, 65536.0), 2);
+  std::size_t calls = 0;
+  auto curves = bench_memory_bound(*device_, sizes, quick_timing(), [&](std::size_t) { ++calls; });
+  // Progress still counts every (kind, size) the caller planned.
+  EXPECT_EQ(calls, sizes.size() * all_kernel_kinds().size());
+  const std::vector<SizePoint>& adam = curves.at(KernelKind::kAdam);
+  ASSERT_EQ(adam.size(), 2u);
+  EXPECT_EQ(adam[0].bytes, 28.0 * 1024);
+  EXPECT_EQ(adam[1].bytes, 2 * 28.0 * 1024);
+  for (const auto& [kind, pts] : curves) {
+    for (std::size_t i = 1; i < pts.size(); ++i) EXPECT_LT(pts[i - 1].bytes, pts[i].bytes) << to_string(kind);
+  }
+}
+
 TEST_F(CpuBench, AttentionForwardAndBackward) {
   std::vector<AttentionPoint> pts =
       bench_attention(*device_, {{2, 64, 32, false, false, DType::kFp32}}, quick_timing(), nullptr);
