@@ -2,7 +2,7 @@
 // parameter of the whole model, as the plan's shards hold it, equals the
 // parameters of the same model trained on one rank (tp = pp = dp = 1, no
 // ZeRO, no recompute) on the same data, within fp32 rounding; the losses match
-// step by step and fall.
+// step by step. A separate test checks that the reference learns.
 //
 // The plans cover every value of tp, pp, dp in {1, 2}, ZeRO 0-3, recompute
 // none/selective/full, sequence parallel on and off and all three schedules,
@@ -150,9 +150,8 @@ TEST_P(Correctness, ParametersMatchSingleRankReference) {
   const Trained ref = train(config_of(c, true), *device_, *self_);
   const Trained got = train(config_of(c, false), *device_, *world_);
 
-  // The reference learns: the loss falls over the steps.
   ASSERT_EQ(ref.steps.size(), static_cast<std::size_t>(kSteps));
-  EXPECT_LT(ref.steps.back().loss, ref.steps.front().loss - 0.05) << "the reference did not learn";
+  ASSERT_EQ(got.steps.size(), static_cast<std::size_t>(kSteps));
   // Same losses and gradient norms, step by step (fp32 sums in other orders).
   for (int s = 0; s < kSteps; ++s) {
     EXPECT_NEAR(got.steps[s].loss, ref.steps[s].loss, 1e-5 * ref.steps[s].loss) << "step " << s;
@@ -199,8 +198,32 @@ TEST(CorrectnessReference, StepsMoveTheParameters) {
   EXPECT_GT(moved, 100 * 1e-3 * kSteps * 1e-2);
 }
 
+// The reference learns: each step trains on new sequences of the synthetic
+// data (three next tokens in four follow a fixed rule), so single steps' losses
+// are noisy; over 8 steps the mean loss of the last three is well below that of
+// the first three (by about 0.15 nats for gpt-small at lr 1e-2; ln 64 = 4.16 is
+// the loss of a uniform guess).
+TEST(CorrectnessReference, LossFalls) {
+  DeviceOptions options;
+  options.cpu_threads = 1;
+  auto device = make_device(Backend::kCpu, 0, options);
+  auto self = make_self_communicator(*device, {});
+  for (const bool llama : {false, true}) {
+    PlanSpec plan;
+    plan.micro_batch_size = 2;
+    plan.global_batch_size = 4;
+    plan.dp = 1;
+    const RunConfig config = test_config(llama ? llama_small() : gpt_small(), plan, 8);
+    const Trained t = train(config, *device, *self);
+    const double first = (t.steps[0].loss + t.steps[1].loss + t.steps[2].loss) / 3;
+    const double last = (t.steps[5].loss + t.steps[6].loss + t.steps[7].loss) / 3;
+    EXPECT_LT(first, std::log(64.0) + 0.1) << config.model.name << ": the untrained model is near a uniform guess";
+    EXPECT_LT(last, first - 0.08) << config.model.name << " did not learn";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Plans, Correctness, ::testing::ValuesIn(kCases),
-                         [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+                         [](const ::testing::TestParamInfo<Case>& param) { return std::string(param.param.name); });
 
 }  // namespace
 }  // namespace strata::rt
@@ -215,3 +238,4 @@ int main(int argc, char** argv) {
   }
   return RUN_ALL_TESTS();
 }
+

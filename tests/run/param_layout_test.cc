@@ -80,7 +80,9 @@ TEST(ParamLayout, ShardsTileTheModelExactlyOnce) {
               std::int64_t rows = 0;
               for (const ParamSpec::Piece& piece : s.pieces) rows += piece.rows;
               EXPECT_EQ(rows, s.rows) << s.name;
-              if (s.replicated) EXPECT_EQ(s.rows, s.global_rows) << s.name;
+              if (s.replicated) {
+                EXPECT_EQ(s.rows, s.global_rows) << s.name;
+              }
               if (s.tied_copy || (s.replicated && t != 0)) continue;
               for (const ParamSpec::Piece& piece : s.pieces) {
                 for (std::int64_t e = piece.global_row * s.cols; e < (piece.global_row + piece.rows) * s.cols; ++e) {
