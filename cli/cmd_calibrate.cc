@@ -98,6 +98,24 @@ void print_quality(const std::map<std::string, FitError>& quality,
   }
 }
 
+// The collectives as nccl-tests prints them: per operation and group, the
+// time of the smallest and the largest message and the largest one's algbw
+// (bytes / time) and busbw (algbw x the operation's factor, core/collective.h).
+void print_collectives(const CostModel& model) {
+  if (!model.calibrated("collectives")) return;
+  fmt::print("\ncollectives (algbw = bytes / time, busbw = algbw x nccl-tests' factor):\n");
+  fmt::print("  {:<15} {:>5} {:>6} {:>12} {:>12} {:>12} {:>12} {:>12}\n", "operation", "ranks", "nodes",
+             "smallest", "time", "largest", "time", "algbw/busbw");
+  for (const CollectiveCurve& c : model.collectives_section()->measured) {
+    const SizePoint& lo = c.curve.points.front();
+    const SizePoint& hi = c.curve.points.back();
+    const double algbw = hi.bytes / hi.seconds;
+    fmt::print("  {:<15} {:>5} {:>6} {:>10.0f} B {:>9.1f} us {:>10.0f} B {:>9.1f} us {:>5.2f}/{:.2f} GB/s\n",
+               to_string(c.op), c.group_size, c.inter_node ? "inter" : "intra", lo.bytes, lo.seconds * 1e6,
+               hi.bytes, hi.seconds * 1e6, algbw / 1e9, algbw * busbw_factor(c.op, c.group_size) / 1e9);
+  }
+}
+
 void print_drift(const std::vector<calib::DriftRow>& rows) {
   std::map<std::string, std::vector<double>> by_section;
   fmt::print("{:<14} {:<40} {:>12} {:>12} {:>8}\n", "section", "sample", "predicted", "measured", "drift");
@@ -196,6 +214,7 @@ void run_calibrate(const CalibrateArgs& args) {
                "{} collective points\n\n",
                report.gemms, report.kernels, report.attention, report.copies, report.collective_points);
     print_quality(model.fit_quality(), median_spread(p));
+    print_collectives(model);
     fmt::print("\nfigures:\n");
     for (const SectionOrigin& o : model.origins()) {
       fmt::print("  {:<14} {:<10} {}\n", o.section, o.origin, o.summary);
