@@ -126,7 +126,7 @@ void add_simulate_command(CLI::App& app) {
       ->check(CLI::IsMember({"full", "folded"}));
   cmd->add_option("--out", args->out_dir, "directory for result.json and trace.json")->required();
   cmd->add_option("--trace-ranks", args->trace_ranks,
-                  "global ranks to write to the trace (default: all up to 64 ranks, else tp/dp rank 0 of each stage)")
+                  "global ranks to write to the trace (default: all up to 16 ranks, else tp/dp rank 0 of each stage)")
       ->delimiter(',');
   cmd->add_flag("--no-trace", args->no_trace, "write result.json only");
   cmd->add_option("--train-tokens", args->train_tokens,

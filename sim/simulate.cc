@@ -164,7 +164,7 @@ std::vector<int> default_trace_ranks(const SimulationResult& r) {
   const Workload& w = r.workload;
   std::vector<int> ranks;
   for (int i = 0; i < static_cast<int>(w.global_rank.size()); ++i) {
-    if (w.global_rank.size() <= 64 || (w.tp_rank[i] == 0 && w.dp_rank[i] == 0)) ranks.push_back(i);
+    if (w.global_rank.size() <= 16 || (w.tp_rank[i] == 0 && w.dp_rank[i] == 0)) ranks.push_back(i);
   }
   return ranks;
 }

@@ -93,7 +93,8 @@ SimulationResult simulate(const Scenario& scenario, const SimulationOptions& opt
 // result.json (docs/formats.md).
 nlohmann::ordered_json result_json(const Scenario& scenario, const SimulationResult& result);
 
-// Default traced ranks: every simulated rank up to 64, else the ranks with
+// Default traced ranks: every simulated rank up to 16 (a 64-rank trace is
+// hundreds of MB), else the ranks with
 // tensor- and data-parallel rank 0 (one per stage). Values are simulated-rank indices.
 std::vector<int> default_trace_ranks(const SimulationResult& result);
 // trace.json for the given simulated ranks (global rank numbers are mapped).

@@ -1,0 +1,150 @@
+// `strata simulate` and `strata validate --published` as a user runs them: the
+// result's figures agree with each other and with their definitions, the same
+// inputs give the same bytes, folded agrees with full on a symmetric plan over a
+// real topology, --trace-ranks limits the trace, bad input writes nothing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_test_util.h"
+
+namespace strata::testing {
+namespace {
+
+using nlohmann::json;
+
+std::vector<std::string> llama70b_64(const std::string& out) {
+  return {"simulate", "--model", "llama3-70b", "--plan", "llama3-70b-64", "--cluster", "dgx-h100-8node",
+          "--out", out};
+}
+
+json read_json(const std::string& path) { return json::parse(read_file(path)); }
+
+TEST(SimulateCommand, ResultFiguresFollowTheirDefinitions) {
+  TempDir dir;
+  std::vector<std::string> args = llama70b_64(dir.path());
+  args.insert(args.end(), {"--train-tokens", "1e12"});
+  CommandResult r = run_strata(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = read_json(dir.file("result.json"));
+  const double step = j["step_time_s"].get<double>();
+  const int gpus = j["num_gpus"].get<int>();
+  ASSERT_EQ(gpus, 64);
+  ASSERT_GT(step, 0.0);
+  // tokens/s = global batch x sequence / step time (128 x 8192).
+  EXPECT_NEAR(j["tokens_per_s"].get<double>(), 128.0 * 8192 / step, 1e-6 * j["tokens_per_s"].get<double>());
+  // MFU = model FLOPs / (step x GPUs x peak); HFU the same with recompute FLOPs.
+  const double peak = j["peak_flops_per_gpu"].get<double>();
+  EXPECT_NEAR(j["mfu"].get<double>(), j["model_flops_per_step"].get<double>() / (step * gpus * peak), 1e-9);
+  EXPECT_NEAR(j["hfu"].get<double>(), j["hardware_flops_per_step"].get<double>() / (step * gpus * peak), 1e-9);
+  EXPECT_NEAR(j["tflops_per_gpu"].get<double>(), j["model_flops_per_step"].get<double>() / (step * gpus) / 1e12,
+              1e-6);
+  // Selective recompute: hardware FLOPs exceed model FLOPs.
+  EXPECT_GT(j["hw_tflops_per_gpu"].get<double>(), j["tflops_per_gpu"].get<double>());
+  // Analytic bubble (p-1)/(v*m+p-1): p 2, v 5, m = 128 / 4 = 32.
+  EXPECT_NEAR(j["bubble_ratio_analytic"].get<double>(), 1.0 / (5 * 32 + 1), 1e-12);
+  EXPECT_EQ(j["bubble_ratio_per_stage"].size(), 2u);
+  for (const char* kind : {"tp", "pp", "dp", "zero"}) EXPECT_TRUE(j["exposed_comm_s"].contains(kind)) << kind;
+  EXPECT_TRUE(j["memory"]["fits"].get<bool>());
+  EXPECT_EQ(j["fidelity"], "full");
+  // Training time: tokens / (tokens/s), and GPU-hours = days x 24 x GPUs.
+  const json& t = j["training"];
+  EXPECT_NEAR(t["days"].get<double>(), 1e12 / j["tokens_per_s"].get<double>() / 86400.0, 1e-9);
+  EXPECT_NEAR(t["gpu_hours"].get<double>(), t["days"].get<double>() * 24 * gpus, 1e-6);
+  // The 6ND check is close to the simulated time (it ignores attention FLOPs).
+  EXPECT_NEAR(t["six_nd_days"].get<double>() / t["days"].get<double>(), 1.0, 0.25);
+}
+
+TEST(SimulateCommand, SameInputsSameBytes) {
+  TempDir dir;
+  CommandResult a = run_strata(llama70b_64(dir.file("a")));
+  CommandResult b = run_strata(llama70b_64(dir.file("b")));
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const std::string result = read_file(dir.file("a/result.json"));
+  const std::string trace = read_file(dir.file("a/trace.json"));
+  ASSERT_GT(trace.size(), 1000u);
+  EXPECT_EQ(result, read_file(dir.file("b/result.json")));
+  EXPECT_EQ(trace, read_file(dir.file("b/trace.json")));
+}
+
+// Symmetric plan, real topology (8 DGX H100 on an InfiniBand fat-tree): the folded
+// fidelity's step time is within 1% of the full one.
+TEST(SimulateCommand, FoldedAgreesWithFullWithinOnePercent) {
+  TempDir dir;
+  std::vector<std::string> full = llama70b_64(dir.file("full"));
+  full.insert(full.end(), {"--fidelity", "full", "--no-trace"});
+  std::vector<std::string> folded = llama70b_64(dir.file("folded"));
+  folded.insert(folded.end(), {"--fidelity", "folded", "--no-trace"});
+  CommandResult rf = run_strata(full), rd = run_strata(folded);
+  ASSERT_EQ(rf.exit_code, 0) << rf.err;
+  ASSERT_EQ(rd.exit_code, 0) << rd.err;
+  const json jf = read_json(dir.file("full/result.json"));
+  const json jd = read_json(dir.file("folded/result.json"));
+  EXPECT_EQ(jd["fidelity"], "folded");
+  EXPECT_LT(jd["simulated_ranks"].get<int>(), jf["simulated_ranks"].get<int>());
+  EXPECT_NEAR(jd["step_time_s"].get<double>() / jf["step_time_s"].get<double>(), 1.0, 0.01);
+}
+
+TEST(SimulateCommand, TraceRanksLimitTheTrace) {
+  TempDir dir;
+  std::vector<std::string> args = llama70b_64(dir.path());
+  args.insert(args.end(), {"--trace-ranks", "0,9"});
+  CommandResult r = run_strata(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json trace = read_json(dir.file("trace.json"));
+  std::set<int> pids;
+  for (const json& e : trace["traceEvents"]) pids.insert(e["pid"].get<int>());
+  EXPECT_EQ(pids, (std::set<int>{0, 9}));
+  EXPECT_EQ(trace["otherData"]["strata"]["kind"], "predicted");
+  EXPECT_EQ(trace["otherData"]["strata"]["ranks"], json::array({0, 9}));
+}
+
+TEST(SimulateCommand, RankOutsideTheClusterIsBadInputAndWritesNothing) {
+  TempDir dir;
+  std::vector<std::string> args = llama70b_64(dir.file("out"));
+  args.insert(args.end(), {"--trace-ranks", "64"});
+  CommandResult r = run_strata(args);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--trace-ranks"), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(dir.file("out/result.json")));
+  EXPECT_FALSE(file_exists(dir.file("out/trace.json")));
+}
+
+// The published runs: every case compares its metric with the figure of its
+// source, and the summary is the median and worst of those errors.
+TEST(ValidateCommand, PublishedRunsReportTheirErrors) {
+  TempDir dir;
+  CommandResult r = run_strata({"validate", "--published", "--fidelity", "folded", "--json", dir.file("v.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json v = read_json(dir.file("v.json"));
+  ASSERT_EQ(v["cases"].size(), 12u);
+  std::vector<double> errors;
+  for (const json& c : v["cases"]) {
+    const double pub = c["published"].get<double>(), pred = c["predicted"].get<double>();
+    EXPECT_NEAR(c["relative_error"].get<double>(), (pred - pub) / pub, 1e-12) << c["id"];
+    EXPECT_EQ(c["predicted"].get<double>(), c[c["metric"].get<std::string>()].get<double>()) << c["id"];
+    errors.push_back(std::abs((pred - pub) / pub));
+  }
+  std::sort(errors.begin(), errors.end());
+  EXPECT_NEAR(v["worst_abs_error"].get<double>(), errors.back(), 1e-12);
+  EXPECT_NEAR(v["median_abs_error"].get<double>(), (errors[5] + errors[6]) / 2, 1e-12);
+  // Figures from the sources: SC'21 Table 1 (1T: 163 TFLOP/s per GPU on 3,072 GPUs)
+  // and Korthikanti et al. 2022 (GPT-3 175B, selective + sequence parallel: 13.75 s).
+  for (const json& c : v["cases"]) {
+    if (c["id"] == "sc21-t1-1T") {
+      EXPECT_EQ(c["published"].get<double>(), 163.0);
+      EXPECT_EQ(c["num_gpus"].get<int>(), 3072);
+    }
+    if (c["id"] == "korthikanti-175B-seqpar+selective") EXPECT_EQ(c["published"].get<double>(), 13.75);
+  }
+}
+
+}  // namespace
+}  // namespace strata::testing
