@@ -302,6 +302,8 @@ TEST(CollectiveModel, FlowsReproduceTheEstimate) {
   CollectiveModel mh(h, default_nccl_tuning());
   expect_flows_match(h, mh, CollectiveOp::kAllReduce, first_gpus(8), kGiB);
   expect_flows_match(h, mh, CollectiveOp::kReduceScatter, first_gpus(8), kGiB);
+  expect_flows_match(h, mh, CollectiveOp::kAllGather, first_gpus(8), kGiB, CollectiveAlgorithm::kNvls);
+  expect_flows_match(h, mh, CollectiveOp::kAllReduce, first_gpus(8), kGiB, CollectiveAlgorithm::kRing);
 
   Topology h8 = Topology::build(shipped("dgx-h100-8node"));
   CollectiveModel mh8(h8, default_nccl_tuning());
