@@ -191,7 +191,10 @@ SweepData read_sweep_csv(const std::string& path) {
 }
 
 SweepData read_sweep_json(const std::string& path) {
-  const nlohmann::json doc = json::parse_file(path);
+  return read_sweep_json_value(json::parse_file(path), path);
+}
+
+SweepData read_sweep_json_value(const nlohmann::json& doc, const std::string& path) {
   json::ObjectReader r(doc, path);
   const std::string schema = r.string("schema");
   if (schema != "strata-sweep/1") {

@@ -45,6 +45,8 @@ SweepData read_sweep_csv_text(const std::string& text, const std::string& file_l
 // (key `trace`, relative to the sweep file's folder). Throws InputError naming
 // the file and the JSON path at fault.
 SweepData read_sweep_json(const std::string& path);
+// The same for a parsed document; path names it in errors and anchors `trace`.
+SweepData read_sweep_json_value(const nlohmann::json& doc, const std::string& path);
 
 // How the sweep table shows a cell: byte columns in GiB, ratios (mfu, hfu,
 // bubble_ratio, headroom) in percent, seconds in the unit that suits them,

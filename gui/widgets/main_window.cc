@@ -1,6 +1,7 @@
 #include "gui/widgets/main_window.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <QAction>
 #include <QApplication>
@@ -131,6 +132,11 @@ void MainWindow::build_menus() {
   save_simulation_ =
       file->addAction(tr("&Save Simulation…"), this, [this] { save_simulation_dialog(); });
   save_simulation_->setEnabled(false);
+  save_sweep_ = file->addAction(tr("Save S&weep…"), this, [this] { save_sweep_dialog(); });
+  save_sweep_->setEnabled(false);
+  export_action_ = file->addAction(tr("&Export Plan…"), this, [this] { export_plan_dialog(); });
+  export_action_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+  export_action_->setEnabled(false);
   file->addSeparator();
   QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence::Quit);
@@ -139,6 +145,8 @@ void MainWindow::build_menus() {
   QAction* simulate_action =
       run->addAction(tr("&Simulate…"), this, [this] { run_simulate_dialog(); });
   simulate_action->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
+  QAction* sweep_action = run->addAction(tr("S&weep…"), this, [this] { run_sweep_dialog(); });
+  sweep_action->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R));
   run->addAction(tr("&Cancel"), jobs_, &JobRunner::cancel);
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
@@ -190,12 +198,15 @@ void MainWindow::start_next_job() {
 
 void MainWindow::simulate(const ScenarioArgs& args, sim::Fidelity fidelity) {
   auto out = std::make_shared<SimulationOutput>();
+  auto scenario = std::make_shared<Scenario>();
   enqueue({tr("Simulating %1 · %2 · %3").arg(qstr(args.model), qstr(args.plan), qstr(args.cluster)),
-           [out, args, fidelity](const ProgressFn& progress) {
-             *out = run_simulation(load_scenario(args), fidelity, progress);
+           [out, scenario, args, fidelity](const ProgressFn& progress) {
+             *scenario = load_scenario(args);
+             *out = run_simulation(*scenario, fidelity, progress);
            },
-           [this, out] {
+           [this, out, scenario] {
              simulation_ = out;
+             set_export_scenario(scenario);
              save_simulation_->setEnabled(true);
              show_result(out->result, tr("the simulation"));
              set_trace(out->trace, false);
@@ -203,6 +214,45 @@ void MainWindow::simulate(const ScenarioArgs& args, sim::Fidelity fidelity) {
              setWindowTitle(tr("Strata — simulation"));
            },
            false});
+}
+
+void MainWindow::sweep(const SweepRequest& request) {
+  auto out = std::make_shared<SweepOutput>();
+  enqueue({tr("Sweeping %1 on %2").arg(qstr(request.model), qstr(request.cluster)),
+           [out, request](const ProgressFn& progress) { *out = run_sweep(request, progress); },
+           [this, out] {
+             sweep_output_ = out;
+             save_sweep_->setEnabled(true);
+             LoadedFile file;
+             file.kind = FileKind::kSweep;
+             file.path = out->sweep.file;
+             file.sweep = out->sweep;
+             apply(std::move(file), false);
+           },
+           false});
+}
+
+void MainWindow::run_sweep_dialog() {
+  SweepDialog dialog(this);
+  if (dialog.exec() == QDialog::Accepted) sweep(dialog.request());
+}
+
+QString MainWindow::save_sweep_to(const QString& dir) {
+  if (!sweep_output_) return tr("nothing swept yet");
+  try {
+    save_sweep(*sweep_output_, dir.toStdString());
+    statusBar()->showMessage(tr("Wrote %1/sweep.csv and %1/sweep.json").arg(dir), 5000);
+    return {};
+  } catch (const std::exception& e) {
+    return qstr(e.what());
+  }
+}
+
+void MainWindow::save_sweep_dialog() {
+  const QString dir = QFileDialog::getExistingDirectory(this, tr("Save sweep.csv and sweep.json in"));
+  if (dir.isEmpty()) return;
+  const QString error = save_sweep_to(dir);
+  if (!error.isEmpty()) show_error(error);
 }
 
 void MainWindow::run_simulate_dialog() {
@@ -227,6 +277,43 @@ void MainWindow::save_simulation_dialog() {
   if (dir.isEmpty()) return;
   const QString error = save_simulation_to(dir);
   if (!error.isEmpty()) show_error(error);
+}
+
+void MainWindow::set_export_scenario(std::shared_ptr<const Scenario> scenario,
+                                     const QString& why_not) {
+  export_scenario_ = std::move(scenario);
+  export_unavailable_ = export_scenario_ ? QString() : why_not;
+  export_action_->setEnabled(export_scenario_ != nullptr);
+  export_action_->setToolTip(export_unavailable_);
+}
+
+void MainWindow::export_plan_to(const QString& dir) {
+  if (!export_scenario_) {
+    show_error(export_unavailable_.isEmpty() ? tr("No plan to export: simulate one (Run ▸ "
+                                                  "Simulate…), pick a sweep row or open a result.json")
+                                             : export_unavailable_);
+    return;
+  }
+  auto scenario = export_scenario_;
+  auto out = std::make_shared<ExportedPlan>();
+  const std::string target = dir.toStdString();
+  enqueue({tr("Exporting the plan to %1").arg(dir),
+           [scenario, out, target](const ProgressFn& progress) {
+             *out = gui::export_plan_to(*scenario, target, progress);
+           },
+           [this, out] {
+             last_export_ = *out;
+             QString text = tr("Wrote %1 to %2").arg(qstr(fmt::format("{}", fmt::join(out->files, ", "))),
+                                                    qstr(out->dir));
+             statusBar()->showMessage(text, 10000);
+           },
+           false});
+}
+
+void MainWindow::export_plan_dialog() {
+  const QString dir = QFileDialog::getExistingDirectory(
+      this, tr("Export the plan (strata-run.json, launch scripts, …) into"));
+  if (!dir.isEmpty()) export_plan_to(dir);
 }
 
 void MainWindow::on_job_finished(bool ok, bool cancelled, const QString& error) {
@@ -272,12 +359,22 @@ void MainWindow::apply(LoadedFile file, bool as_measured, bool quiet) {
       const bool measured = as_measured || file.trace->kind == "measured";
       set_trace(file.trace, measured);
       if (quiet) return;
+      if (!measured) {
+        set_export_scenario(nullptr, tr("%1 alone does not name the cluster and profile: open the "
+                                        "result.json written beside it to export its plan")
+                                         .arg(source));
+      }
       // A measured trace joins the predicted one: the predicted headline stays.
       if (!measured || !predicted_) headline_->setText(qstr(trace_label(*file.trace)));
       show_view(View::kTimeline);
       break;
     }
     case FileKind::kResult:
+      try {
+        set_export_scenario(std::make_shared<const Scenario>(scenario_from_result(*file.result)));
+      } catch (const InputError& e) {
+        set_export_scenario(nullptr, qstr(e.what()));
+      }
       show_result(*file.result, source);
       if (file.trace) set_trace(file.trace, false);
       show_view(file.trace ? View::kTimeline : View::kMemory);
@@ -292,6 +389,7 @@ void MainWindow::apply(LoadedFile file, bool as_measured, bool quiet) {
       sweep_data_ = std::make_shared<const SweepData>(std::move(*file.sweep));
       selected_sweep_row_ = -1;
       sweep_->set_sweep(sweep_data_);
+      set_export_scenario(nullptr, tr("pick a plan in the sweep table to export it"));
       headline_->setText(tr("sweep of %1 plans · %2").arg(sweep_data_->rows.size()).arg(source));
       show_view(View::kSweep);
       break;
@@ -351,18 +449,22 @@ void MainWindow::select_sweep_plan(int row_index) {
                                 [](const PendingJob& j) { return j.plan_job; }),
                  pending_.end());
   if (running_plan_job_) jobs_->cancel();
-  if (!row.trace_file.empty()) {
-    refresh_timeline(tr("Loading the plan's trace…"));
-    load_later(qstr(row.trace_file), false, true);
-    return;
-  }
   // Checked here, on the UI thread, so a sweep that cannot be simulated (a
   // sweep.csv without its sweep.json) says so in the timeline, not in a box per click.
   std::shared_ptr<const Scenario> scenario;
   try {
     scenario = std::make_shared<const Scenario>(scenario_for_sweep_plan(sweep, row));
+    set_export_scenario(scenario);
   } catch (const InputError& e) {
-    refresh_timeline(tr("No trace for this plan (%1):\n%2").arg(plan_text, qstr(e.what())));
+    set_export_scenario(nullptr, qstr(e.what()));
+    if (row.trace_file.empty()) {
+      refresh_timeline(tr("No trace for this plan (%1):\n%2").arg(plan_text, qstr(e.what())));
+      return;
+    }
+  }
+  if (!row.trace_file.empty()) {
+    refresh_timeline(tr("Loading the plan's trace…"));
+    load_later(qstr(row.trace_file), false, true);
     return;
   }
   refresh_timeline(tr("Simulating this plan (%1)…").arg(plan_text));

@@ -10,9 +10,11 @@
 #include <memory>
 #include <optional>
 
+#include "gui/model/export_plan.h"
 #include "gui/model/file_loader.h"
 #include "gui/model/result_data.h"
 #include "gui/model/run_simulation.h"
+#include "gui/model/run_sweep.h"
 #include "gui/model/sweep_data.h"
 #include "gui/model/trace_model.h"
 #include "gui/widgets/job_runner.h"
@@ -53,10 +55,25 @@ class MainWindow : public QMainWindow {
 
   // Simulates one step in the background (as `strata simulate`) and shows it.
   void simulate(const ScenarioArgs& args, sim::Fidelity fidelity);
+  // Sweeps in the background (as `strata sweep`) and shows the table.
+  void sweep(const SweepRequest& request);
+  // Writes the last sweep's sweep.csv and sweep.json into dir; the error text or "".
+  QString save_sweep_to(const QString& dir);
+  const std::shared_ptr<const SweepOutput>& last_sweep() const { return sweep_output_; }
   // Writes the last simulation's result.json and trace.json into dir; returns
   // the error text ("" on success).
   QString save_simulation_to(const QString& dir);
   const std::shared_ptr<const SimulationOutput>& last_simulation() const { return simulation_; }
+
+  // The plan on screen, as File ▸ Export Plan… exports it: the last Run ▸
+  // Simulate, the selected sweep row, or an opened result.json. Null when none
+  // (export_unavailable() says why).
+  const std::shared_ptr<const Scenario>& export_scenario() const { return export_scenario_; }
+  QString export_unavailable() const { return export_unavailable_; }
+  // Exports the plan on screen into dir in the background, as `strata export`
+  // does (gui/model/export_plan.h); an error goes to the message box.
+  void export_plan_to(const QString& dir);
+  const std::optional<ExportedPlan>& last_export() const { return last_export_; }
 
   void show_view(View view);
   // Shows plan sweep_row of the loaded sweep: its memory and headline at once;
@@ -88,6 +105,8 @@ class MainWindow : public QMainWindow {
   void start_next_job();
   void load_later(const QString& path, bool as_measured, bool quiet);
   void run_simulate_dialog();
+  void run_sweep_dialog();
+  void save_sweep_dialog();
   void save_simulation_dialog();
   // Shows a loaded file. quiet: a sweep plan's own trace, which neither changes
   // the tab nor the headline.
@@ -98,6 +117,8 @@ class MainWindow : public QMainWindow {
   void refresh_timeline(const QString& message = QString());
   void on_job_finished(bool ok, bool cancelled, const QString& error);
   void choose_files(bool as_measured);
+  void export_plan_dialog();
+  void set_export_scenario(std::shared_ptr<const Scenario> scenario, const QString& why_not = {});
 
   TimelinePanel* timeline_;
   SweepView* sweep_;
@@ -114,6 +135,12 @@ class MainWindow : public QMainWindow {
   bool running_plan_job_ = false;
   QAction* save_simulation_ = nullptr;
   std::shared_ptr<const SimulationOutput> simulation_;
+  QAction* export_action_ = nullptr;
+  QAction* save_sweep_ = nullptr;
+  std::shared_ptr<const SweepOutput> sweep_output_;
+  std::shared_ptr<const Scenario> export_scenario_;
+  QString export_unavailable_;
+  std::optional<ExportedPlan> last_export_;
 
   std::shared_ptr<const TraceModel> predicted_, measured_;
   std::shared_ptr<const SweepData> sweep_data_;

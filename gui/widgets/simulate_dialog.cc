@@ -3,6 +3,7 @@
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QFormLayout>
+#include <QSpinBox>
 
 #include "core/data_paths.h"
 
@@ -58,6 +59,38 @@ ScenarioArgs SimulateDialog::scenario_args() const {
 
 sim::Fidelity SimulateDialog::fidelity() const {
   return fidelity_->currentIndex() == 0 ? sim::Fidelity::kFull : sim::Fidelity::kFolded;
+}
+
+SweepDialog::SweepDialog(QWidget* parent) : QDialog(parent) {
+  setWindowTitle(tr("Sweep every plan"));
+  model_ = names_box("scenarios/models", "llama3-8b", this);
+  cluster_ = names_box("scenarios/clusters", "dgx-a100-1node", this);
+  profile_ = names_box("calib/profiles", "", this);
+  profile_->insertItem(0, tr("(the cluster's)"));
+  profile_->setCurrentIndex(0);
+  global_batch_ = new QSpinBox(this);
+  global_batch_->setRange(0, 1 << 24);
+  global_batch_->setSpecialValueText(tr("default (about 4M tokens)"));
+  global_batch_->setValue(0);
+
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
+  connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
+  connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+  auto* form = new QFormLayout(this);
+  form->addRow(tr("Model"), model_);
+  form->addRow(tr("Cluster"), cluster_);
+  form->addRow(tr("Profile"), profile_);
+  form->addRow(tr("Global batch"), global_batch_);
+  form->addRow(buttons);
+}
+
+SweepRequest SweepDialog::request() const {
+  SweepRequest r;
+  r.model = model_->currentText().trimmed().toStdString();
+  r.cluster = cluster_->currentText().trimmed().toStdString();
+  if (profile_->currentIndex() != 0) r.profile = profile_->currentText().trimmed().toStdString();
+  r.global_batch_size = global_batch_->value();
+  return r;
 }
 
 }  // namespace strata::gui

@@ -6,6 +6,7 @@ int run_time_view_tests(int argc, char** argv);
 int run_lod_layout_tests(int argc, char** argv);
 int run_trace_reader_tests(int argc, char** argv);
 int run_files_tests(int argc, char** argv);
+int run_run_sweep_tests(int argc, char** argv);
 }  // namespace strata::gui
 
 int main(int argc, char** argv) {
@@ -15,5 +16,6 @@ int main(int argc, char** argv) {
   failed += strata::gui::run_lod_layout_tests(argc, argv);
   failed += strata::gui::run_trace_reader_tests(argc, argv);
   failed += strata::gui::run_files_tests(argc, argv);
+  failed += strata::gui::run_run_sweep_tests(argc, argv);
   return failed == 0 ? 0 : 1;
 }

@@ -3,7 +3,9 @@
 // sweep row loads that plan, jobs cancel; and `strata-gui --screenshot`.
 #include "gui/widgets/main_window.h"
 
+#include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QImage>
 #include <QMessageBox>
 #include <QProcess>
@@ -26,6 +28,12 @@ namespace strata::gui {
 namespace {
 
 QString data(const char* name) { return QString::fromStdString(testing::data_file(name)); }
+
+std::string read_text(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  return f.readAll().toStdString();
+}
 
 int current_tab(const MainWindow& w) { return w.findChild<QTabWidget*>()->currentIndex(); }
 
@@ -171,6 +179,123 @@ class MainWindowTest : public QObject {
     const LoadedFile back = load_file(dir.filePath("result.json").toStdString());
     QCOMPARE(back.result->step_time_s, w.last_simulation()->result.step_time_s);
     QCOMPARE(back.trace->num_spans(), t.num_spans());
+  }
+
+  // File ▸ Export Plan: the files of `strata export` (sim/export.h) for the plan
+  // on screen, from a simulation, from a result.json and from a sweep row.
+  void exports_the_plan_on_screen() {
+    MainWindow w;
+    QVERIFY(w.export_scenario() == nullptr);
+    ScenarioArgs args;
+    args.model = "tiny";
+    args.plan = "tiny-2";
+    args.cluster = "dgx-a100-1node";
+    w.simulate(args, sim::Fidelity::kFull);
+    QVERIFY(w.jobs()->wait_idle(60000));
+    QVERIFY(w.export_scenario() != nullptr);
+    QTemporaryDir dir;
+    w.export_plan_to(dir.path());
+    QVERIFY(w.jobs()->wait_idle(60000));
+    QVERIFY2(w.last_error().isEmpty(), qPrintable(w.last_error()));
+    QVERIFY(w.last_export().has_value());
+    for (const char* f : {"strata-run.json", "megatron-args.sh", "launch.slurm",
+                          "launch-mpirun.sh", "prediction.json"}) {
+      QVERIFY2(QFile::exists(dir.filePath(f)), f);
+    }
+    QVERIFY(QFileInfo(dir.filePath("launch-mpirun.sh")).isExecutable());
+    // The launch script carries strata export's mpirun settings (runtime/mpi_launch.h).
+    QFile script(dir.filePath("launch-mpirun.sh"));
+    QVERIFY(script.open(QIODevice::ReadOnly));
+    QVERIFY(QString::fromUtf8(script.readAll()).contains("OMPI_ALLOW_RUN_AS_ROOT=1"));
+    // tiny-2 on 8 GPUs: pp 2, dp 4 (derived), as the simulation on screen.
+    const nlohmann::json run = nlohmann::json::parse(read_text(dir.filePath("strata-run.json")));
+    QCOMPARE(run["parallel"]["pipeline_model_parallel_size"].get<int>(), 2);
+    QCOMPARE(run["parallel"]["data_parallel_size"].get<int>(), 4);
+    QCOMPARE(run["parallel"]["world_size"].get<int>(), 8);
+    // The prediction is the simulation's (both full fidelity, deterministic).
+    const LoadedFile prediction = load_file(dir.filePath("prediction.json").toStdString());
+    QCOMPARE(prediction.result->step_time_s, w.last_simulation()->result.step_time_s);
+    QCOMPARE(w.last_export()->step_time_s, w.last_simulation()->result.step_time_s);
+
+    // From a result.json `strata simulate` wrote: its inputs name the scenario.
+    QTemporaryDir saved, again;
+    QCOMPARE(w.save_simulation_to(saved.path()), QString());
+    MainWindow w2;
+    open_and_wait(w2, saved.filePath("result.json"));
+    QVERIFY(w2.export_scenario() != nullptr);
+    QCOMPARE(w2.export_scenario()->plan.dp, 4);
+    w2.export_plan_to(again.path());
+    QVERIFY(w2.jobs()->wait_idle(60000));
+    QVERIFY2(w2.last_error().isEmpty(), qPrintable(w2.last_error()));
+    QCOMPARE(read_text(again.filePath("strata-run.json")), read_text(dir.filePath("strata-run.json")));
+
+    // A result.json without its inputs cannot be exported: the reason names the path,
+    // and asking anyway gives a message box, writing nothing.
+    MainWindow w3;
+    open_and_wait(w3, data("run/result.json"));
+    QVERIFY(w3.export_scenario() == nullptr);
+    QVERIFY2(w3.export_unavailable().contains("$.inputs.model"), qPrintable(w3.export_unavailable()));
+    QTemporaryDir none;
+    w3.export_plan_to(none.path());
+    QVERIFY(w3.jobs()->wait_idle(10000));
+    QVERIFY(w3.last_error().contains("$.inputs.model"));
+    QVERIFY(QDir(none.path()).isEmpty());
+
+    // A sweep row: the selected plan (rank 2: tp 4, dp 2) of llama3-8b.
+    MainWindow w4;
+    open_and_wait(w4, data("sweep.json"));
+    QVERIFY(w4.export_scenario() == nullptr);
+    w4.sweep_view()->select_view_row(1);
+    QVERIFY(w4.jobs()->wait_idle(120000));
+    QVERIFY(w4.export_scenario() != nullptr);
+    QTemporaryDir from_sweep;
+    w4.export_plan_to(from_sweep.path());
+    QVERIFY(w4.jobs()->wait_idle(120000));
+    QVERIFY2(w4.last_error().isEmpty(), qPrintable(w4.last_error()));
+    const nlohmann::json run4 =
+        nlohmann::json::parse(read_text(from_sweep.filePath("strata-run.json")));
+    QCOMPARE(run4["parallel"]["tensor_model_parallel_size"].get<int>(), 4);
+    QCOMPARE(run4["parallel"]["data_parallel_size"].get<int>(), 2);
+    QCOMPARE(run4["model"]["name"].get<std::string>(), std::string("llama3-8b"));
+  }
+
+  // Run ▸ Sweep: the sweep runs in the background, fills the table, and saves as
+  // `strata sweep --out` does; a cancel leaves the window as it was.
+  void sweeps_in_the_background() {
+    MainWindow w;
+    SweepRequest r;
+    r.model = "tiny";
+    r.cluster = "dgx-a100-1node";
+    r.global_batch_size = 16;
+    w.sweep(r);
+    QVERIFY(w.jobs()->busy());
+    QVERIFY(w.jobs()->wait_idle(120000));
+    QVERIFY2(w.last_error().isEmpty(), qPrintable(w.last_error()));
+    QVERIFY(w.last_sweep() != nullptr);
+    QCOMPARE(current_tab(w), static_cast<int>(View::kSweep));
+    const int plans = static_cast<int>(w.last_sweep()->sweep.rows.size());
+    QVERIFY(plans > 0);
+    QCOMPARE(w.sweep_view()->proxy()->rowCount(), plans);
+    QVERIFY(w.headline_text().contains(QString("sweep of %1 plans").arg(plans)));
+    QTemporaryDir dir;
+    QCOMPARE(w.save_sweep_to(dir.path()), QString());
+    const LoadedFile back = load_file(dir.filePath("sweep.json").toStdString());
+    QCOMPARE(back.sweep->rows.size(), std::size_t(plans));
+    QCOMPARE(read_text(dir.filePath("sweep.csv")), w.last_sweep()->sweep_csv);
+    // Selecting the best plan simulates it from the sweep's request.
+    w.sweep_view()->select_view_row(0);
+    QVERIFY(w.jobs()->wait_idle(120000));
+    QCOMPARE(w.timeline_panel()->timeline()->traces().size(), std::size_t{1});
+    QCOMPARE(w.timeline_panel()->timeline()->traces()[0]->model_name, std::string("tiny"));
+
+    // Cancelled at once: nothing changes.
+    MainWindow w2;
+    w2.sweep(r);
+    w2.jobs()->cancel();
+    QVERIFY(w2.jobs()->wait_idle(120000));
+    QVERIFY(w2.last_sweep() == nullptr);
+    QVERIFY(w2.last_error().isEmpty());
+    QCOMPARE(w2.sweep_view()->proxy()->rowCount(), 0);
   }
 
   void jobs_report_progress_and_cancel() {

@@ -1,0 +1,75 @@
+#include "gui/model/export_plan.h"
+
+#include <sys/stat.h>
+
+#include "calib/model/profile.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "runtime/mpi_launch.h"
+#include "sim/export.h"
+#include "sim/simulate.h"
+
+namespace strata::gui {
+
+ExportedPlan export_plan_to(const Scenario& scenario, const std::string& dir,
+                            const ProgressFn& progress) {
+  sim::SimulationOptions options;
+  options.fidelity = sim::Fidelity::kFull;
+  options.progress = progress;
+  sim::SimulationResult result;
+  try {
+    result = sim::simulate(scenario, options);
+  } catch (const sim::Cancelled&) {
+    throw Cancelled();
+  }
+  // strata export's defaults (cli/cmd_export.cc): ExportOptions' own, plus the
+  // mpirun settings of the launch scripts.
+  sim::ExportOptions o;
+  o.mpirun_env = rt::mpirun_environment();
+  const std::vector<std::string> argv = rt::mpirun_argv("mpirun", 1, {"CMD"});
+  // argv is {mpirun, -n, 1, flags..., CMD}: keep the flags.
+  for (std::size_t i = 3; i + 1 < argv.size(); ++i) o.mpirun_flags.push_back(argv[i]);
+  o.command_line = "strata-gui (File > Export Plan)";
+  const sim::ExportResult exported = sim::export_plan(scenario, result, o);
+
+  OutputSet out;
+  ExportedPlan plan;
+  plan.dir = dir;
+  for (const sim::ExportFile& f : exported.files) {
+    out.add(dir + "/" + f.name, f.content);
+    plan.files.push_back(f.name);
+  }
+  out.commit();
+  for (const sim::ExportFile& f : exported.files) {
+    if (f.executable) chmod((dir + "/" + f.name).c_str(), 0755);
+  }
+  plan.notes = exported.notes;
+  plan.step_time_s = result.metrics.step_time_s;
+  return plan;
+}
+
+Scenario scenario_from_result(const ResultData& r) {
+  const nlohmann::json& in = r.inputs;
+  for (const char* key : {"model", "plan", "cluster", "profile"}) {
+    if (!in.is_object() || !in.contains(key) || !in[key].is_object()) {
+      throw InputError(r.file, std::string("$.inputs.") + key,
+                       "missing: the plan can be exported from a result.json written by "
+                       "`strata simulate` (with inputs.model, plan, cluster and profile)");
+    }
+  }
+  Scenario s;
+  s.model = read_model_spec(in["model"], r.file, "$.inputs.model");
+  s.plan = read_plan_spec(in["plan"], r.file, "$.inputs.plan");
+  s.cluster = read_cluster_spec(in["cluster"], r.file, "$.inputs.cluster");
+  const nlohmann::json& profile = in["profile"];
+  if (!profile.contains("name") || !profile["name"].is_string()) {
+    throw InputError(r.file, "$.inputs.profile.name", "missing: the device profile's name");
+  }
+  s.profile = load_profile(profile["name"].get<std::string>());
+  s.model_file = s.plan_file = s.cluster_file = r.file;
+  // The simulator checked this plan; cross-node TP was allowed if it was used.
+  check_plan(s.plan, s.model, s.cluster, /*allow_cross_node_tp=*/true, r.file);
+  return s;
+}
+
+}  // namespace strata::gui

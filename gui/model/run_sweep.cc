@@ -1,0 +1,110 @@
+#include "gui/model/run_sweep.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "calib/model/profile.h"
+#include "core/atomic_file.h"
+#include "core/data_paths.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/json_reader.h"
+#include "sim/scenario.h"
+#include "sim/simulate.h"
+#include "sim/sweep/sweep.h"
+#include "sim/sweep/sweep_output.h"
+
+namespace strata::gui {
+namespace {
+
+// strata sweep's default global batch (cli/cmd_sweep.cc): 4 Mi tokens per step
+// (GPT-3 used 3.2M, Llama 2 4M), as whole sequences, rounded up to a multiple of
+// the GPU count.
+int default_global_batch(int seq_length, int gpus) {
+  const int sequences = std::max(1, (4 << 20) / seq_length);
+  return (sequences + gpus - 1) / gpus * gpus;
+}
+
+}  // namespace
+
+SweepOutput run_sweep(const SweepRequest& a, const ProgressFn& progress) {
+  const std::string model_file = resolve_data_file(a.model, "scenarios/models", "model");
+  const ModelSpec model = read_model_spec(json::parse_file(model_file), model_file);
+  const std::string cluster_file = resolve_data_file(a.cluster, "scenarios/clusters", "cluster");
+  const ClusterSpec cluster = read_cluster_spec(json::parse_file(cluster_file), cluster_file);
+  const std::string profile_name = a.profile.empty() ? cluster.profile : a.profile;
+  const Profile profile = load_profile(profile_name);
+  const std::optional<DType> dtype = parse_dtype(a.dtype);
+  if (!dtype) throw InputError("", "dtype", "expected bf16, fp16 or fp32, got \"" + a.dtype + "\"");
+
+  sim::PlanSpaceRequest space;
+  space.global_batch_size = a.global_batch_size > 0
+                                ? a.global_batch_size
+                                : default_global_batch(model.seq_length, cluster.num_gpus());
+  space.allow_cross_node_tp = a.allow_cross_node_tp;
+  space.dtype = *dtype;
+
+  sim::Simulator simulator(cluster, profile);
+  sim::SweepOptions options;
+  options.threads = a.threads > 0 ? a.threads
+                                  : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  options.top_k = a.top;
+  options.full_top = a.full_top;
+  options.shard_count = kSweepChunks;
+
+  sim::SweepResult merged;
+  for (int shard = 0; shard < kSweepChunks; ++shard) {
+    if (progress && !progress(static_cast<double>(shard) / kSweepChunks)) throw Cancelled();
+    options.shard_index = shard;
+    options.progress = [&](std::int64_t done, std::int64_t total) {
+      // Worker threads report here; the return value cannot stop the library.
+      if (progress && total > 0) {
+        progress((shard + static_cast<double>(done) / total) / kSweepChunks);
+      }
+    };
+    sim::SweepResult part = sim::run_sweep(model, simulator, space, options);
+    if (shard == 0) {
+      merged = std::move(part);
+      continue;
+    }
+    for (std::size_t i = 0; i < part.plans.size(); ++i) {
+      if (part.plans[i].simulated) merged.plans[i] = std::move(part.plans[i]);
+    }
+    merged.counts.simulated += part.counts.simulated;
+  }
+  if (progress && !progress(1.0)) throw Cancelled();
+  options.shard_index = 0;
+  options.shard_count = 1;
+  options.progress = nullptr;
+  sim::rank_sweep(merged, model, simulator, options);
+
+  // The request as `strata sweep` records it (cli/cmd_sweep.cc, request_json).
+  nlohmann::ordered_json request;
+  request["model"] = a.model;
+  request["cluster"] = a.cluster;
+  request["profile"] = profile_name;
+  request["global_batch_size"] = space.global_batch_size;
+  request["seq_length"] = model.seq_length;
+  request["dtype"] = a.dtype;
+  request["allow_cross_node_tp"] = a.allow_cross_node_tp;
+  request["constraints"] = sim::to_json(space.constraints);
+  request["model_spec"] = to_json(model);
+  request["cluster_spec"] = to_json(cluster);
+
+  SweepOutput out;
+  out.sweep_csv = sim::sweep_csv(merged);
+  const nlohmann::ordered_json doc = sim::sweep_json(merged, request);
+  out.sweep_json = doc.dump(2) + "\n";
+  out.sweep = read_sweep_json_value(nlohmann::json::parse(out.sweep_json),
+                                    "sweep of " + model.name + " on " + cluster.name);
+  return out;
+}
+
+void save_sweep(const SweepOutput& output, const std::string& dir) {
+  OutputSet out;
+  out.add(dir + "/sweep.csv", output.sweep_csv);
+  out.add(dir + "/sweep.json", output.sweep_json);
+  out.commit();
+}
+
+}  // namespace strata::gui
