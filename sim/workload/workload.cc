@@ -237,6 +237,14 @@ class Builder {
     return b;
   }
 
+  // A block of a collapsed stretch (folded fidelity).
+  struct PendingBlock {
+    const std::vector<Segment>* segments;
+    int layer;
+  };
+  std::vector<PendingBlock> pending_blocks_;
+  std::vector<int> pending_layers_;
+
   // Emits one pipeline op (a forward or backward of one micro-batch through one
   // chunk) for the simulated members of a tensor-parallel group, who share its tasks.
   // Full fidelity: a task per compute segment and per collective. Folded: segments
@@ -244,21 +252,22 @@ class Builder {
   // stretch between boundaries.
   class OpEmitter {
    public:
+    // `shape`: which blocks the op has (its phase, and whether its chunk holds the
+    // embedding or the head), 3 bits.
     OpEmitter(Builder& b, const std::vector<int>& members, const std::vector<int>& group, int oi,
-              const PipelineOp& op, int chunk_first_layer, bool collapse)
+              const PipelineOp& op, int chunk_first_layer, int shape, bool collapse)
         : b_(b), members_(members), group_(group), oi_(oi), op_(op),
-          chunk_first_layer_(chunk_first_layer), collapse_(collapse) {}
+          chunk_first_layer_(chunk_first_layer), collapse_(collapse), shape_(shape) {}
 
     // One block (embedding, layer j of the chunk, head); j < 0 for embedding/head.
-    // `code` names the block's template, so collapsed stretches of the same blocks
-    // share a detail.
-    void block(char code, const std::vector<Segment>& segs, const SegmentIds& ids, int j,
-               bool split_before, bool split_after) {
+    // Blocks are numbered in the op's order: a collapsed stretch is the range of
+    // blocks [first, last] of an op of its shape, which names its detail.
+    void block(const std::vector<Segment>& segs, const SegmentIds& ids, int j, bool split_before,
+               bool split_after) {
       if (collapse_) {
         if (split_before) flush();
-        key_ += code;
-        key_ += static_cast<char>(j + 1);
-        key_ += static_cast<char>((j + 1) >> 8);
+        if (stretch_first_ < 0) stretch_first_ = block_count_;
+        stretch_last_ = block_count_++;
         collect(segs, j);
         if (j >= 0) pending_layers_.push_back(j);
         if (split_after) flush();
@@ -340,7 +349,7 @@ class Builder {
     // The ops of the pending stretch, for its detail.
     std::vector<TaskGraph::DetailOp> pending_ops() const {
       std::vector<TaskGraph::DetailOp> ops;
-      for (const Pending& p : pending_) {
+      for (const PendingBlock& p : pending_) {
         for (const Segment& s : *p.segments) {
           if (s.is_comm) {
             if (b_.p_.tp == 1) continue;
@@ -360,15 +369,19 @@ class Builder {
     void flush() {
       if (pending_.empty()) {
         pending_layers_.clear();
-        key_.clear();
+        stretch_first_ = -1;
         return;
       }
       const bool forward = op_.phase == PipelinePhase::kForward;
       TaskInfo info = info_for(0);  // layer offsets count from the chunk's first layer
       // The same blocks on the same tensor-parallel group give the same ops.
-      const int front = group_.front();
-      key_.append(reinterpret_cast<const char*>(&front), sizeof front);
-      info.detail = b_.intern_detail(key_, [this] { return pending_ops(); });
+      // Same group, op shape and block range: the same ops (group < 2^24 GPUs,
+      // blocks per op < 2^16).
+      const std::uint64_t key = static_cast<std::uint64_t>(group_.front()) << 40 |
+                                static_cast<std::uint64_t>(shape_) << 32 |
+                                static_cast<std::uint64_t>(stretch_first_) << 16 |
+                                static_cast<std::uint64_t>(stretch_last_);
+      info.detail = b_.intern_detail(key, [this] { return pending_ops(); });
       info.bytes = pending_bytes_;
       int first = -1, last = -1;
       if (!pending_layers_.empty()) {
@@ -387,13 +400,8 @@ class Builder {
       pending_ns_ = 0;
       pending_bytes_ = 0.0;
       pending_layers_.clear();
-      key_.clear();
+      stretch_first_ = -1;
     }
-
-    struct Pending {
-      const std::vector<Segment>* segments;  // a block
-      int layer;
-    };
 
     Builder& b_;
     const std::vector<int>& members_;
@@ -404,11 +412,15 @@ class Builder {
     bool collapse_;
     TaskId prev_ = -1;
     bool prev_comm_ = false;
-    std::vector<Pending> pending_;
+    // The pending stretch (buffers the Builder keeps, so no op allocates).
+    std::vector<PendingBlock>& pending_ = b_.pending_blocks_;
     TimeNs pending_ns_ = 0;
     double pending_bytes_ = 0.0;
-    std::vector<int> pending_layers_;
-    std::string key_;
+    std::vector<int>& pending_layers_ = b_.pending_layers_;
+    int shape_;              // phase, first virtual stage, last virtual stage (3 bits)
+    int block_count_ = 0;    // blocks seen in this op
+    int stretch_first_ = -1; // the pending stretch's blocks
+    int stretch_last_ = -1;
   };
 
   // A block's time and bytes in a collapsed stretch (its collectives statically
@@ -442,7 +454,7 @@ class Builder {
   // Collapsed blocks of the same shape share one detail; `make_ops` runs only for
   // a shape not seen before.
   template <typename MakeOps>
-  std::int32_t intern_detail(const std::string& key, MakeOps make_ops) {
+  std::int32_t intern_detail(std::uint64_t key, MakeOps make_ops) {
     auto it = detail_ids_.find(key);
     if (it != detail_ids_.end()) return it->second;
     std::int32_t id = w_.graph.add_detail(make_ops());
@@ -485,20 +497,21 @@ class Builder {
     for (std::size_t oi = 0; oi < program.size(); ++oi) {
       const PipelineOp& op = program[oi];
       const int vs = virtual_stage(p_.pp, r, op.chunk);
-      OpEmitter e(*this, members, group, static_cast<int>(oi), op, vs * lc, collapse);
+      const int shape = (op.phase == PipelinePhase::kForward ? 1 : 0) | (vs == 0 ? 2 : 0) | (vs == last_vs ? 4 : 0);
+      OpEmitter e(*this, members, group, static_cast<int>(oi), op, vs * lc, shape, collapse);
       if (op.phase == PipelinePhase::kForward) {
-        if (vs == 0) e.block('e', embedding_.forward, embedding_ids_.forward, -1, false, false);
+        if (vs == 0) e.block(embedding_.forward, embedding_ids_.forward, -1, false, false);
         for (int j = 0; j < lc; ++j) {
-          e.block('f', layer_.forward, layer_ids_.forward, j, before(oi, j), after(oi, j));
+          e.block(layer_.forward, layer_ids_.forward, j, before(oi, j), after(oi, j));
         }
-        if (vs == last_vs) e.block('h', head_.forward, head_ids_.forward, -1, false, false);
+        if (vs == last_vs) e.block(head_.forward, head_ids_.forward, -1, false, false);
       } else {
-        if (vs == last_vs) e.block('H', head_.backward, head_ids_.backward, -1, false, false);
+        if (vs == last_vs) e.block(head_.backward, head_ids_.backward, -1, false, false);
         for (int j = lc - 1; j >= 0; --j) {
-          e.block('r', layer_.recompute, layer_ids_.recompute, j, before(oi, j), false);
-          e.block('b', layer_.backward, layer_ids_.backward, j, false, after(oi, j));
+          e.block(layer_.recompute, layer_ids_.recompute, j, before(oi, j), false);
+          e.block(layer_.backward, layer_ids_.backward, j, false, after(oi, j));
         }
-        if (vs == 0) e.block('E', embedding_.backward, embedding_ids_.backward, -1, false, false);
+        if (vs == 0) e.block(embedding_.backward, embedding_ids_.backward, -1, false, false);
       }
       e.finish();
     }
@@ -876,7 +889,7 @@ class Builder {
   std::map<std::tuple<int, int, int, int, long long, int>, std::int32_t> comm_ids_;
   std::map<std::tuple<std::string, int, int>, std::int32_t> label_ids_;
   std::map<std::pair<int, int>, std::int32_t> p2p_ids_;
-  std::unordered_map<std::string, std::int32_t> detail_ids_;
+  std::unordered_map<std::uint64_t, std::int32_t> detail_ids_;
   std::map<std::tuple<bool, int, int>, std::int32_t> stretch_label_ids_;
   std::unordered_map<const std::vector<Segment>*, BlockSummary> block_summaries_;
 };
