@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -148,33 +149,50 @@ void run_calibrate(const CalibrateArgs& args) {
   std::optional<Profile> base;
   if (!args.base.empty()) base = load_profile(args.base);
 
+  // One process on a node with several GPUs and no launcher drives them all
+  // (a thread per GPU, NCCL without MPI), so its collectives are measured too.
+  const rt::LaunchInfo detected = rt::detect_launch();
+  const int local_gpus = *backend == rt::Backend::kCuda && !detected.launched() ? rt::cuda_device_count() : 0;
+
   rt::MpiSession session;
   const rt::LaunchInfo& launch = session.launch();
   rt::DeviceOptions device_options;
   device_options.cpu_threads = args.threads;
-  std::unique_ptr<rt::Device> device;
-  std::unique_ptr<rt::Communicator> world;
+  std::vector<std::unique_ptr<rt::Device>> devices;
+  std::vector<std::unique_ptr<rt::Communicator>> worlds;
   try {
-    // One device per rank: the GPU of this local rank; the host on cpu.
-    device = rt::make_device(*backend, *backend == rt::Backend::kCuda ? launch.local_rank : 0, device_options);
-    world = rt::make_world_communicator(*device);
+    if (local_gpus > 1) {
+      std::vector<rt::Device*> raw;
+      for (int i = 0; i < local_gpus; ++i) {
+        devices.push_back(rt::make_device(rt::Backend::kCuda, i, device_options));
+        raw.push_back(devices.back().get());
+      }
+      worlds = rt::make_local_communicators(raw);
+    } else {
+      // One device per rank: the GPU of this local rank; the host on cpu.
+      devices.push_back(
+          rt::make_device(*backend, *backend == rt::Backend::kCuda ? launch.local_rank : 0, device_options));
+      worlds.push_back(rt::make_world_communicator(*devices.front()));
+    }
   } catch (const std::exception& e) {
     if (launch.size > 1) exit_launch(e);
     throw;
   }
-  const bool root = world->rank() == 0;
+  rt::Device& device = *devices.front();
+  rt::Communicator& world = *worlds.front();  // this process's first rank
+  const bool root = world.rank() == 0;
   double load[1] = {0.0};
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   if (root && getloadavg(load, 1) == 1 && load[0] > 0.75 * static_cast<double>(cores)) {
     spdlog::warn("load average {:.1f} on {} cores before calibrating: other work on this host will "
                  "distort the timings", load[0], cores);
   }
-  if (!base && *backend == rt::Backend::kCuda) base = shipped_base(device->info().name);
+  if (!base && *backend == rt::Backend::kCuda) base = shipped_base(device.info().name);
 
   calib::CalibrationOptions options;
   options.quick = args.quick;
   options.base = base;
-  options.ranks_per_node = launch.local_size;
+  options.ranks_per_node = local_gpus > 1 ? local_gpus : launch.local_size;
   options.strata_version = STRATA_VERSION;
   for (const std::string& a : args.argv) options.command_line += (options.command_line.empty() ? "" : " ") + a;
   const DType dtype = *backend == rt::Backend::kCpu ? DType::kFp32 : DType::kBf16;
@@ -190,46 +208,76 @@ void run_calibrate(const CalibrateArgs& args) {
   auto progress = [&line](std::int64_t done, std::int64_t total, const std::string& what) {
     line.update(done, fmt::format("{}/{} {}", done, total, what));
   };
-  const rt::DeviceInfo& info = device->info();
-  try {
-    if (checked) {
-      std::vector<calib::DriftRow> rows = calib::check_drift(*device, *world, *checked, options, progress);
-      line.finish();
-      if (root) {
-        fmt::print("checking {} ({}) on {}, {} rank(s)\n\n", checked->profile().name,
-                   checked->profile().file, info.name, world->size());
-        print_drift(rows);
+
+  // What every rank of this process measures; rank 0's results are reported.
+  std::vector<calib::CalibrationReport> reports(worlds.size());
+  std::vector<std::vector<calib::DriftRow>> drift(worlds.size());
+  auto measure = [&](std::size_t i) {
+    const calib::ProgressFn report_progress = i == 0 ? calib::ProgressFn(progress) : calib::ProgressFn();
+    try {
+      if (checked) {
+        drift[i] = calib::check_drift(*devices[i], *worlds[i], *checked, options, report_progress);
+      } else {
+        reports[i] = calib::run_calibration(*devices[i], *worlds[i], options, report_progress);
       }
-      return;
+    } catch (const std::exception& e) {
+      if (i == 0) line.finish();
+      // Other ranks may be waiting in a collective for this one: end the job
+      // rather than let them wait for the communicator's timeout.
+      if (worlds[i]->size() > 1) {
+        worlds[i]->abort(fmt::format("strata calibrate failed on rank {}: {}", worlds[i]->rank(), e.what()));
+      }
+      throw;
     }
-    calib::CalibrationReport report = calib::run_calibration(*device, *world, options, progress);
-    line.finish();
-    if (!root) return;
-    const Profile& p = report.profile;
-    write_file_atomic(args.out, to_json(p).dump(2) + "\n");
-    const CostModel model(p);
-    fmt::print("calibrated {} ({} backend), {} rank(s) x {} thread(s)\n", info.name, args.backend,
-               world->size(), *backend == rt::Backend::kCpu ? info.compute_units : 1);
-    fmt::print("measured  {} GEMMs, {} memory-bound points, {} attention passes, {} host copies, "
-               "{} collective points\n\n",
-               report.gemms, report.kernels, report.attention, report.copies, report.collective_points);
-    print_quality(model.fit_quality(), median_spread(p));
-    print_collectives(model);
-    fmt::print("\nfigures:\n");
-    for (const SectionOrigin& o : model.origins()) {
-      fmt::print("  {:<14} {:<10} {}\n", o.section, o.origin, o.summary);
+  };
+  if (worlds.size() == 1) {
+    measure(0);
+  } else {
+    // A failing rank aborts the whole communicator (and the process); the
+    // exceptions are kept only for an error that gets past that.
+    std::vector<std::exception_ptr> errors(worlds.size());
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < worlds.size(); ++i) {
+      threads.emplace_back([&, i] {
+        try {
+          measure(i);
+        } catch (...) {
+          errors[i] = std::current_exception();
+        }
+      });
     }
-    for (const std::string& n : report.notes) fmt::print("note: {}\n", n);
-    fmt::print("\nwrote {}\n", args.out);
-  } catch (const std::exception& e) {
-    line.finish();
-    // Other ranks may be waiting in a collective for this one: end the job
-    // rather than let them wait for the communicator's timeout.
-    if (world->size() > 1) {
-      world->abort(fmt::format("strata calibrate failed on rank {}: {}", world->rank(), e.what()));
+    for (std::thread& t : threads) t.join();
+    for (const std::exception_ptr& e : errors) {
+      if (e) std::rethrow_exception(e);
     }
-    throw;
   }
+  line.finish();
+
+  const rt::DeviceInfo& info = device.info();
+  if (!root) return;
+  if (checked) {
+    fmt::print("checking {} ({}) on {}, {} rank(s)\n\n", checked->profile().name, checked->profile().file,
+               info.name, world.size());
+    print_drift(drift.front());
+    return;
+  }
+  const calib::CalibrationReport& report = reports.front();
+  const Profile& p = report.profile;
+  write_file_atomic(args.out, to_json(p).dump(2) + "\n");
+  const CostModel model(p);
+  fmt::print("calibrated {} ({} backend), {} rank(s) x {} thread(s)\n", info.name, args.backend, world.size(),
+             *backend == rt::Backend::kCpu ? info.compute_units : 1);
+  fmt::print("measured  {} GEMMs, {} memory-bound points, {} attention passes, {} host copies, "
+             "{} collective points\n\n",
+             report.gemms, report.kernels, report.attention, report.copies, report.collective_points);
+  print_quality(model.fit_quality(), median_spread(p));
+  print_collectives(model);
+  fmt::print("\nfigures:\n");
+  for (const SectionOrigin& o : model.origins()) {
+    fmt::print("  {:<14} {:<10} {}\n", o.section, o.origin, o.summary);
+  }
+  for (const std::string& n : report.notes) fmt::print("note: {}\n", n);
+  fmt::print("\nwrote {}\n", args.out);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "calib/model/cost_sections.h"
 
+#include <limits>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -7,6 +9,11 @@
 
 namespace strata {
 namespace {
+
+// A timing spread (interquartile range over median) has no upper bound: on a
+// busy host one descheduled sample of three can make it 100x or more, and the
+// profile records what was measured (calibration warns about it).
+constexpr double kUnboundedSpread = std::numeric_limits<double>::infinity();
 
 using json::ObjectReader;
 
@@ -64,7 +71,7 @@ SizePoint read_size_point(const nlohmann::json& v, const std::string& file,
   SizePoint p;
   p.bytes = r.number("bytes", 1.0, kMaxBytes);
   p.seconds = r.number("time_us", 1e-6, kMaxTimeUs) * kUs;
-  p.spread = r.number_or("spread", 0.0, 0.0, 100.0);
+  p.spread = r.number_or("spread", 0.0, 0.0, kUnboundedSpread);
   r.finish();
   return p;
 }
@@ -198,7 +205,7 @@ GemmSection read_gemm_section(const nlohmann::json& value, const std::string& fi
         g.k = p.integer("k", 1, kMaxDim);
         g.batch = p.integer_or("batch", 1, 1, kMaxDim);
         g.seconds = p.number("time_us", 1e-6, kMaxTimeUs) * kUs;
-        g.spread = p.number_or("spread", 0.0, 0.0, 100.0);
+        g.spread = p.number_or("spread", 0.0, 0.0, kUnboundedSpread);
         p.finish();
         out.push_back(g);
       }
@@ -324,7 +331,7 @@ AttentionSection read_attention_section(const nlohmann::json& value, const std::
       a.causal = p.boolean("causal");
       a.backward = p.boolean("backward");
       a.seconds = p.number("time_us", 1e-6, kMaxTimeUs) * kUs;
-      a.spread = p.number_or("spread", 0.0, 0.0, 100.0);
+      a.spread = p.number_or("spread", 0.0, 0.0, kUnboundedSpread);
       p.finish();
       s.measured.push_back(a);
     }

@@ -72,6 +72,11 @@ INSTANTIATE_TEST_SUITE_P(
                       "measured": {"copy": {"alpha_us": 1, "beta_gbytes_per_s": 10, "points": [
                       {"bytes": 1024, "time_us": 2}, {"bytes": 4096, "time_us": -3}]}}})",
                    "$.memory_bound.measured.copy.points[1].time_us", "expected a number"},
+        BadSection{"negative_spread",
+                   R"("collectives": {"origin": "measured", "measured": [{"op": "all_reduce",
+                      "group_size": 2, "inter_node": false, "alpha_us": 5, "beta_gbytes_per_s": 3,
+                      "points": [{"bytes": 1024, "time_us": 6, "spread": -0.1}, {"bytes": 4096, "time_us": 7}]}]})",
+                   "$.collectives.measured[0].points[0].spread", "expected a number in [0, inf]"},
         BadSection{"sizes_not_increasing",
                    R"("collectives": {"origin": "measured", "measured": [{"op": "all_reduce",
                       "group_size": 2, "inter_node": false, "alpha_us": 5, "beta_gbytes_per_s": 3,
@@ -106,6 +111,19 @@ INSTANTIATE_TEST_SUITE_P(
                       "sources": {"efficiency": "s", "latency_us": "s"}})",
                    "$.device.pcie_gbytes_per_s", "host link bandwidth"}),
     [](const ::testing::TestParamInfo<BadSection>& param) { return std::string(param.param.name); });
+
+TEST(ProfileSections, ASpreadHasNoUpperBound) {
+  // Three samples on a busy host, one descheduled for 100 ms on a 50 us GEMM:
+  // the spread is what was measured, however large (strata calibrate warns).
+  const std::string text = std::string("{") + kDevice + R"(, "gemm": {"origin": "measured", "tile_m": 128,
+    "tile_n": 128, "overhead_us": 2, "max_efficiency": {"bf16": 0.8}, "sources": {"max_efficiency": "s",
+    "tile": "s", "overhead_us": "s"}, "measured": {"bf16": [{"m": 64, "n": 64, "k": 64, "time_us": 50,
+    "spread": 177.4}, {"m": 128, "n": 64, "k": 64, "time_us": 90, "spread": 0.02}]}}})";
+  CostModel model(read_profile(json::parse_text(text, "busy.json"), "busy.json"));
+  ASSERT_TRUE(model.calibrated("gemm"));
+  EXPECT_DOUBLE_EQ(model.gemm_section()->measured.at(DType::kBf16)[0].spread, 177.4);
+  EXPECT_NEAR(model.gemm_seconds({64, 64, 64, 1, DType::kBf16}), 50e-6, 1e-12);
+}
 
 TEST(ProfileSections, ShippedProfilesReadBackByteForByte) {
   for (const char* name : {"a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm5-80gb", "h200-sxm-141gb"}) {
