@@ -101,7 +101,7 @@ void FlowSharing::set_rate(int slot, double rate) {
   }
 }
 
-FlowSharing::FlowId FlowSharing::add(const std::vector<LinkId>& path, double cap) {
+void FlowSharing::check_new_flow(const std::vector<LinkId>& path, double cap) const {
   if (!(cap > 0.0)) throw InternalError("FlowSharing::add: the rate cap must be > 0");
   if (path.empty() && std::isinf(cap)) {
     throw InternalError("FlowSharing::add: a flow needs links or a finite rate cap");
@@ -111,6 +111,9 @@ FlowSharing::FlowId FlowSharing::add(const std::vector<LinkId>& path, double cap
       throw InternalError(fmt::format("FlowSharing::add: link {} out of range", l));
     }
   }
+}
+
+int FlowSharing::start_flow(const std::vector<LinkId>& path, double cap) {
   int slot;
   if (!free_slots_.empty()) {
     slot = free_slots_.back();
@@ -128,6 +131,41 @@ FlowSharing::FlowId FlowSharing::add(const std::vector<LinkId>& path, double cap
   ++f.generation;
   changed_.push_back(slot);
   ++live_;
+  attach(slot);
+  return slot;
+}
+
+std::vector<FlowSharing::FlowId> FlowSharing::add_all(const std::vector<std::vector<LinkId>>& paths,
+                                                     const std::vector<double>& caps) {
+  if (paths.size() != caps.size()) {
+    throw InternalError("FlowSharing::add_all: one rate cap per path");
+  }
+  for (std::size_t i = 0; i < paths.size(); ++i) check_new_flow(paths[i], caps[i]);
+  std::vector<FlowId> ids;
+  ids.reserve(paths.size());
+  std::vector<LinkId> seeds;
+  std::vector<int> pathless;  // capped flows without links: at their cap, nothing to solve
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    const int slot = start_flow(paths[i], caps[i]);
+    ids.push_back(id_of(slot));
+    if (paths[i].empty()) pathless.push_back(slot);
+    seeds.insert(seeds.end(), paths[i].begin(), paths[i].end());
+  }
+  for (int slot : pathless) flows_[static_cast<std::size_t>(slot)].rate = flows_[static_cast<std::size_t>(slot)].cap;
+  std::sort(seeds.begin(), seeds.end());
+  seeds.erase(std::unique(seeds.begin(), seeds.end()), seeds.end());
+  if (seeds.empty()) {
+    last_resolved_ = 0;
+  } else {
+    resolve_from(seeds);
+  }
+  return ids;
+}
+
+FlowSharing::FlowId FlowSharing::add(const std::vector<LinkId>& path, double cap) {
+  check_new_flow(path, cap);
+  const int slot = start_flow(path, cap);  // at rate 0 until solved below
+  Flow& f = flows_[static_cast<std::size_t>(slot)];
 
   // Fast path: the flow's fair rate needs nobody else to move.
   double residual = cap;
@@ -146,7 +184,6 @@ FlowSharing::FlowId FlowSharing::add(const std::vector<LinkId>& path, double cap
       }
     }
   }
-  attach(slot);
   if (fast) {
     f.rate = residual;
     for (LinkId l : path) load_[static_cast<std::size_t>(l)] += residual;
@@ -157,12 +194,11 @@ FlowSharing::FlowId FlowSharing::add(const std::vector<LinkId>& path, double cap
   return id_of(slot);
 }
 
-void FlowSharing::remove(FlowId id) {
-  const int slot = slot_of(id);
+bool FlowSharing::end_flow(int slot, std::vector<LinkId>& links_out) {
   Flow& f = flows_[static_cast<std::size_t>(slot)];
   bool any_saturated = false;
   for (LinkId l : f.path) any_saturated = any_saturated || saturated(l);
-  std::vector<LinkId> links = f.path;
+  links_out.insert(links_out.end(), f.path.begin(), f.path.end());
   detach(slot);
   f.live = false;
   f.path.clear();
@@ -170,6 +206,33 @@ void FlowSharing::remove(FlowId id) {
   f.changed = false;
   --live_;
   free_slots_.push_back(slot);
+  return any_saturated;
+}
+
+void FlowSharing::remove(FlowId id) {
+  const int slot = slot_of(id);
+  std::vector<LinkId> links;
+  if (end_flow(slot, links)) {
+    resolve_from(links);
+  } else {
+    last_resolved_ = 0;
+  }
+}
+
+void FlowSharing::remove_all(const std::vector<FlowId>& ids) {
+  std::vector<int> slots;
+  slots.reserve(ids.size());
+  for (FlowId id : ids) slots.push_back(slot_of(id));  // all checked before any is removed
+  std::vector<int> sorted = slots;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    throw InternalError("FlowSharing::remove_all: a flow id repeats");
+  }
+  std::vector<LinkId> links;
+  bool any_saturated = false;
+  for (int slot : slots) any_saturated = end_flow(slot, links) || any_saturated;
+  std::sort(links.begin(), links.end());
+  links.erase(std::unique(links.begin(), links.end()), links.end());
   if (any_saturated) {
     resolve_from(links);
   } else {

@@ -16,7 +16,8 @@
 // other flow is faster); remove() needs none when none of its links was full.
 // Otherwise only the affected flows are re-solved: those reached from the changed
 // links through full links, widened to links that fill up in the new solution
-// (see resolve_from). Flows elsewhere keep their rates.
+// (see resolve_from). Flows elsewhere keep their rates. add_all() and remove_all()
+// apply a whole collective's flows with one re-solve instead of one per flow.
 //
 // Not thread-safe: one engine owns one FlowSharing.
 #pragma once
@@ -44,9 +45,16 @@ class FlowSharing {
   // handle that stays unique for this object's lifetime. Throws InternalError for
   // link ids out of range or a non-positive cap.
   FlowId add(const std::vector<LinkId>& path, double rate_cap_bytes_per_s);
+  // Several flows starting together (a collective's flows): the same as add() for
+  // each, but re-solved once. paths and caps have one entry per flow; ids come back
+  // in the same order.
+  std::vector<FlowId> add_all(const std::vector<std::vector<LinkId>>& paths,
+                              const std::vector<double>& rate_caps_bytes_per_s);
   // Removes a live flow; its bandwidth goes to the others. Throws InternalError for
   // an unknown or already removed id.
   void remove(FlowId id);
+  // Several flows ending together, re-solved once.
+  void remove_all(const std::vector<FlowId>& ids);
   // Current rate in bytes/s of a live flow. Throws InternalError for unknown ids.
   double rate(FlowId id) const;
   // Live flows whose rate changed since the last call (added ones included, removed
@@ -72,6 +80,11 @@ class FlowSharing {
   };
 
   int slot_of(FlowId id) const;
+  void check_new_flow(const std::vector<LinkId>& path, double cap) const;
+  // Takes a slot for a new flow at rate 0 and attaches it to its links.
+  int start_flow(const std::vector<LinkId>& path, double cap);
+  // Detaches a live flow and frees its slot; reports whether a link of it was full.
+  bool end_flow(int slot, std::vector<LinkId>& links_out);
   FlowId id_of(int slot) const;
   void attach(int slot);
   void detach(int slot);
