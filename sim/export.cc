@@ -109,9 +109,11 @@ std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, 
     add("--recompute-method", "uniform");
     add("--recompute-num-layers", "1");
   }
-  // Precision (fp32: neither flag).
+  // Precision (fp32: neither flag). Megatron turns fp32 gradient accumulation
+  // and reduction on by itself with --bf16; said explicitly, it is the same run.
   if (p.dtype == DType::kBf16) add("--bf16");
   if (p.dtype == DType::kFp16) add("--fp16");
+  if (p.accumulate_allreduce_grads_in_fp32 && p.dtype != DType::kFp32) add("--accumulate-allreduce-grads-in-fp32");
   return f;
 }
 
@@ -192,6 +194,7 @@ nlohmann::ordered_json run_config_json(const Scenario& s, const SimulationResult
   t["recompute_granularity"] = p.recompute == Recompute::kNone ? nlohmann::ordered_json() : nlohmann::ordered_json(to_string(p.recompute));
   t["recompute_method"] = full ? nlohmann::ordered_json("uniform") : nlohmann::ordered_json();
   t["recompute_num_layers"] = full ? nlohmann::ordered_json(1) : nlohmann::ordered_json();
+  t["accumulate_allreduce_grads_in_fp32"] = p.accumulate_allreduce_grads_in_fp32;
   t["overlap_grad_reduce"] = p.overlap_grad_reduce;
   t["overlap_param_gather"] = p.overlap_param_gather;
   t["use_flash_attn"] = p.flash_attention;
@@ -281,7 +284,7 @@ std::string megatron_script(const Scenario& s, const ExportOptions& o, const std
         "--overlap-param-gather", "--ddp-bucket-size"}},
       {"BATCH_ARGS", {"--micro-batch-size", "--global-batch-size"}},
       {"RECOMPUTE_ARGS", {"--recompute-granularity", "--recompute-method", "--recompute-num-layers"}},
-      {"PRECISION_ARGS", {"--bf16", "--fp16"}},
+      {"PRECISION_ARGS", {"--bf16", "--fp16", "--accumulate-allreduce-grads-in-fp32"}},
   };
   for (const Group& g : groups) {
     out += std::string(g.name) + "=(\n";
@@ -417,10 +420,33 @@ Scenario scenario_from_sweep(const std::string& sweep_file, int rank, bool allow
     if (plans[i]["rank"].get<int>() != rank) continue;
     if (!plans[i].contains("plan")) fail(at + ".plan", "required: the plan object");
     Scenario s;
-    s.model_file = resolve_data_file(args.model, "scenarios/models", "model");
-    s.model = read_model_spec(json::parse_file(s.model_file), s.model_file);
-    s.cluster_file = resolve_data_file(args.cluster, "scenarios/clusters", "cluster");
-    s.cluster = read_cluster_spec(json::parse_file(s.cluster_file), s.cluster_file);
+    // The model and cluster files the sweep was given; when one cannot be found
+    // any more (the sweep ran elsewhere), the copy the sweep kept in its request
+    // (model_spec, cluster_spec).
+    auto findable = [](const std::string& arg, const char* subdir) {
+      if (arg.empty()) return false;
+      if (std::filesystem::exists(arg)) return true;
+      try {
+        resolve_data_file(arg, subdir, "");
+        return true;
+      } catch (const InputError&) {
+        return false;
+      }
+    };
+    if (!findable(args.model, "scenarios/models") && request.contains("model_spec")) {
+      s.model_file = sweep_file;
+      s.model = read_model_spec(request["model_spec"], sweep_file, "$.request.model_spec");
+    } else {
+      s.model_file = resolve_data_file(args.model, "scenarios/models", "model");
+      s.model = read_model_spec(json::parse_file(s.model_file), s.model_file);
+    }
+    if (!findable(args.cluster, "scenarios/clusters") && request.contains("cluster_spec")) {
+      s.cluster_file = sweep_file;
+      s.cluster = read_cluster_spec(request["cluster_spec"], sweep_file, "$.request.cluster_spec");
+    } else {
+      s.cluster_file = resolve_data_file(args.cluster, "scenarios/clusters", "cluster");
+      s.cluster = read_cluster_spec(json::parse_file(s.cluster_file), s.cluster_file);
+    }
     s.plan_file = sweep_file;
     s.plan = read_plan_spec(plans[i]["plan"], sweep_file, at + ".plan");
     s.profile = load_profile(args.profile.empty() ? s.cluster.profile : args.profile);

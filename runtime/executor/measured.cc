@@ -125,6 +125,12 @@ std::vector<std::string> runtime_notes(const RunConfig& c, const Device& device)
     notes.push_back("flash_attention: the runtime backends have no fused attention kernel; attention runs unfused "
                     "(scores stored), so time and memory differ from the fused prediction");
   }
+  if (!c.plan.accumulate_allreduce_grads_in_fp32 && c.plan.dtype != DType::kFp32) {
+    notes.push_back(fmt::format("gradients are accumulated and reduced in fp32 (Megatron's main_grad), not in {} "
+                                "as accumulate_allreduce_grads_in_fp32 = false asks: the data-parallel reduction "
+                                "moves twice the bytes the prediction assumed",
+                                to_string(c.plan.dtype)));
+  }
   const DType stored = device.storage_dtype(c.plan.dtype);
   if (stored != c.plan.dtype) {
     notes.push_back(fmt::format("{} tensors are stored and computed in {} on the {} backend", to_string(c.plan.dtype),

@@ -111,6 +111,11 @@ void read_training(json::ObjectReader r, RunConfig& c) {
            "recompute_num_layers 1 (every layer's input kept, the layer recomputed in backward); "
            "otherwise both must be null");
   }
+  // Megatron's default: on with bf16 (arguments.py); the runtime keeps and
+  // reduces gradients in fp32 either way (its main_grad), the key says what the
+  // prediction assumed.
+  p.accumulate_allreduce_grads_in_fp32 =
+      r.boolean_or("accumulate_allreduce_grads_in_fp32", p.dtype == DType::kBf16);
   p.overlap_grad_reduce = r.boolean("overlap_grad_reduce");
   p.overlap_param_gather = r.boolean("overlap_param_gather");
   p.flash_attention = r.boolean("use_flash_attn");

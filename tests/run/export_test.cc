@@ -124,6 +124,7 @@ TEST(Export, MegatronFlagsFollowTheLlamaPlan) {
   expect_absent(flags, "--recompute-method");
   expect_flag(flags, "--bf16", "");
   expect_absent(flags, "--fp16");
+  expect_flag(flags, "--accumulate-allreduce-grads-in-fp32", "");  // the plan's default with bf16
   expect_flag(flags, "--train-iters", "20");
   expect_flag(flags, "--vocab-size", std::to_string(m.vocab_size));
   // tp 2: DeepSpeed needs Megatron-DeepSpeed's model code, so no deepspeed.json, and why.
@@ -168,6 +169,7 @@ TEST(Export, MegatronFlagsFollowTheGptPlan) {
   expect_flag(flags, "--recompute-num-layers", "1");
   expect_flag(flags, "--fp16", "");
   expect_absent(flags, "--bf16");
+  expect_absent(flags, "--accumulate-allreduce-grads-in-fp32");  // fp16: 2-byte gradients by default
   expect_flag(flags, "--micro-batch-size", "2");
   expect_flag(flags, "--global-batch-size", "16");
   // GPipe has no Megatron form: said, and ZeRO-3 with pp 2 has no DeepSpeed form.
