@@ -60,7 +60,19 @@ Scenario scenario_from_result(const ResultData& r) {
   Scenario s;
   s.model = read_model_spec(in["model"], r.file, "$.inputs.model");
   s.plan = read_plan_spec(in["plan"], r.file, "$.inputs.plan");
-  s.cluster = read_cluster_spec(in["cluster"], r.file, "$.inputs.cluster");
+  // The echoed cluster writes fabric keys left to the preset as 0 (tiers,
+  // efficiency, latency_us), which the cluster reader rejects as given values:
+  // dropped, they mean what they meant in the original cluster.json.
+  nlohmann::json cluster = in["cluster"];
+  if (cluster.contains("fabric") && cluster["fabric"].is_object()) {
+    for (const char* key : {"tiers", "efficiency", "latency_us"}) {
+      auto it = cluster["fabric"].find(key);
+      if (it != cluster["fabric"].end() && it->is_number() && it->get<double>() == 0.0) {
+        cluster["fabric"].erase(it);
+      }
+    }
+  }
+  s.cluster = read_cluster_spec(cluster, r.file, "$.inputs.cluster");
   const nlohmann::json& profile = in["profile"];
   if (!profile.contains("name") || !profile["name"].is_string()) {
     throw InputError(r.file, "$.inputs.profile.name", "missing: the device profile's name");

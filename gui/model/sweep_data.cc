@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <string_view>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -204,6 +205,10 @@ SweepData read_sweep_json_value(const nlohmann::json& doc, const std::string& pa
   SweepData sweep;
   sweep.file = path;
   sweep.columns = sweep_columns();
+  // Columns sweep.csv has beyond the table's first ones (docs/formats.md).
+  for (const char* extra : {"compute_s", "exposed_offload_s", "flash_attention"}) {
+    sweep.columns.push_back(extra);
+  }
   if (r.has("request")) sweep.request = r.raw("request");
   if (r.has("counts")) sweep.counts = r.raw("counts");
   const nlohmann::json& plans = r.array("plans");
@@ -212,12 +217,36 @@ SweepData read_sweep_json_value(const nlohmann::json& doc, const std::string& pa
     json::ObjectReader p(plans[i], path, r.element_path("plans", i));
     SweepRow row;
     row.fits = p.boolean("fits");
+    // A column's value: the plan entry's own key (rank, fits, pareto, why), else
+    // the plan's (tp, schedule, ...), else the result's (step_time_s, ...), with
+    // exposed_X_s from result.exposed_comm_s.X (docs/formats.md, "sweep.json").
+    const nlohmann::json& entry = plans[i];
+    const nlohmann::json* plan_obj =
+        entry.contains("plan") && entry["plan"].is_object() ? &entry["plan"] : nullptr;
+    const nlohmann::json* result_obj =
+        entry.contains("result") && entry["result"].is_object() ? &entry["result"] : nullptr;
+    auto lookup = [&](const std::string& c) -> const nlohmann::json* {
+      if (entry.contains(c)) return &entry[c];
+      if (plan_obj != nullptr && plan_obj->contains(c)) return &(*plan_obj)[c];
+      if (result_obj == nullptr) return nullptr;
+      if (result_obj->contains(c)) return &(*result_obj)[c];
+      constexpr std::string_view kPrefix = "exposed_", kSuffix = "_s";
+      if (c.size() > kPrefix.size() + kSuffix.size() && c.compare(0, kPrefix.size(), kPrefix) == 0 &&
+          c.compare(c.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0) {
+        const std::string kind = c.substr(kPrefix.size(), c.size() - kPrefix.size() - kSuffix.size());
+        auto comm = result_obj->find("exposed_comm_s");
+        if (comm != result_obj->end() && comm->is_object() && comm->contains(kind)) {
+          return &(*comm)[kind];
+        }
+      }
+      return nullptr;
+    };
     for (const std::string& c : sweep.columns) {
       std::string text;
       if (c == "fits") {
         text = row.fits ? "true" : "false";
-      } else if (p.has(c)) {
-        text = cell_text(p.raw(c));
+      } else if (const nlohmann::json* v = lookup(c)) {
+        text = cell_text(*v);
       }
       row.numbers.push_back(number_of(text));
       row.cells.push_back(std::move(text));

@@ -214,8 +214,11 @@ void MemoryWidget::paintEvent(QPaintEvent*) {
   p.drawText(QRectF(plot.right() + 6, cap_y - 9, kRightPx - 10, 18),
              Qt::AlignLeft | Qt::AlignVCenter, tr("capacity %1").arg(gib(m.capacity_bytes)));
 
-  // Legend, top to bottom in stacking order from the top.
-  double ly = plot.top() + 30;
+  // Legend, top to bottom in stacking order from the top, under the capacity
+  // label (it sits beside the plot, where the label is) and inside the plot's height.
+  double ly = std::min(cap_y + 24, plot.bottom() - kNumParts * 20.0);
+  if (ly < cap_y + 12 && ly + kNumParts * 20.0 > cap_y - 12) ly = cap_y - 16 - kNumParts * 20.0;
+  ly = std::max(ly, plot.top());
   for (int part = kNumParts - 1; part >= 0; --part) {
     p.fillRect(QRectF(plot.right() + 10, ly, 14, 14), part_color(part));
     p.setPen(Qt::black);

@@ -54,6 +54,7 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
   count_ = new QLabel(this);
   summary_ = new QLabel(this);
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  summary_->setWordWrap(true);
 
   table_ = new QTableView(this);
   table_->setModel(proxy_);

@@ -91,7 +91,7 @@ void TimelinePanel::sync_scroll_bar() {
 
 void TimelinePanel::show_selection() {
   const QString text = timeline_->selection_text();
-  details_->setPlainText(text.isEmpty() ? QString::fromLatin1(kHint) : text);
+  details_->setPlainText(text.isEmpty() ? QString::fromUtf8(kHint) : text);
 }
 
 }  // namespace strata::gui

@@ -20,6 +20,31 @@ class FilesTest : public QObject {
   Q_OBJECT
 
  private slots:
+  // sweep.json as `strata sweep` writes it (docs/formats.md): the plan keys live
+  // under `plan`, the metrics under `result`, exposed time under
+  // result.exposed_comm_s. sweep_cli.json is the first three plans of
+  // `strata sweep --model llama3-8b --cluster dgx-h100-1node --global-batch-size 64`.
+  void sweep_json_as_strata_sweep_writes_it() {
+    const SweepData s = read_sweep_json(testing::data_file("sweep_cli.json"));
+    QCOMPARE(s.rows.size(), std::size_t{3});
+    const SweepRow& second = s.rows[1];
+    QCOMPARE(second.cells[s.column("rank")], std::string("2"));
+    QCOMPARE(second.cells[s.column("tp")], std::string("1"));
+    QCOMPARE(second.cells[s.column("dp")], std::string("8"));
+    QCOMPARE(second.cells[s.column("recompute")], std::string("selective"));
+    QCOMPARE(second.cells[s.column("fidelity")], std::string("full"));
+    QCOMPARE(second.numbers[s.column("exposed_dp_s")], 0.007275175000000001);
+    QCOMPARE(second.numbers[s.column("exposed_zero_s")], 0.0036461880000000007);
+    QCOMPARE(second.numbers[s.column("headroom")], 0.07396056602812084);
+    QCOMPARE(second.cells[s.column("flash_attention")], std::string("true"));
+    QVERIFY(second.fits);
+    QCOMPARE(second.plan["recompute"].get<std::string>(), std::string("selective"));
+    QVERIFY(second.result.has_value());
+    QCOMPARE(second.result->step_time_s, second.numbers[s.column("step_time_s")]);
+    QCOMPARE(second.result->exposed.dp_s, 0.007275175000000001);
+    QCOMPARE(s.request["model"].get<std::string>(), std::string("llama3-8b"));
+  }
+
   void sweep_csv() {
     const SweepData s = read_sweep_csv(testing::data_file("sweep.csv"));
     QCOMPARE(s.columns, sweep_columns());

@@ -222,7 +222,7 @@ class MainWindowTest : public QObject {
     QCOMPARE(w.save_simulation_to(saved.path()), QString());
     MainWindow w2;
     open_and_wait(w2, saved.filePath("result.json"));
-    QVERIFY(w2.export_scenario() != nullptr);
+    QVERIFY2(w2.export_scenario() != nullptr, qPrintable(w2.export_unavailable()));
     QCOMPARE(w2.export_scenario()->plan.dp, 4);
     w2.export_plan_to(again.path());
     QVERIFY(w2.jobs()->wait_idle(60000));

@@ -41,7 +41,8 @@ class SweepModelTest : public QObject {
                                           QAbstractItemModelTester::FailureReportingMode::QtTest);
     model.set_sweep(fixture());
     QCOMPARE(model.rowCount(), 5);
-    QCOMPARE(model.columnCount(), 29);
+    // sweep.csv's 29 leading columns, then compute_s, exposed_offload_s, flash_attention.
+    QCOMPARE(model.columnCount(), 32);
     QCOMPARE(model.headerData(13, Qt::Horizontal).toString(), QStringLiteral("step_time_s"));
     // Cells as shown: percent, GiB, time.
     QCOMPARE(model.data(model.index(0, 15)).toString(), QStringLiteral("52.0%"));
