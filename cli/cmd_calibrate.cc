@@ -148,6 +148,18 @@ void run_calibrate(const CalibrateArgs& args) {
   for (const std::string& m : args.models) models.push_back(load_model_spec(m));
   std::optional<Profile> base;
   if (!args.base.empty()) base = load_profile(args.base);
+  // A profile describes one backend's device: checking a GPU profile by
+  // timing the cpu backend (or the reverse) compares unrelated machines.
+  auto same_backend = [&args](const Profile& p, const char* option) {
+    if (p.device.backend != args.backend) {
+      throw InputError(p.file, "$.device.backend",
+                       fmt::format("the profile describes a {} device but --backend is {}: give {} a {} "
+                                   "profile or run with --backend {}",
+                                   p.device.backend, args.backend, option, args.backend, p.device.backend));
+    }
+  };
+  if (checked) same_backend(checked->profile(), "--check");
+  if (base && *backend == rt::Backend::kCuda) same_backend(*base, "--base");
 
   // One process on a node with several GPUs and no launcher drives them all
   // (a thread per GPU, NCCL without MPI), so its collectives are measured too.

@@ -162,6 +162,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCalibrate{"inconsistent_base_profile", {"--backend", "cpu", "--base", "INCONSISTENT", "--out", "OUT"},
                      "$.fit_quality.gemm.max_rel_error"},
         BadCalibrate{"inconsistent_check_profile", {"--backend", "cpu", "--check", "INCONSISTENT"}, "inconsistent.json"},
+        // A GPU's datasheet profile cannot be checked by timing the cpu backend.
+        BadCalibrate{"check_profile_of_another_backend", {"--backend", "cpu", "--check", "a100-sxm4-80gb"},
+                     "$.device.backend"},
         BadCalibrate{"missing_check_profile", {"--backend", "cpu", "--check", "nonexistent-gpu"}, "nonexistent-gpu"}),
     [](const ::testing::TestParamInfo<BadCalibrate>& param) { return std::string(param.param.name); });
 
