@@ -274,6 +274,10 @@ TEST(Graph, PresetsCarrySources) {
     for (const LinkParams* l : {&n.nvlink, &n.pcie, &n.socket_link}) {
       EXPECT_GT(l->efficiency, 0.0) << name;
       EXPECT_LE(l->efficiency, 1.0) << name;
+      // A latency says where it comes from (a datasheet, or that it is an assumption).
+      if (l->latency_ns > 0.0) {
+        EXPECT_NE(l->source.find("Latency"), std::string::npos) << name << ": " << l->source;
+      }
     }
   }
   NodeSpec node = load_node_preset("dgx-a100");
@@ -281,6 +285,7 @@ TEST(Graph, PresetsCarrySources) {
     FabricSpec f = load_fabric_preset(name, node);
     EXPECT_FALSE(f.source.empty()) << name;
     EXPECT_EQ(f.name, name);
+    EXPECT_NE(f.source.find("atency"), std::string::npos) << name << ": " << f.source;
   }
 }
 
