@@ -116,6 +116,44 @@ class TraceReaderTest : public QObject {
     }
   }
 
+  // The measured trace as `strata run` writes it (runtime/executor/measured.cc,
+  // measured_trace_json): metadata first, then each rank's events, process names
+  // carrying the rank's coordinates, nanosecond display unit, and otherData with
+  // the run's backend and step. Hand-written in that exact shape.
+  void reads_the_runtimes_measured_form() {
+    const TraceModel t = read_trace_text(
+        R"J({"traceEvents":[
+{"ph":"M","name":"process_name","pid":0,"args":{"name":"node 0 gpu 0 (rank 0: tp 0 dp 0 pp 0)"}},
+{"ph":"M","name":"process_sort_index","pid":0,"args":{"sort_index":0}},
+{"ph":"M","name":"thread_name","pid":0,"tid":0,"args":{"name":"compute"}},
+{"ph":"M","name":"thread_name","pid":0,"tid":3,"args":{"name":"pp-send"}},
+{"ph":"M","name":"process_name","pid":1,"args":{"name":"node 1 gpu 0 (rank 1: tp 0 dp 0 pp 1)"}},
+{"ph":"M","name":"process_sort_index","pid":1,"args":{"sort_index":1}},
+{"ph":"M","name":"thread_name","pid":1,"tid":0,"args":{"name":"compute"}},
+{"ph":"X","name":"fc1","cat":"gemm","pid":0,"tid":0,"ts":0.000,"dur":104.000,"args":{"mb":0,"layer":0,"chunk":0,"phase":"fwd","flops":20000000000,"bytes":0}},
+{"ph":"X","name":"send act","cat":"pp","pid":0,"tid":3,"ts":104.000,"dur":10.500,"args":{"mb":0,"layer":-1,"chunk":0,"phase":"fwd","flops":0,"bytes":1048576}},
+{"ph":"X","name":"fc1","cat":"gemm","pid":1,"tid":0,"ts":120.250,"dur":104.000,"args":{"mb":0,"layer":2,"chunk":0,"phase":"bwd","flops":20000000000,"bytes":0}}
+],
+"displayTimeUnit":"ns",
+"otherData":{"strata":{"kind":"measured","model":"tiny","plan":{"tp":1,"pp":2,"dp":1},"step_time_s":0.000224,"num_ranks":2,"ranks":[0,1],"backend":"cpu","step":9}}}
+)J",
+        "measured.trace.json");
+    QCOMPARE(t.kind, std::string("measured"));
+    QCOMPARE(t.model_name, std::string("tiny"));
+    QCOMPARE(t.num_ranks, 2);
+    QCOMPARE(t.step_time_s, 0.000224);
+    QCOMPARE(t.num_spans(), std::size_t{3});
+    QCOMPARE(t.lanes.size(), std::size_t{3});
+    QCOMPARE(t.lanes[0].node, 0);
+    QCOMPARE(t.lanes[2].node, 1);  // "node 1 gpu 0 (rank 1: ...)"
+    QCOMPARE(t.lanes[2].rank, 1);
+    QCOMPARE(t.lanes[1].stream_label, std::string("pp-send"));
+    QCOMPARE(t.lanes[2].spans[0].start_ns, TimeNs{120250});
+    QCOMPARE(t.detail_of(t.lanes[2].spans[0]).phase, Phase::kBwd);
+    QCOMPARE(t.detail_of(t.lanes[1].spans[0]).bytes, 1048576.0);
+    QCOMPARE(t.end_ns(), TimeNs{224250});
+  }
+
   void text_cases() {
     // ts with three decimals is nanoseconds exactly; other phases are ignored.
     const TraceModel t = read_trace_text(
