@@ -79,6 +79,17 @@ class TopologyFlowModel : public FlowModel {
     return sharing_.add(links, rate_cap_bytes_per_s);
   }
   void remove(FlowId id) override { sharing_.remove(id); }
+  std::vector<FlowId> add_all(const std::vector<const std::vector<std::int32_t>*>& links,
+                              const std::vector<double>& rate_caps_bytes_per_s) override {
+    std::vector<std::vector<std::int32_t>> paths;
+    paths.reserve(links.size());
+    for (const auto* l : links) paths.push_back(*l);
+    const auto ids = sharing_.add_all(paths, rate_caps_bytes_per_s);
+    return {ids.begin(), ids.end()};
+  }
+  void remove_all(const std::vector<FlowId>& ids) override {
+    sharing_.remove_all({ids.begin(), ids.end()});
+  }
   double rate(FlowId id) const override { return sharing_.rate(id); }
   std::vector<FlowId> take_changed() override { return sharing_.take_changed(); }
 

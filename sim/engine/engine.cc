@@ -63,17 +63,21 @@ class Engine {
       if (!tasks.empty()) release(tasks[0], -1);
     }
     flush_ready();
+    // Events of one instant are handled together: the flows that end and start then
+    // reach the network as one change (one re-solve of the link sharing).
     while (!queue_.empty()) {
-      Event e = queue_.top();
-      queue_.pop();
-      if (e.version != version_[e.task]) continue;  // superseded by a rate change
-      if (e.time < now_) throw InternalError("event engine: time ran backwards");
-      now_ = e.time;
-      ++result_.events;
-      if (e.type == EventType::kFlowDone) {
-        flow_done(e.task);
-      } else {
-        task_done(e.task);
+      if (queue_.top().time < now_) throw InternalError("event engine: time ran backwards");
+      now_ = queue_.top().time;
+      while (!queue_.empty() && queue_.top().time == now_) {
+        Event e = queue_.top();
+        queue_.pop();
+        if (e.version != version_[e.task]) continue;  // superseded by a rate change
+        ++result_.events;
+        if (e.type == EventType::kFlowDone) {
+          flow_done(e.task);
+        } else {
+          task_done(e.task);
+        }
       }
       flush_ready();
     }
@@ -97,8 +101,32 @@ class Engine {
 
   // Starts tasks in the order they became ready (deterministic).
   void flush_ready() {
+    if (!ending_.empty()) {
+      net_->remove_all(ending_);
+      ending_.clear();
+    }
     for (std::size_t i = 0; i < ready_.size(); ++i) start(ready_[i]);
     ready_.clear();
+    if (!starting_.empty()) {
+      std::vector<const std::vector<std::int32_t>*> links;
+      std::vector<double> caps;
+      for (TaskId t : starting_) {
+        const CommSpec& comm = g_.comm(g_.comm_of(t));
+        links.push_back(&comm.links);
+        caps.push_back(comm.rate_cap_bytes_per_s);
+      }
+      const std::vector<FlowModel::FlowId> ids = net_->add_all(links, caps);
+      for (std::size_t i = 0; i < starting_.size(); ++i) {
+        ActiveFlow f;
+        f.id = ids[i];
+        f.remaining_bytes = g_.comm(g_.comm_of(starting_[i])).bytes;
+        f.since = now_;
+        f.task = starting_[i];
+        flows_.emplace(f.id, f);
+        flow_of_task_.emplace(f.task, f.id);
+      }
+      starting_.clear();
+    }
     apply_rate_changes();
   }
 
@@ -120,14 +148,7 @@ class Engine {
       schedule(t, now_ + comm.fixed_ns + transfer_ns(comm.bytes, comm.rate_cap_bytes_per_s),
                EventType::kTaskDone);
     } else {
-      ActiveFlow f;
-      f.id = net_->add(comm.links, comm.rate_cap_bytes_per_s);
-      f.remaining_bytes = comm.bytes;
-      f.rate = 0.0;
-      f.since = now_;
-      f.task = t;
-      flows_.emplace(f.id, f);
-      flow_of_task_.emplace(t, f.id);
+      starting_.push_back(t);  // added with the instant's other flows (flush_ready)
     }
   }
 
@@ -150,7 +171,7 @@ class Engine {
 
   void flow_done(TaskId t) {
     const FlowModel::FlowId id = flow_of_task_.at(t);
-    net_->remove(id);
+    ending_.push_back(id);  // removed with the instant's other flows (flush_ready)
     flows_.erase(id);
     flow_of_task_.erase(t);
     schedule(t, now_ + g_.comm(g_.comm_of(t)).fixed_ns, EventType::kTaskDone);
@@ -177,6 +198,8 @@ class Engine {
   std::unordered_map<FlowModel::FlowId, ActiveFlow> flows_;
   std::unordered_map<TaskId, FlowModel::FlowId> flow_of_task_;
   std::vector<TaskId> ready_;
+  std::vector<TaskId> starting_;            // tasks whose flows start at this instant
+  std::vector<FlowModel::FlowId> ending_;   // flows that ended at this instant
   std::priority_queue<Event, std::vector<Event>, Later> queue_;
   std::uint64_t seq_ = 0;
   TimeNs now_ = 0;

@@ -16,6 +16,17 @@ class FlowModel {
   // Starts a flow over `links`, never faster than rate_cap_bytes_per_s (> 0).
   virtual FlowId add(const std::vector<std::int32_t>& links, double rate_cap_bytes_per_s) = 0;
   virtual void remove(FlowId id) = 0;
+  // Several flows starting (ending) at the same instant: the same end state as
+  // add (remove) one by one; models may re-solve once for all of them.
+  virtual std::vector<FlowId> add_all(const std::vector<const std::vector<std::int32_t>*>& links,
+                                      const std::vector<double>& rate_caps_bytes_per_s) {
+    std::vector<FlowId> ids;
+    for (std::size_t i = 0; i < links.size(); ++i) ids.push_back(add(*links[i], rate_caps_bytes_per_s[i]));
+    return ids;
+  }
+  virtual void remove_all(const std::vector<FlowId>& ids) {
+    for (FlowId id : ids) remove(id);
+  }
   // Current rate in bytes per second (> 0 for an active flow).
   virtual double rate(FlowId id) const = 0;
   // Flows whose rate changed since the last call, including flows just added.
