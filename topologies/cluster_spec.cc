@@ -256,9 +256,11 @@ nlohmann::ordered_json to_json(const FabricSpec& fabric) {
   f["nics_per_node"] = fabric.nics_per_node;
   f["nic_gbps"] = fabric.nic_gbps;
   f["oversubscription"] = fabric.oversubscription;
-  f["tiers"] = fabric.tiers;
+  // 0 means "derived" (tiers from the radix, efficiency from the kind): left out,
+  // so the echoed cluster reads back as it was given.
+  if (fabric.tiers > 0) f["tiers"] = fabric.tiers;
   f["switch_radix"] = fabric.switch_radix;
-  f["efficiency"] = fabric.efficiency;
+  if (fabric.efficiency > 0.0) f["efficiency"] = fabric.efficiency;
   f["latency_us"] = fabric.latency_ns / 1000.0;
   f["rail_optimized"] = fabric.rail_optimized;
   return f;

@@ -117,6 +117,27 @@ TEST(SimulateCommand, RankOutsideTheClusterIsBadInputAndWritesNothing) {
   EXPECT_FALSE(file_exists(dir.file("out/trace.json")));
 }
 
+// result.json echoes its inputs in the input formats: they read back as given.
+TEST(SimulateCommand, EchoedInputsReadBack) {
+  for (const char* cluster : {"dgx-h100-8node", "dgx-a100-1node"}) {
+    TempDir dir;
+    CommandResult r = run_strata({"simulate", "--model", "llama3-8b", "--plan", "llama3-8b-8", "--cluster", cluster,
+                                  "--fidelity", "folded", "--no-trace", "--out", dir.path()});
+    ASSERT_EQ(r.exit_code, 0) << cluster << ": " << r.err;
+    const json inputs = read_json(dir.file("result.json"))["inputs"];
+    const std::string model = dir.write("m.json", inputs["model"].dump());
+    const std::string plan = dir.write("p.json", inputs["plan"].dump());
+    const std::string cl = dir.write("c.json", inputs["cluster"].dump());
+    CommandResult again = run_strata({"memory", "--model", model, "--plan", plan, "--cluster", cl});
+    EXPECT_EQ(again.exit_code, 0) << cluster << ": " << again.err;
+    CommandResult original = run_strata({"memory", "--model", "llama3-8b", "--plan", "llama3-8b-8", "--cluster", cluster});
+    ASSERT_EQ(original.exit_code, 0) << original.err;
+    // Same verdict line (peak and headroom).
+    const auto verdict = [](const std::string& out) { return out.substr(out.find("verdict")); };
+    EXPECT_EQ(verdict(again.out), verdict(original.out)) << cluster;
+  }
+}
+
 // The published runs: every case compares its metric with the figure of its
 // source, and the summary is the median and worst of those errors.
 TEST(ValidateCommand, PublishedRunsReportTheirErrors) {
