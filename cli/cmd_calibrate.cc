@@ -105,7 +105,7 @@ void print_quality(const std::map<std::string, FitError>& quality,
 void print_collectives(const CostModel& model) {
   if (!model.calibrated("collectives")) return;
   fmt::print("\ncollectives (algbw = bytes / time, busbw = algbw x nccl-tests' factor):\n");
-  fmt::print("  {:<15} {:>5} {:>6} {:>12} {:>12} {:>12} {:>12} {:>12}\n", "operation", "ranks", "nodes",
+  fmt::print("  {:<15} {:>5} {:>6} {:>12} {:>12} {:>12} {:>12} {:>12}\n", "operation", "ranks", "place",
              "smallest", "time", "largest", "time", "algbw/busbw");
   for (const CollectiveCurve& c : model.collectives_section()->measured) {
     const SizePoint& lo = c.curve.points.front();
