@@ -63,6 +63,20 @@ double number_at(const nlohmann::json& doc, const std::string& file, const std::
   return v.get<double>();
 }
 
+// The host's 1-minute load average and online cores (load < 0: unknown).
+struct HostLoad {
+  double load = -1.0;
+  long cores = 0;
+  bool busy() const { return load > 0.75 * static_cast<double>(cores); }
+};
+HostLoad host_load() {
+  HostLoad h;
+  h.cores = sysconf(_SC_NPROCESSORS_ONLN);
+  double l[1] = {0.0};
+  if (getloadavg(l, 1) == 1) h.load = l[0];
+  return h;
+}
+
 std::string plan_label(const nlohmann::json& plan) {
   std::string s;
   auto part = [&](const std::string& p) { s += (s.empty() ? "" : ", ") + p; };
@@ -176,6 +190,8 @@ void write_json(const std::vector<RunComparison>& rows, const std::string& file)
     memory_errors.push_back(r.memory_error());
   }
   j["runs"] = list;
+  const HostLoad load = host_load();
+  j["host"] = {{"cores", load.cores}, {"load_average_1min", load.load}};
   j["step_time_median_abs_error"] = median_abs(step_errors);
   j["step_time_worst_abs_error"] = max_abs(step_errors);
   j["memory_median_abs_error"] = median_abs(memory_errors);
@@ -226,6 +242,13 @@ std::vector<RunComparison> run_quick(const RunValidationArgs& args) {
     }
   } cleanup{dir, temporary};
 
+  const HostLoad before = host_load();
+  if (before.busy()) {
+    fmt::print(stderr,
+               "warning: load average {:.1f} on {} cores before --quick: other work on this host will slow the "
+               "measured runs (a rank that waits for its peer loses its core) and distort the calibration\n",
+               before.load, before.cores);
+  }
   const int steps = static_cast<int>(std::size(kQuickPlans));
   ProgressLine progress("validate --quick", steps + 1);
   progress.update(0, "calibrating the cpu backend (2 ranks)");
@@ -282,9 +305,11 @@ std::vector<RunComparison> run_quick(const RunValidationArgs& args) {
   }
   progress.finish();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const HostLoad after = host_load();
   fmt::print("strata validate --quick: calibrate (cpu, 2 ranks) -> simulate -> export -> mpirun -n 2 strata run, "
-             "model tiny, {:.0f} s{}\n\n",
-             wall, temporary ? "" : ", files in " + dir);
+             "model tiny, {:.0f} s{}; load average {:.1f} before, {:.1f} after, on {} cores{}\n\n",
+             wall, temporary ? "" : ", files in " + dir, before.load, after.load, before.cores,
+             before.busy() || after.busy() ? " (busy: the measured times include waits for a core)" : "");
   return rows;
 }
 

@@ -1,5 +1,5 @@
 // strata-run.json: what `strata run` executes. Written by `strata export`
-// (sim/export.h), read here; the schema is documented in docs/formats.md
+// (sim/export.h), read here; the schema is documented in docs/runtime.md
 // ("strata-run.json"). Parallel, batch and training keys use Megatron-LM's
 // argument names in snake_case (tensor_model_parallel_size, micro_batch_size,
 // recompute_granularity, ...), so the file reads like the Megatron launch it
