@@ -259,6 +259,19 @@ TEST(Graph, FabricPresetByName) {
   }
 }
 
+// A cluster written back as JSON (result.json echoes it) reads back to the same
+// cluster: for every shipped cluster, to_json(read(to_json(c))) == to_json(c).
+TEST(Graph, ClusterJsonRoundTrips) {
+  for (const std::string& name : shipped_names("scenarios/clusters")) {
+    SCOPED_TRACE(name);
+    ClusterSpec c = shipped(name);
+    const nlohmann::ordered_json once = to_json(c);
+    ClusterSpec again = read_cluster_spec(nlohmann::json::parse(once.dump()), "echo.json");
+    EXPECT_EQ(to_json(again).dump(), once.dump());
+    EXPECT_EQ(Topology::build(again).num_links(), Topology::build(c).num_links());
+  }
+}
+
 // Every shipped figure carries its source.
 TEST(Graph, PresetsCarrySources) {
   for (const std::string& name : shipped_names("topologies/presets/nodes")) {
