@@ -1,7 +1,5 @@
 // `strata calibrate` as a user runs it: under mpirun with two ranks (the CI
 // acceptance run), alone, with --check, and with bad input.
-#include <sys/wait.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
@@ -16,32 +14,8 @@
 namespace strata::testing {
 namespace {
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-// `strata calibrate --backend cpu --quick` under `mpirun -n 2` with the settings
-// a container needs (root allowed, oversubscribed ranks yield, no single-copy
-// shared memory: docs/runtime.md).
-CommandResult run_under_mpirun(const std::vector<std::string>& args, const TempDir& dir) {
-  std::string cmd =
-      "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + quote(STRATA_MPIRUN) +
-      " -n 2 --oversubscribe --mca mpi_yield_when_idle 1 --mca btl_vader_single_copy_mechanism none " +
-      quote(STRATA_BIN);
-  for (const std::string& a : args) cmd += " " + quote(a);
-  cmd += " >" + quote(dir.file("out")) + " 2>" + quote(dir.file("err")) + " </dev/null";
-  const int status = std::system(cmd.c_str());
-  CommandResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = read_file(dir.file("out"));
-  r.err = read_file(dir.file("err"));
-  return r;
-}
-
 TEST(CalibrateCommand, QuickUnderMpirunFitsWithinTenPercentAndTheSimulatorReadsIt) {
-  if (std::string(STRATA_MPIRUN).empty()) GTEST_SKIP() << "no mpirun in this build";
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun in this build";
   // Timings on a host already running more work than it has cores measure the
   // other work (a rank descheduled mid-sample), not the kernels: the 10% bar
   // is for a host the calibration has to itself, as a CI runner or a node is.
@@ -50,7 +24,7 @@ TEST(CalibrateCommand, QuickUnderMpirunFitsWithinTenPercentAndTheSimulatorReadsI
   const unsigned cores = std::thread::hardware_concurrency();
   const bool busy = getloadavg(&load, 1) == 1 && load > cores;
   TempDir dir;
-  CommandResult r = run_under_mpirun({"calibrate", "--backend", "cpu", "--quick", "--out", dir.file("p.json")}, dir);
+  CommandResult r = run_strata_mpirun(2, {"calibrate", "--backend", "cpu", "--quick", "--out", dir.file("p.json")});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("fit quality"), std::string::npos) << r.out;
   // nccl-tests' figures for every measured collective.

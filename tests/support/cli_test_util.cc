@@ -52,9 +52,9 @@ std::string TempDir::write(const std::string& name, const std::string& content) 
   return p;
 }
 
-CommandResult run_strata(const std::vector<std::string>& args) {
+namespace {
+CommandResult run_command(std::string command, const std::vector<std::string>& args) {
   TempDir capture;
-  std::string command = shell_quote(STRATA_BIN);
   for (const std::string& a : args) command += " " + shell_quote(a);
   command += " >" + shell_quote(capture.file("out")) + " 2>" + shell_quote(capture.file("err")) +
              " </dev/null";
@@ -64,6 +64,20 @@ CommandResult run_strata(const std::vector<std::string>& args) {
   r.out = read_file(capture.file("out"));
   r.err = read_file(capture.file("err"));
   return r;
+}
+}  // namespace
+
+CommandResult run_strata(const std::vector<std::string>& args) { return run_command(shell_quote(STRATA_BIN), args); }
+
+bool have_mpirun() { return !std::string(STRATA_MPIRUN).empty(); }
+
+CommandResult run_strata_mpirun(int ranks, const std::vector<std::string>& args) {
+  const std::string command = "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " +
+                              shell_quote(STRATA_MPIRUN) + " -n " + std::to_string(ranks) +
+                              " --oversubscribe --mca mpi_yield_when_idle 1"
+                              " --mca btl_vader_single_copy_mechanism none " +
+                              shell_quote(STRATA_BIN);
+  return run_command(command, args);
 }
 
 }  // namespace strata::testing

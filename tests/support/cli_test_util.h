@@ -15,6 +15,13 @@ struct CommandResult {
 // Runs `strata <args>` (each argument shell-quoted) and captures its output.
 CommandResult run_strata(const std::vector<std::string>& args);
 
+// Whether this build found mpirun (tests that need it skip otherwise).
+bool have_mpirun();
+// Runs `mpirun -n ranks strata <args>` with the settings a container needs: root
+// allowed, oversubscribed ranks yield their core, no single-copy shared memory
+// (docs/runtime.md).
+CommandResult run_strata_mpirun(int ranks, const std::vector<std::string>& args);
+
 // A fresh temporary directory, removed when the object goes away.
 class TempDir {
  public:

@@ -3,9 +3,6 @@
 // --nodes compares cluster sizes.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -16,30 +13,10 @@
 namespace strata::testing {
 namespace {
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 // A small sweep: the tiny GPT on one DGX A100 (a few hundred plans).
 std::vector<std::string> small_sweep(const std::string& out_dir) {
   return {"sweep", "--model", "gpt-tiny", "--cluster", "dgx-a100-1node", "--global-batch-size", "16",
           "--full-top", "2", "--out", out_dir};
-}
-
-CommandResult run_under_mpirun(const std::vector<std::string>& args, const TempDir& dir) {
-  std::string cmd = "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + quote(STRATA_MPIRUN) +
-                    " -n 2 --oversubscribe --mca mpi_yield_when_idle 1 --mca btl_vader_single_copy_mechanism none " +
-                    quote(STRATA_BIN);
-  for (const std::string& a : args) cmd += " " + quote(a);
-  cmd += " >" + quote(dir.file("out")) + " 2>" + quote(dir.file("err")) + " </dev/null";
-  const int status = std::system(cmd.c_str());
-  CommandResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = read_file(dir.file("out"));
-  r.err = read_file(dir.file("err"));
-  return r;
 }
 
 TEST(SweepCommand, SameFilesWithOneThreadTwoThreadsAndTwoMpiRanks) {
@@ -62,10 +39,10 @@ TEST(SweepCommand, SameFilesWithOneThreadTwoThreadsAndTwoMpiRanks) {
   ASSERT_TRUE(doc.contains("plans"));
   EXPECT_NE(r1.out.find("why"), std::string::npos) << r1.out;
 
-  if (std::string(STRATA_MPIRUN).empty()) GTEST_SKIP() << "no mpirun in this build";
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun in this build";
   std::vector<std::string> mpi = small_sweep(dir.file("mpi"));
   mpi.insert(mpi.end(), {"--threads", "1"});
-  CommandResult rm = run_under_mpirun(mpi, dir);
+  CommandResult rm = run_strata_mpirun(2, mpi);
   ASSERT_EQ(rm.exit_code, 0) << rm.err;
   EXPECT_EQ(csv, read_file(dir.file("mpi/sweep.csv")));
   EXPECT_EQ(json, read_file(dir.file("mpi/sweep.json")));
