@@ -237,6 +237,14 @@ class Builder {
     return b;
   }
 
+  // A collective's time inside a collapsed stretch: statically costed, its
+  // contention already in the rate (TopologyCommCosts::folded).
+  static TimeNs collapsed_comm_ns(const CommSpec& spec) {
+    TimeNs ns = spec.fixed_ns;
+    if (spec.bytes > 0.0 && spec.rate_cap_bytes_per_s > 0.0) ns += seconds_to_ns(spec.bytes / spec.rate_cap_bytes_per_s);
+    return ns;
+  }
+
   // A block of a collapsed stretch (folded fidelity).
   struct PendingBlock {
     const std::vector<Segment>* segments;
@@ -336,16 +344,6 @@ class Builder {
       pending_bytes_ += sum.bytes;
     }
 
-    // A collective's time when it runs inside a collapsed stretch (statically costed).
-    TimeNs comm_ns(const Segment& s) const {
-      const CommSpec& spec = b_.w_.graph.comm(b_.collective(s.op, group_, s.comm_bytes, Category::kTp));
-      TimeNs ns = spec.fixed_ns;
-      if (spec.bytes > 0.0 && spec.rate_cap_bytes_per_s > 0.0) {
-        ns += seconds_to_ns(spec.bytes / spec.rate_cap_bytes_per_s);
-      }
-      return ns;
-    }
-
     // The ops of the pending stretch, for its detail.
     std::vector<TaskGraph::DetailOp> pending_ops() const {
       std::vector<TaskGraph::DetailOp> ops;
@@ -353,7 +351,8 @@ class Builder {
         for (const Segment& s : *p.segments) {
           if (s.is_comm) {
             if (b_.p_.tp == 1) continue;
-            ops.push_back({to_string(s.op), Category::kTp, comm_ns(s), 0.0, s.comm_bytes,
+            const CommSpec& spec = b_.w_.graph.comm(b_.collective(s.op, group_, s.comm_bytes, Category::kTp));
+            ops.push_back({to_string(s.op), Category::kTp, collapsed_comm_ns(spec), 0.0, s.comm_bytes,
                            StreamKind::kTpComm, p.layer});
             continue;
           }
@@ -436,11 +435,7 @@ class Builder {
     for (const Segment& s : segs) {
       if (s.is_comm) {
         if (p_.tp == 1) continue;
-        const CommSpec& spec = w_.graph.comm(collective(s.op, group, s.comm_bytes, Category::kTp));
-        sum.ns += spec.fixed_ns;
-        if (spec.bytes > 0.0 && spec.rate_cap_bytes_per_s > 0.0) {
-          sum.ns += seconds_to_ns(spec.bytes / spec.rate_cap_bytes_per_s);
-        }
+        sum.ns += collapsed_comm_ns(w_.graph.comm(collective(s.op, group, s.comm_bytes, Category::kTp)));
         continue;
       }
       for (const TaskGraph::DetailOp& op : s.ops) {
