@@ -34,6 +34,18 @@ struct SmallSpace {
   }
 };
 
+// The winner of a folded sweep (two threads, no full-fidelity re-simulation).
+PlanOutcome best_plan(const ModelSpec& m, const ClusterSpec& c, const PlanSpaceRequest& req) {
+  Simulator simulator(c, load_profile(c.profile));
+  SweepOptions options;
+  options.threads = 2;
+  options.full_top = 0;
+  SweepResult r = run_sweep(m, simulator, req, options);
+  rank_sweep(r, m, simulator, options);
+  EXPECT_EQ(r.plans.at(0).rank, 1) << "no plan fits on " << c.name;
+  return r.plans.at(0);
+}
+
 // The sweep's best plan is the best found by simulating every plan one by one, and
 // its pruned count is exactly what the memory model rejects.
 TEST(Sweep, BestEqualsBruteForce) {
@@ -142,44 +154,27 @@ TEST(Sweep, ParetoFrontIsNotDominated) {
 // attention (Megatron-LM of 2021 materialised the score matrices). With fused
 // attention the model rates tp 4 pp 8 within 0.5% of tp 8 (docs/sweep.md).
 TEST(SweepAnswers, Gpt3On1024A100UsesTp8NotZero3) {
-  ModelSpec m = load_model_spec("gpt3-175b");
-  ClusterSpec c = load_cluster_spec("dgx-a100-128node");
-  Profile p = load_profile(c.profile);
-  Simulator simulator(c, p);
   PlanSpaceRequest req;
   req.global_batch_size = 1536;
   req.max_micro_batch_size = 4;
   req.max_vpp = 8;
   req.constraints = {parse_constraint("offload_optimizer=false", "test"),
                      parse_constraint("flash_attention=false", "test")};
-  SweepOptions options;
-  options.threads = 2;
-  options.full_top = 0;
-  SweepResult r = run_sweep(m, simulator, req, options);
-  rank_sweep(r, m, simulator, options);
-  ASSERT_EQ(r.plans[0].rank, 1);
-  EXPECT_EQ(r.plans[0].plan.tp, 8) << r.plans[0].label;
-  EXPECT_NE(r.plans[0].plan.zero_stage, 3) << r.plans[0].label;
+  const PlanOutcome best = best_plan(load_model_spec("gpt3-175b"), load_cluster_spec("dgx-a100-128node"), req);
+  EXPECT_EQ(best.plan.tp, 8) << best.label;
+  EXPECT_NE(best.plan.zero_stage, 3) << best.label;
 }
 
 // On a PCIe box (GPUs on two sockets), the winner keeps tensor parallelism off the
 // socket link: tp no larger than the 4 GPUs of one socket.
 TEST(SweepAnswers, PcieBoxAvoidsTpAcrossSockets) {
-  ModelSpec m = load_model_spec("llama3-8b");
-  ClusterSpec c = load_cluster_spec("pcie-8gpu-1node");
-  Profile p = load_profile(c.profile);
-  Simulator simulator(c, p);
+  const ClusterSpec c = load_cluster_spec("pcie-8gpu-1node");
   PlanSpaceRequest req;
   req.global_batch_size = 64;
   req.max_micro_batch_size = 2;
   req.max_vpp = 1;
-  SweepOptions options;
-  options.threads = 2;
-  options.full_top = 0;
-  SweepResult r = run_sweep(m, simulator, req, options);
-  rank_sweep(r, m, simulator, options);
-  ASSERT_EQ(r.plans[0].rank, 1);
-  EXPECT_LE(r.plans[0].plan.tp, c.node.gpus / c.node.sockets) << r.plans[0].label;
+  const PlanOutcome best = best_plan(load_model_spec("llama3-8b"), c, req);
+  EXPECT_LE(best.plan.tp, c.node.gpus / c.node.sockets) << best.label;
 }
 
 // Doubling the nodes (same global batch) does not slow the best plan down.
@@ -189,19 +184,11 @@ TEST(SweepAnswers, DoublingNodesDoesNotSlowTheBestPlan) {
   req.global_batch_size = 256;
   req.max_micro_batch_size = 2;
   req.max_vpp = 2;
-  SweepOptions options;
-  options.threads = 2;
-  options.full_top = 0;
   double previous = 0.0;
   for (int nodes : {2, 4}) {
-    ClusterSpec c = cluster("dgx-h100-8node", nodes);
-    Profile p = load_profile(c.profile);
-    Simulator simulator(c, p);
-    SweepResult r = run_sweep(m, simulator, req, options);
-    rank_sweep(r, m, simulator, options);
-    ASSERT_EQ(r.plans[0].rank, 1);
-    EXPECT_GE(r.plans[0].tokens_per_s, previous) << nodes << " nodes: " << r.plans[0].label;
-    previous = r.plans[0].tokens_per_s;
+    const PlanOutcome best = best_plan(m, cluster("dgx-h100-8node", nodes), req);
+    EXPECT_GE(best.tokens_per_s, previous) << nodes << " nodes: " << best.label;
+    previous = best.tokens_per_s;
   }
 }
 
