@@ -95,7 +95,7 @@ std::string millions(double x) {
 void print_table(const sim::SweepResult& s, int top) {
   fmt::print("{:>4} {:>3} {:>3} {:>4} {:>3} {:>3} {:<16} {:>4} {:<9} {:>3} {:>5} {:>9} {:>6} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {}\n",
              "rank", "tp", "pp", "dp", "vpp", "mbs", "schedule", "ZeRO", "recompute", "SP", "flash", "tokens/s",
-             "MFU", "step s", "bubble", "exp tp", "exp dp", "peak GiB", "headroom", "fidelity");
+             "MFU", "step s", "bubble", "exp tp", "exp dp+z", "peak GiB", "headroom", "fidelity");
   for (const sim::PlanOutcome& o : s.plans) {
     if (o.rank == 0 || o.rank > top) break;
     const PlanSpec& p = o.plan;
