@@ -125,6 +125,9 @@ struct DeviceInfo {
   int compute_units = 1;        // SMs (cuda) or the threads this device uses (cpu)
   int host_cores = 1;           // cores of the host this process may use
   std::int64_t memory_bytes = 0;  // device memory (cpu: physical host memory)
+  // Last-level cache a kernel's operands may sit in (cuda: L2; cpu: the largest
+  // data cache the OS reports, which a VM may report for the whole socket). 0: unknown.
+  std::int64_t cache_bytes = 0;
   std::string isa;              // cpu: Eigen's SIMD instruction sets ("AVX2, FMA, SSE..."); cuda: "sm_90"
   std::map<std::string, std::string> versions;  // "eigen", "cuda_runtime", "cuda_driver", "cublas", "nccl", "mpi"
   // For each requested dtype, the dtype it is stored and multiplied in

@@ -48,6 +48,15 @@ std::string cpu_model_name() {
   return "cpu";
 }
 
+std::int64_t largest_data_cache_bytes() {
+  for (int level : {_SC_LEVEL4_CACHE_SIZE, _SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE,
+                    _SC_LEVEL1_DCACHE_SIZE}) {
+    const long bytes = sysconf(level);
+    if (bytes > 0) return bytes;
+  }
+  return 0;
+}
+
 std::int64_t physical_memory_bytes() {
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page_bytes = sysconf(_SC_PAGESIZE);
@@ -78,6 +87,7 @@ CpuDevice::CpuDevice(const DeviceOptions& options) {
   info_.compute_units = threads_;
   info_.host_cores = cores;
   info_.memory_bytes = physical_memory_bytes();
+  info_.cache_bytes = largest_data_cache_bytes();
   info_.isa = Eigen::SimdInstructionSetsInUse();
   info_.versions["eigen"] =
       fmt::format("{}.{}.{}", EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION);

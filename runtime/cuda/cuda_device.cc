@@ -97,6 +97,7 @@ CudaDevice::CudaDevice(int ordinal) : ordinal_(ordinal) {
   CPU_ZERO(&cores);
   info_.host_cores = sched_getaffinity(0, sizeof(cores), &cores) == 0 ? CPU_COUNT(&cores) : 1;
   info_.memory_bytes = static_cast<std::int64_t>(prop.totalGlobalMem);
+  info_.cache_bytes = prop.l2CacheSize;
   info_.isa = fmt::format("sm_{}{}", prop.major, prop.minor);
   int runtime_version = 0;
   int driver_version = 0;

@@ -68,7 +68,7 @@ class CpuBench : public ::testing::Test {
 TEST_F(CpuBench, GemmsAreTimedAndChecked) {
   std::vector<GemmQuery> shapes = {{64, 96, 32, 1, DType::kFp32}, {33, 17, 65, 3, DType::kFp32}};
   std::size_t calls = 0;
-  std::vector<GemmPoint> pts = bench_gemms(*device_, shapes, quick_timing(), [&](std::size_t) { ++calls; });
+  std::vector<GemmPoint> pts = bench_gemms(*device_, shapes, quick_timing(), 0, [&](std::size_t) { ++calls; });
   ASSERT_EQ(pts.size(), 2u);
   EXPECT_EQ(calls, 2u);
   EXPECT_EQ(pts[1].m, 33);
@@ -78,6 +78,36 @@ TEST_F(CpuBench, GemmsAreTimedAndChecked) {
     // No GEMM this small takes a second on any CPU.
     EXPECT_LT(p.seconds, 1.0);
   }
+}
+
+// Rotating operands: every call takes the next A, B and C from pools of the
+// working set, wrapping around; a wrong offset or a wrap that cuts an operand
+// short shows as a wrong checked element or an out-of-range slice.
+TEST_F(CpuBench, GemmsWithRotatingOperandsAreCorrectAcrossWraps) {
+  // 96x80x72 fp32 takes 75 KiB of inputs and 30 KiB of output: a 1 MiB working
+  // set wraps the pools every few calls; the batched odd shape is not a multiple
+  // of the 256-element alignment; the large one is bigger than the working set.
+  std::vector<GemmQuery> shapes = {{96, 80, 72, 1, DType::kFp32},
+                                   {33, 17, 65, 3, DType::kFp32},
+                                   {512, 512, 512, 1, DType::kFp32}};
+  std::vector<GemmPoint> pts = bench_gemms(*device_, shapes, quick_timing(), 1 << 20, nullptr);
+  ASSERT_EQ(pts.size(), 3u);
+  for (const GemmPoint& p : pts) EXPECT_GT(p.seconds, 0.0);
+}
+
+TEST(GemmWorkingSet, TwiceTheLastLevelCacheCappedOnCpus) {
+  rt::DeviceInfo gpu;
+  gpu.backend = rt::Backend::kCuda;
+  gpu.cache_bytes = 50 << 20;  // H100 SXM L2 (NVIDIA H100 datasheet)
+  EXPECT_EQ(gemm_working_set_bytes(gpu), std::int64_t{100} << 20);
+  rt::DeviceInfo cpu;
+  cpu.backend = rt::Backend::kCpu;
+  cpu.cache_bytes = 16 << 20;
+  EXPECT_EQ(gemm_working_set_bytes(cpu), std::int64_t{32} << 20);
+  cpu.cache_bytes = std::int64_t{508} << 20;  // a VM reporting the socket's L3
+  EXPECT_EQ(gemm_working_set_bytes(cpu), std::int64_t{64} << 20);
+  cpu.cache_bytes = 0;  // unknown: 32 MiB assumed
+  EXPECT_EQ(gemm_working_set_bytes(cpu), std::int64_t{64} << 20);
 }
 
 TEST_F(CpuBench, MemoryBoundKindsOverSizes) {
