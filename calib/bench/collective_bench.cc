@@ -154,6 +154,28 @@ SizePoint measure(rt::Communicator& c, CollectiveOp op, double target_bytes,
 
 }  // namespace
 
+bool is_cliff(const SizePoint& lo, const SizePoint& hi) {
+  return hi.seconds > kCliffFactor * lo.seconds * (hi.bytes / lo.bytes);
+}
+
+void refine_cliffs(const std::function<SizePoint(double)>& measure, std::vector<SizePoint>& points) {
+  const std::vector<SizePoint> coarse = points;
+  for (std::size_t i = 0; i + 1 < coarse.size(); ++i) {
+    if (!is_cliff(coarse[i], coarse[i + 1])) continue;
+    SizePoint lo = coarse[i], hi = coarse[i + 1];
+    for (int b = 0; b < kCliffBisections; ++b) {
+      SizePoint mid = measure(std::sqrt(lo.bytes * hi.bytes));
+      if (mid.bytes <= lo.bytes || mid.bytes >= hi.bytes) break;  // rounding to the group size
+      points.push_back(mid);
+      // Follow the half with the larger jump in cost per byte.
+      const double left = (mid.seconds / mid.bytes) / (lo.seconds / lo.bytes);
+      const double right = (hi.seconds / hi.bytes) / (mid.seconds / mid.bytes);
+      if (left > right) hi = mid; else lo = mid;
+    }
+  }
+  std::sort(points.begin(), points.end(), [](const SizePoint& a, const SizePoint& b) { return a.bytes < b.bytes; });
+}
+
 std::vector<int> collective_group_sizes(int world_size) {
   std::vector<int> out;
   for (int g = 2; g <= world_size; g *= 2) out.push_back(g);
@@ -187,6 +209,7 @@ std::vector<CollectiveMeasurement> bench_collectives(
           // Past a few sizes, stop once one operation takes longer than the bound.
           if (p.seconds > options.max_op_s && m.points.size() >= kMinSizes) break;
         }
+        refine_cliffs([&](double bytes) { return measure(*group, op, bytes, options.timing); }, m.points);
         out.push_back(std::move(m));
         if (progress) progress(++done);
       }

@@ -1,5 +1,6 @@
 #include "runtime/cpu/cpu_device.h"
 
+#include <malloc.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -23,8 +24,6 @@
 namespace strata::rt {
 namespace {
 
-// 64 bytes: a cache line, and the widest vector (AVX-512) Eigen loads.
-constexpr std::size_t kAlignmentBytes = 64;
 
 int cores_available() {
   cpu_set_t set;
@@ -68,9 +67,27 @@ struct CpuEvent final : Event {
   bool recorded = false;
 };
 
+
+// Eigen allocates its GEMM packing buffers with malloc on every product. Blocks
+// over glibc's mmap threshold (128 KiB until a large block is freed) are mapped
+// and unmapped per call, and every page of them faults on first touch: with the
+// device's own tensors cached (HostBlockCache frees none), 45% of `strata run`'s
+// page faults were Eigen's packing and the tp 2 sequence-parallel plan ran 70%
+// slower. A fixed threshold at glibc's maximum keeps such blocks in the heap, and
+// a high trim threshold keeps freed heap memory for the next call.
+void keep_heap_memory() {
+  static const bool once = [] {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    return true;
+  }();
+  (void)once;
+}
+
 }  // namespace
 
 CpuDevice::CpuDevice(const DeviceOptions& options) {
+  keep_heap_memory();
   const int cores = cores_available();
   if (options.cpu_threads > 0) {
     threads_ = options.cpu_threads;
@@ -101,16 +118,15 @@ CpuDevice::CpuDevice(const DeviceOptions& options) {
 }
 
 void* CpuDevice::raw_allocate(std::size_t bytes, MemoryKind /*kind*/) {
-  const std::size_t rounded = (bytes + kAlignmentBytes - 1) / kAlignmentBytes * kAlignmentBytes;
-  void* data = std::aligned_alloc(kAlignmentBytes, rounded);
+  void* data = blocks_.take(bytes);
   if (data == nullptr) {
     throw InternalError(fmt::format("cpu device: out of host memory allocating {} bytes", bytes));
   }
   return data;
 }
 
-void CpuDevice::raw_free(void* data, std::size_t /*bytes*/, MemoryKind /*kind*/) noexcept {
-  std::free(data);
+void CpuDevice::raw_free(void* data, std::size_t bytes, MemoryKind /*kind*/) noexcept {
+  blocks_.give_back(data, bytes);
 }
 
 void CpuDevice::copy_to_device(const void* host, void* device_dst, std::size_t bytes) {

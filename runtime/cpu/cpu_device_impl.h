@@ -6,9 +6,13 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "runtime/cpu/host_block_cache.h"
 #include "runtime/device.h"
 
 namespace strata::rt {
+
+// 64 bytes: a cache line, and the widest vector (AVX-512) Eigen loads.
+inline constexpr std::size_t kCpuAlignmentBytes = 64;
 
 class CpuDevice final : public Device {
  public:
@@ -103,6 +107,7 @@ class CpuDevice final : public Device {
  private:
   DeviceInfo info_;
   int threads_ = 1;
+  HostBlockCache blocks_{kCpuAlignmentBytes};
 };
 
 // An fp32 pointer to v after checking it is fp32 with `numel` elements

@@ -170,3 +170,34 @@ TEST(Collectives, GroupSizesArePowersOfTwoAndTheWorld) {
 
 }  // namespace
 }  // namespace strata::calib
+
+namespace strata::calib {
+
+// A synthetic curve with a cliff at 15.5 MiB (2.5 ms below, 70 ms above, as
+// Open MPI's shared-memory reduce_scatter on this project's host): refinement
+// brackets the cliff to within 2^(1/16) of its size and leaves smooth stretches
+// alone.
+TEST(Collectives, CliffsAreBisectedToWithinFourPercent) {
+  constexpr double kMiB = 1 << 20;
+  const double cliff = 15.5 * kMiB;
+  auto cost = [&](double bytes) {
+    const double s = bytes < cliff ? 5e-6 + bytes / 6e9 : 70e-3 * bytes / (16 * kMiB);
+    return SizePoint{bytes, s, 0.0};
+  };
+  std::vector<SizePoint> points;
+  for (double b = kMiB; b <= 16 * kMiB; b *= 2) points.push_back(cost(b));
+  int measured = 0;
+  refine_cliffs([&](double bytes) { ++measured; return cost(bytes); }, points);
+  EXPECT_EQ(measured, kCliffBisections);  // one cliff, nothing else measured
+  ASSERT_EQ(points.size(), 5u + kCliffBisections);
+  for (std::size_t i = 0; i + 1 < points.size(); ++i) EXPECT_LT(points[i].bytes, points[i + 1].bytes);
+  // The last point below the cliff and the first above it.
+  std::size_t above = 0;
+  while (points[above].bytes < cliff) ++above;
+  EXPECT_LE(points[above].bytes / points[above - 1].bytes, std::pow(2.0, 1.0 / 16) * 1.0001);
+  EXPECT_TRUE(is_cliff(points[above - 1], points[above]));
+  // Interpolating 13.7 MB (a ZeRO-1 gradient reduce-scatter) now uses fast points.
+  EXPECT_GT(points[above - 1].bytes, 13.7e6);
+}
+
+}  // namespace strata::calib

@@ -1,4 +1,5 @@
 // The backend factory and what a device says about itself.
+#include <cstdint>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -6,6 +7,7 @@
 #include "core/error.h"
 #include "runtime/backend.h"
 #include "runtime/communicator.h"
+#include "runtime/cpu/host_block_cache.h"
 #include "runtime/device.h"
 
 namespace strata::rt {
@@ -76,4 +78,43 @@ TEST(Device, SliceStaysInsideItsTensor) {
 }
 
 }  // namespace
+}  // namespace strata::rt
+
+namespace strata::rt {
+
+// The cpu device keeps freed blocks for the next tensor of the same size, and the
+// memory accounting still counts live tensors only.
+TEST(Device, CpuReusesFreedBlocksAndCountsOnlyLiveTensors) {
+  auto device = make_device(Backend::kCpu, 0, {});
+  void* first = nullptr;
+  {
+    Tensor t = device->allocate_tensor(300'000, DType::kFp32);  // 1.2 MB: glibc would mmap it
+    first = t.view().data;
+    EXPECT_EQ(device->memory_in_use_bytes(), 1'200'000);
+  }
+  EXPECT_EQ(device->memory_in_use_bytes(), 0);
+  Tensor other_size = device->allocate_tensor(300'016, DType::kFp32);
+  EXPECT_NE(other_size.view().data, first);
+  Tensor same_size = device->allocate_tensor(300'000, DType::kFp32);
+  EXPECT_EQ(same_size.view().data, first);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(same_size.view().data) % 64, 0u);  // a cache line, the widest vector load
+  EXPECT_EQ(device->memory_in_use_bytes(), 2'400'064);
+  EXPECT_EQ(device->peak_memory_bytes(), 2'400'064);
+}
+
+TEST(HostBlockCacheTest, GivesBackOnlyExactRoundedSizes) {
+  HostBlockCache cache(64);
+  void* a = cache.take(100);  // rounded to 128
+  cache.give_back(a, 100);
+  EXPECT_EQ(cache.cached_bytes(), 128u);
+  void* b = cache.take(65);  // also 128: the same block
+  EXPECT_EQ(b, a);
+  EXPECT_EQ(cache.cached_bytes(), 0u);
+  void* c = cache.take(129);  // 192: a new block
+  EXPECT_NE(c, a);
+  cache.give_back(b, 65);
+  cache.give_back(c, 129);
+  EXPECT_EQ(cache.cached_bytes(), 320u);
+}
+
 }  // namespace strata::rt
