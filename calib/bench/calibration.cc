@@ -16,6 +16,7 @@
 #include "calib/model/fitting.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "runtime/tensor_io.h"
 
 namespace strata::calib {
 namespace {
@@ -180,6 +181,37 @@ void cpu_base(Profile& p, const rt::DeviceInfo& info, double best_gemm_flops_per
   p.memory.source = "cpu backend: plain aligned host allocations, no device context or caching allocator";
 }
 
+// A synchronous training step runs at its slowest rank's pace, so each kernel
+// figure is the slowest rank's (every rank measured the same list at the same
+// time). On this project's 2-vCPU host one vCPU ran GEMMs 25% slower than the
+// other for minutes at a time; rank 0's figures alone then predicted every
+// 2-rank plan 25-30% fast. Returns the median over the figures of slowest /
+// fastest rank, for the report.
+double keep_slowest_rank(rt::Communicator& world, const std::vector<double*>& seconds) {
+  if (world.size() < 2 || seconds.empty()) return 1.0;
+  rt::Device& dev = world.device();
+  const auto n = static_cast<std::int64_t>(seconds.size());
+  std::vector<float> mine(seconds.size());
+  for (std::size_t i = 0; i < seconds.size(); ++i) mine[i] = static_cast<float>(*seconds[i]);
+  rt::Tensor slowest = dev.allocate_tensor(n, DType::kFp32);
+  rt::Tensor fastest = dev.allocate_tensor(n, DType::kFp32);
+  rt::upload_fp32(dev, mine, slowest.view());
+  for (float& v : mine) v = -v;
+  rt::upload_fp32(dev, mine, fastest.view());
+  world.all_reduce(slowest.view(), slowest.view(), rt::ReduceOp::kMax);
+  world.all_reduce(fastest.view(), fastest.view(), rt::ReduceOp::kMax);
+  const std::vector<float> hi = rt::download_fp32(dev, slowest.view());
+  const std::vector<float> lo = rt::download_fp32(dev, fastest.view());
+  std::vector<double> ratios;
+  for (std::size_t i = 0; i < seconds.size(); ++i) {
+    *seconds[i] = hi[i];
+    if (lo[i] < 0.0f) ratios.push_back(hi[i] / -lo[i]);
+  }
+  if (ratios.empty()) return 1.0;
+  std::nth_element(ratios.begin(), ratios.begin() + static_cast<std::ptrdiff_t>(ratios.size() / 2), ratios.end());
+  return ratios[ratios.size() / 2];
+}
+
 }  // namespace
 
 CalibrationReport run_calibration(rt::Device& device, rt::Communicator& world,
@@ -230,6 +262,20 @@ CalibrationReport run_calibration(rt::Device& device, rt::Communicator& world,
   spdlog::debug("calibrate rank {}: host copies done", world.rank());
   // Every rank has finished its device benchmarks before the collectives start.
   world.barrier();
+  {
+    std::vector<double*> kernel_seconds;
+    for (GemmPoint& g : gemm_points) kernel_seconds.push_back(&g.seconds);
+    for (auto& [kind, pts] : kernels) {
+      for (SizePoint& p : pts) kernel_seconds.push_back(&p.seconds);
+    }
+    for (AttentionPoint& a : attention) kernel_seconds.push_back(&a.seconds);
+    const double spread = keep_slowest_rank(world, kernel_seconds);
+    if (spread > 1.05) {
+      report.notes.push_back(fmt::format(
+          "ranks ran the same kernels at different speeds (slowest / fastest: median {:.2f}); the "
+          "profile keeps the slowest rank's figures, which set a synchronous step's pace", spread));
+    }
+  }
   std::vector<CollectiveMeasurement> collectives;
   if (world.size() >= 2) {
     std::size_t curves_done = 0;
