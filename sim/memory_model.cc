@@ -1,6 +1,7 @@
 #include "sim/memory_model.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "sim/params.h"
 
@@ -123,15 +124,27 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const Profile&
     st.activations_bytes = activations;
 
     // Buffers: pipeline send/recv (one activation each way, double-buffered),
-    // ZeRO-2/3 gradient buckets, ZeRO-3 gathered weights (current and prefetched layer).
+    // ZeRO-2/3 full-size gradient buckets, ZeRO-3 gathered weights (current and
+    // prefetched layer).
     double buffers = 0.0;
     if (p.pp > 1) buffers += 4.0 * e * sbh / rep;
-    if (p.zero_stage >= 2 && dp > 1) {
-      buffers += 2.0 * p.grad_bytes() * std::min(o.dp_bucket_elements, psi);
+    const double layer_params = static_cast<double>(layer_params_per_gpu(m, p.tp));
+    if (p.zero_stage == 2 && dp > 1) {
+      // A bucket is whole from backward's first write until its reduce-scatter
+      // ends: with overlap the bucket being filled and the one being reduced, but
+      // never more buckets than the stage has; without overlap every bucket until
+      // the micro-batch's backward ends (DeepSpeed's reduce_bucket_size, the
+      // runtime's ParameterStore).
+      const double bucket = std::min(o.dp_bucket_elements, psi);
+      const double buckets = std::ceil(psi / bucket);
+      buffers += p.grad_bytes() * (p.overlap_grad_reduce ? std::min(2.0, buckets) * bucket : psi);
     }
     if (p.zero_stage >= 3 && dp > 1) {
+      // ZeRO-3 reduce-scatters each layer's gradient after its backward (the
+      // unit, as FSDP): the layer being computed and the one being reduced.
+      buffers += 2.0 * p.grad_bytes() * layer_params;
       const double gathered_layers = p.overlap_param_gather ? 2.0 : 1.0;
-      buffers += gathered_layers * e * static_cast<double>(layer_params_per_gpu(m, p.tp));
+      buffers += gathered_layers * e * layer_params;
     }
     st.buffers_bytes = buffers;
 

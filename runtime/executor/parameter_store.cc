@@ -27,7 +27,7 @@ enum InFlightKind { kReduce = 0, kGather = 1, kGradScatter = 2, kWeightGather = 
 
 struct ParameterStore::BucketState {
   Tensor weights;      // ZeRO 0-2: [padded]; ZeRO-3: this rank's shard
-  Tensor grads;        // ZeRO 0-2: fp32 [padded]
+  Tensor grads;        // ZeRO 0-1: fp32 [padded]; ZeRO-2: the same while backward fills it
   Tensor master;       // fp32 optimizer view of the weights, with 16-bit weights
   Tensor exp_avg;      // fp32, the optimizer's elements
   Tensor exp_avg_sq;
@@ -111,8 +111,10 @@ void ParameterStore::initialize() {
     } else {
       state->weights = device_.allocate_tensor(bucket.padded_numel, dtype);
       device_.convert(init.view(), state->weights.view());
-      state->grads = device_.allocate_tensor(bucket.padded_numel, DType::kFp32);
-      device_.fill(state->grads.view(), 0.0f);
+      if (zero_ < 2) {  // ZeRO-2 allocates a bucket's gradient when backward first writes it
+        state->grads = device_.allocate_tensor(bucket.padded_numel, DType::kFp32);
+        device_.fill(state->grads.view(), 0.0f);
+      }
     }
     if (master_copy_) {
       state->master = device_.allocate_tensor(opt_source.numel, DType::kFp32);
@@ -264,6 +266,7 @@ TensorView ParameterStore::acquire_grads(int unit) {
           recorder_.add(f.name, f.category, Lane::kDpComm, f.bytes, f.start_ns, recorder_.now_ns(), f.context);
           if (f.on_done) f.on_done();
         });
+    if (s.grads.numel() == 0) allocate_zero2_grads(b);
   }
   return s.grads.view().slice(u.bucket_offset, u.numel);
 }
@@ -306,6 +309,7 @@ void ParameterStore::release_grads(int unit) {
 
 void ParameterStore::start_reduction(int b) {
   BucketState& s = *buckets_[b];
+  if (zero_ == 2 && s.grads.numel() == 0) allocate_zero2_grads(b);  // nothing written: reduce zeros alike
   const TensorView grads = s.grads.view();
   sum_replicated_over_tp(grads, b);
   s.reduced = true;
@@ -318,15 +322,18 @@ void ParameterStore::start_reduction(int b) {
     std::function<void()> done;
     if (zero_ == 2) {
       const TensorView shard = s.grad_shard.view();
-      done = [this, own, shard, grads] {
-        device_.axpy(1.0f, own, shard);
-        device_.fill(grads, 0.0f);
-      };
+      done = [this, own, shard] { device_.axpy(1.0f, own, shard); };
     }
     track(dp_.start_reduce_scatter(grads, own), "grad reduce_scatter", EventCategory::kDp, bytes, std::move(done));
   }
   in_flight_.back()->bucket = b;
   in_flight_.back()->kind = kReduce;
+  // ZeRO-2 keeps only the shard: the full bucket lives until its reduce-scatter
+  // is done, and the next micro-batch's backward allocates a fresh one.
+  if (zero_ == 2) {
+    in_flight_.back()->keep_alive = std::move(s.grads);
+    s.grads = Tensor();  // a moved-from Tensor keeps its size
+  }
 }
 
 void ParameterStore::unit_backward_done(int unit, bool last) {
@@ -346,9 +353,15 @@ void ParameterStore::backward_op_done(int chunk, bool last) {
   }
 }
 
+void ParameterStore::allocate_zero2_grads(int bucket) {
+  BucketState& s = *buckets_[bucket];
+  s.grads = device_.allocate_tensor(layout_.buckets[bucket].padded_numel, DType::kFp32);
+  device_.fill(s.grads.view(), 0.0f);
+}
+
 void ParameterStore::begin_step() {
   for (auto& s : buckets_) {
-    if (zero_ != 3) device_.fill(s->grads.view(), 0.0f);
+    if (zero_ < 2) device_.fill(s->grads.view(), 0.0f);
     if (zero_ >= 2) device_.fill(s->grad_shard.view(), 0.0f);
     s->reduced = false;
     s->ready_units = 0;

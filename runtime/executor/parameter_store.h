@@ -8,8 +8,10 @@
 //   1  full weights and gradients, Adam state for this rank's shard (Megatron's
 //      distributed optimizer); gradients reduce-scattered once per step, the
 //      updated shards all-gathered.
-//   2  as 1, but each micro-batch's gradients are reduce-scattered as soon as
-//      its backward finishes a bucket, summed into a gradient shard.
+//   2  full weights; each micro-batch's gradients are reduce-scattered as soon as
+//      its backward finishes a bucket, summed into a gradient shard, and the
+//      full bucket freed: with overlap_grad_reduce at most the bucket being
+//      filled and the one being reduced are whole at once.
 //   3  only a shard of the weights; a unit's weights are all-gathered before
 //      each forward and backward use and freed after, its gradients
 //      reduce-scattered after each backward.
@@ -104,7 +106,7 @@ class ParameterStore {
   void sum_replicated_over_tp(const TensorView& bucket_grads, int bucket);
   void track(std::unique_ptr<Request> request, std::string name, EventCategory category, double bytes,
              std::function<void()> on_done);
-  void finish_zero2(int bucket);
+  void allocate_zero2_grads(int bucket);
   void wait_gather(int bucket);
   TensorView shard_of(const TensorView& full, int bucket) const;
 

@@ -126,6 +126,47 @@ TEST(MemoryModel, ZeroThreeShardsWeightsByDp) {
   EXPECT_GT(r3.stages[0].buffers_bytes, 0.0);  // gathered layers and reduce buckets
 }
 
+// ZeRO-2 holds whole only the gradient buckets in flight: the one backward fills
+// and the one being reduce-scattered (two of 40 M parameters in fp32), never more
+// buckets than the stage has, and without overlap every bucket of the stage.
+TEST(MemoryModel, ZeroTwoHoldsTheBucketsInFlight) {
+  ModelSpec m = gpt_7_5b();
+  PlanSpec p = plan(1, 1, 8, 1, 8);
+  p.zero_stage = 2;
+  p.accumulate_allreduce_grads_in_fp32 = true;
+  const double psi = static_cast<double>(total_params(m));
+  ASSERT_GT(psi, 2 * 4e7);
+  EXPECT_DOUBLE_EQ(memory_report(m, p, bare_profile(80e9)).stages[0].buffers_bytes, 2 * 4e7 * 4.0);
+  p.overlap_grad_reduce = false;
+  EXPECT_DOUBLE_EQ(memory_report(m, p, bare_profile(80e9)).stages[0].buffers_bytes, psi * 4.0);
+  // A model smaller than one bucket has one bucket.
+  ModelSpec small = m;
+  small.num_layers = 2;
+  small.hidden_size = 512;
+  small.ffn_hidden_size = 2048;
+  small.num_attention_heads = 8;
+  small.num_query_groups = 8;
+  small.vocab_size = 8192;
+  p.overlap_grad_reduce = true;
+  const double small_psi = static_cast<double>(total_params(small));
+  ASSERT_LT(small_psi, 4e7);
+  EXPECT_DOUBLE_EQ(memory_report(small, p, bare_profile(80e9)).stages[0].buffers_bytes, small_psi * 4.0);
+}
+
+// ZeRO-3 reduce-scatters each layer's gradient after its backward and gathers
+// each layer's weights before use: two layers' fp32 gradients (the one computed,
+// the one reduced) and, with prefetch, two layers' 16-bit weights.
+TEST(MemoryModel, ZeroThreeHoldsTwoLayersOfGradientsAndWeights) {
+  ModelSpec m = gpt_7_5b();
+  PlanSpec p = plan(1, 1, 8, 1, 8);
+  p.zero_stage = 3;
+  p.accumulate_allreduce_grads_in_fp32 = true;
+  const double layer = static_cast<double>(layer_params_per_gpu(m, 1));
+  EXPECT_DOUBLE_EQ(memory_report(m, p, bare_profile(80e9)).stages[0].buffers_bytes, 2 * layer * 4.0 + 2 * layer * 2.0);
+  p.overlap_param_gather = false;
+  EXPECT_DOUBLE_EQ(memory_report(m, p, bare_profile(80e9)).stages[0].buffers_bytes, 2 * layer * 4.0 + layer * 2.0);
+}
+
 TEST(MemoryModel, OffloadMovesOptimizerStateToHost) {
   ModelSpec m = gpt_7_5b();
   PlanSpec p = plan(1, 1, 8, 1, 8);
