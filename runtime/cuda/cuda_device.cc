@@ -6,6 +6,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 
 #include <fmt/format.h>
@@ -79,6 +80,15 @@ CudaDevice::CudaDevice(int ordinal) : ordinal_(ordinal) {
   cudaDeviceProp prop{};
   cuda_check(cudaGetDeviceProperties(&prop, ordinal), "cudaGetDeviceProperties");
   cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  // Device tensors come from the stream-ordered pool (cudaMallocAsync) and go
+  // back to it, kept for reuse: cudaFree synchronizes the whole device, and a
+  // training step frees an activation or a transient gradient after nearly every
+  // kernel (the role of PyTorch's caching allocator).
+  cudaMemPool_t pool = nullptr;
+  cuda_check(cudaDeviceGetDefaultMemPool(&pool, ordinal), "cudaDeviceGetDefaultMemPool");
+  std::uint64_t keep_all = UINT64_MAX;
+  cuda_check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all),
+             "cudaMemPoolSetAttribute(release threshold)");
   const CublasApi& blas = cublas_api();
   cublas_check(blas.create(&cublas_), "cublasCreate");
   cublas_check(blas.set_stream(cublas_, stream_), "cublasSetStream");
@@ -135,7 +145,7 @@ void* CudaDevice::raw_allocate(std::size_t bytes, MemoryKind kind) {
   activate();
   void* data = nullptr;
   const cudaError_t rc = kind == MemoryKind::kPinnedHost ? cudaMallocHost(&data, bytes)
-                                                         : cudaMalloc(&data, bytes);
+                                                         : cudaMallocAsync(&data, bytes, stream_);
   if (rc != cudaSuccess) {
     cudaGetLastError();
     throw InternalError(fmt::format("cuda device {}: cannot allocate {} bytes of {} memory: {}",
@@ -148,13 +158,15 @@ void* CudaDevice::raw_allocate(std::size_t bytes, MemoryKind kind) {
 
 void CudaDevice::raw_free(void* data, std::size_t /*bytes*/, MemoryKind kind) noexcept {
   cudaSetDevice(ordinal_);
-  // Work still queued may use the memory: cudaFree synchronizes the device, and
-  // pinned host memory is freed only after the stream drains.
+  // Work still queued on the device's stream may use the memory: the pool reuses
+  // it only after that work (stream order). The communicator's stream is done with
+  // a buffer once its request completed, which the executor waits for before it
+  // frees one. Pinned host memory is freed only after the stream drains.
   if (kind == MemoryKind::kPinnedHost) {
     cudaStreamSynchronize(stream_);
     cudaFreeHost(data);
   } else {
-    cudaFree(data);
+    cudaFreeAsync(data, stream_);
   }
 }
 
