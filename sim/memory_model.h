@@ -28,8 +28,8 @@ struct MemoryModelOptions {
   // Optimizer state per parameter: fp32 master weights + Adam's two moments
   // (mixed precision); fp32 training keeps only the two moments (8 bytes).
   double optimizer_bytes_per_param = 12.0;
-  // Gradient bucket, in elements, that ZeRO-2/3 reduce-scatter from
-  // (Megatron-LM's --ddp-bucket-size default floor, 40M elements); double-buffered.
+  // Gradient bucket, in elements, that ZeRO-2 reduce-scatters from
+  // (Megatron-LM's --ddp-bucket-size default floor, 40M elements); two in flight.
   double dp_bucket_elements = 4e7;
   // Host bytes per offloaded parameter: the optimizer state plus a 2-byte
   // gradient copy (ZeRO-Offload, Ren et al. 2021, section 4.1).
