@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "core/trace_json.h"
+
 namespace strata::sim {
 namespace {
 
@@ -16,24 +18,6 @@ struct Event {
   TaskId task;
   int op;  // detail op index, -1 for the whole task
 };
-
-void append_escaped(std::string& out, const std::string& s) {
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<int>(c));
-    } else {
-      out += c;
-    }
-  }
-}
-
-// Microseconds with nanosecond precision, exactly (no floating point).
-void append_us(std::string& out, TimeNs ns) {
-  fmt::format_to(std::back_inserter(out), "{}.{:03}", ns / 1000, ns % 1000);
-}
 
 std::vector<char> selected_ranks(const Workload& w, const TraceOptions& o) {
   std::vector<char> sel(w.graph.num_ranks(), o.ranks.empty() ? 1 : 0);
@@ -104,7 +88,7 @@ std::string trace_json(const Workload& w, const RunResult& run, const TraceOptio
     std::string name = r < static_cast<int>(o.rank_names.size()) ? o.rank_names[r] : fmt::format("rank {}", r);
     sep();
     out += fmt::format("{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":\"", r);
-    append_escaped(out, name);
+    append_json_escaped(out, name);
     out += "\"}}";
     sep();
     out += fmt::format("{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}", r, r);
@@ -137,11 +121,11 @@ std::string trace_json(const Workload& w, const RunResult& run, const TraceOptio
     }
     sep();
     out += "{\"ph\":\"X\",\"name\":\"";
-    append_escaped(out, name);
+    append_json_escaped(out, name);
     out += fmt::format("\",\"cat\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":", to_string(category), e.pid, e.tid);
-    append_us(out, e.ts);
+    append_trace_us(out, e.ts);
     out += ",\"dur\":";
-    append_us(out, e.dur);
+    append_trace_us(out, e.dur);
     out += fmt::format(",\"args\":{{\"mb\":{},\"layer\":{},\"chunk\":{},\"phase\":\"{}\",\"flops\":{},\"bytes\":{}}}}}",
                        info.microbatch, layer, info.chunk, to_string(label.phase), flops, bytes);
   }

@@ -6,29 +6,11 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/trace_json.h"
 #include "runtime/tensor_io.h"
 
 namespace strata::rt {
 namespace {
-
-void append_escaped(std::string& out, const std::string& s) {
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<int>(c));
-    } else {
-      out += c;
-    }
-  }
-}
-
-// Microseconds with nanosecond precision, exactly (the simulator's form).
-void append_us(std::string& out, TimeNs ns) {
-  if (ns < 0) ns = 0;
-  fmt::format_to(std::back_inserter(out), "{}.{:03}", ns / 1000, ns % 1000);
-}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
@@ -62,12 +44,12 @@ std::string trace_events_json(const Recorder& recorder, int rank) {
   for (const MeasuredEvent& e : events) {
     if (!out.empty()) out += ",\n";
     out += "{\"ph\":\"X\",\"name\":\"";
-    append_escaped(out, recorder.names()[e.name]);
+    append_json_escaped(out, recorder.names()[e.name]);
     out += fmt::format("\",\"cat\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":", to_string(e.category), rank,
                        static_cast<int>(e.lane));
-    append_us(out, e.start_ns);
+    append_trace_us(out, e.start_ns);
     out += ",\"dur\":";
-    append_us(out, e.duration_ns);
+    append_trace_us(out, e.duration_ns);
     out += fmt::format(",\"args\":{{\"mb\":{},\"layer\":{},\"chunk\":{},\"phase\":\"{}\",\"flops\":{},\"bytes\":{}}}}}",
                        e.microbatch, e.layer, e.chunk, to_string(e.phase), e.flops, e.bytes);
   }
@@ -243,7 +225,7 @@ std::string measured_trace_json(const RunConfig& c, const MeasuredRun& run) {
   for (const RankReport& r : run.ranks) {
     sep();
     out += fmt::format("{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":\"", r.rank);
-    append_escaped(out, r.name);
+    append_json_escaped(out, r.name);
     out += "\"}}";
     sep();
     out += fmt::format("{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}",
