@@ -392,6 +392,7 @@ CollectiveEstimate CollectiveModel::to_estimate(CollectiveOp op, const Plan& p, 
   e.protocol = c.protocol;
   e.channels = c.channels;
   e.latency_s = c.latency_s;
+  e.bandwidth_s = c.bandwidth_s;
   e.time_s = c.latency_s + c.bandwidth_s;
   e.calibrated = p.calibrated;
   if (e.time_s > 0.0) {

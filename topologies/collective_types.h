@@ -28,6 +28,7 @@ struct CollectiveEstimate {
   int channels = 0;
   double time_s = 0.0;
   double latency_s = 0.0;          // the latency part of the time
+  double bandwidth_s = 0.0;        // the bandwidth part (time_s = latency_s + bandwidth_s)
   double algbw_bytes_per_s = 0.0;  // nccl-tests: bytes / time
   double busbw_bytes_per_s = 0.0;  // nccl-tests: algbw × the op's bus factor
   // True when a measured efficiency (from a device profile) scaled the wire

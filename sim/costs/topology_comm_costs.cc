@@ -3,19 +3,19 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <set>
+#include <limits>
 
 #include <fmt/format.h>
 
 namespace strata::sim {
 namespace {
 
-// Uncontended time of a flow: its bytes at the lower of its cap and its path's bottleneck.
-double flow_seconds(const topo::Topology& t, const topo::FlowSpec& f) {
-  if (f.bytes <= 0.0) return 0.0;
-  double rate = f.rate_cap_bytes_per_s;
-  if (!f.path.empty()) rate = std::min(rate, t.path_bandwidth_bytes_per_s(f.path));
-  return f.bytes / rate;
+// A flow's bytes per message byte, on a grid of 2^-40: the same for
+// every message size that builds the shape (the quotient of a flow's bytes, a
+// fixed multiple of the message's, by the message's differs in the last bit from
+// size to size), so results do not depend on which size a sweep's threads met first.
+double snapped_share(double flow_bytes, double message_bytes) {
+  return std::ldexp(std::round(std::ldexp(flow_bytes / message_bytes, 40)), -40);
 }
 
 bool spans_nodes(const topo::Topology& t, const std::vector<int>& group) {
@@ -40,6 +40,19 @@ void CommCostCache::insert(Key key, const CommSpec& spec) {
   specs_.emplace(std::move(key), spec);
 }
 
+const FlowShape* CommCostCache::find_shape(const ShapeKey& key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = shapes_.find(key);
+  return it == shapes_.end() ? nullptr : it->second.get();
+}
+
+const FlowShape& CommCostCache::insert_shape(ShapeKey key, FlowShape shape) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto [it, added] = shapes_.emplace(std::move(key), nullptr);
+  if (added) it->second = std::make_unique<FlowShape>(std::move(shape));
+  return *it->second;  // another thread's equal shape when it came first
+}
+
 TopologyCommCosts::TopologyCommCosts(const topo::Topology& topology,
                                      const topo::CollectiveModel& collectives,
                                      const CostModel& cost_model, const PlanSpec& plan,
@@ -47,30 +60,55 @@ TopologyCommCosts::TopologyCommCosts(const topo::Topology& topology,
     : cache_(cache), topology_(topology), collectives_(collectives), cost_model_(cost_model),
       plan_(plan), fidelity_(fidelity) {}
 
+const FlowShape& TopologyCommCosts::flow_shape(CollectiveOp op, const std::vector<int>& group, double bytes,
+                                               const topo::CollectiveEstimate& choice) const {
+  CommCostCache::ShapeKey key{static_cast<int>(op), group, static_cast<int>(choice.algorithm),
+                              static_cast<int>(choice.protocol), choice.channels};
+  if (const FlowShape* cached = cache_.find_shape(key)) return *cached;
+  const topo::CollectiveFlows flows = collectives_.flows(op, group, bytes);
+  FlowShape shape;
+  shape.fixed_ns = flows.fixed_latency_ns;
+  for (const topo::FlowSpec& f : flows.flows) {
+    if (f.bytes <= 0.0) continue;
+    FlowShape::Flow g;
+    g.share = snapped_share(f.bytes, bytes);
+    g.path_bytes_per_s = f.path.empty() ? std::numeric_limits<double>::infinity()
+                                        : topology_.path_bandwidth_bytes_per_s(f.path);
+    g.path = f.path;
+    shape.flows.push_back(std::move(g));
+  }
+  return cache_.insert_shape(std::move(key), std::move(shape));
+}
+
 CommSpec TopologyCommCosts::from_flows(CollectiveOp op, const std::vector<int>& group,
                                        double bytes) const {
   CommSpec spec;
   spec.name = fmt::format("{} x{} {:.0f} B", to_string(op), group.size(), bytes);
   if (group.size() < 2 || bytes <= 0.0) return spec;
-  topo::CollectiveFlows flows = collectives_.flows(op, group, bytes);
-  spec.fixed_ns = seconds_to_ns(flows.fixed_latency_ns * 1e-9);
+  const topo::CollectiveEstimate choice = collectives_.estimate(op, group, bytes);
+  const FlowShape& shape = flow_shape(op, group, bytes, choice);
+  spec.fixed_ns = seconds_to_ns(shape.fixed_ns * 1e-9);
+  // Every flow runs at its protocol's rate (its bytes over the choice's bandwidth
+  // time) or its path's bottleneck, whichever is lower; the collective ends with
+  // its slowest flow, and the flows within 1% of it give its links.
+  const double bandwidth_s = choice.bandwidth_s;
+  if (shape.flows.empty() || !(bandwidth_s > 0.0)) return spec;
+  auto seconds = [&](const FlowShape::Flow& f) { return std::max(bandwidth_s, f.share * bytes / f.path_bytes_per_s); };
   double worst = 0.0;
-  const topo::FlowSpec* critical = nullptr;
-  for (const topo::FlowSpec& f : flows.flows) {
-    const double s = flow_seconds(topology_, f);
-    if (s > worst) {
-      worst = s;
+  const FlowShape::Flow* critical = nullptr;
+  for (const FlowShape::Flow& f : shape.flows) {
+    if (seconds(f) > worst) {
+      worst = seconds(f);
       critical = &f;
     }
   }
-  if (critical == nullptr) return spec;
-  std::set<std::int32_t> links;
-  for (const topo::FlowSpec& f : flows.flows) {
-    if (flow_seconds(topology_, f) >= 0.99 * worst) links.insert(f.path.begin(), f.path.end());
+  for (const FlowShape::Flow& f : shape.flows) {
+    if (seconds(f) >= 0.99 * worst) spec.links.insert(spec.links.end(), f.path.begin(), f.path.end());
   }
-  spec.bytes = critical->bytes;
-  spec.rate_cap_bytes_per_s = critical->bytes / worst;
-  spec.links.assign(links.begin(), links.end());
+  std::sort(spec.links.begin(), spec.links.end());
+  spec.links.erase(std::unique(spec.links.begin(), spec.links.end()), spec.links.end());
+  spec.bytes = critical->share * bytes;
+  spec.rate_cap_bytes_per_s = spec.bytes / worst;
   // A measured time for this op, group size and placement replaces the model's.
   if (auto measured = cost_model_.collective_seconds(op, static_cast<int>(group.size()),
                                                      spans_nodes(topology_, group), bytes)) {

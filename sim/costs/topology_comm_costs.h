@@ -31,6 +31,21 @@
 
 namespace strata::sim {
 
+// A collective's flows for one NCCL choice, per message byte. Within one
+// algorithm, protocol and channel count every flow's bytes are a fixed multiple
+// of the message's and its path is fixed; what varies with the size is the
+// protocol's bandwidth time (NCCL's model has size-dependent factors), applied
+// per size. One flow build then serves every size that makes the same choice.
+struct FlowShape {
+  struct Flow {
+    double share = 0.0;           // bytes per message byte, on a 2^-40 grid
+    double path_bytes_per_s = 0.0;  // the path's bottleneck (infinity: no path)
+    std::vector<std::int32_t> path;
+  };
+  double fixed_ns = 0.0;  // the choice's latency
+  std::vector<Flow> flows;
+};
+
 // Costed collectives, shared by every plan a sweep simulates on one cluster.
 // Thread-safe.
 class CommCostCache {
@@ -41,9 +56,16 @@ class CommCostCache {
   bool find(const Key& key, CommSpec& out) const;
   void insert(Key key, const CommSpec& spec);
 
+  // (op, group, algorithm, protocol, channels). Shapes are never removed, so the
+  // reference stays valid as long as the cache.
+  using ShapeKey = std::tuple<int, std::vector<int>, int, int, int>;
+  const FlowShape* find_shape(const ShapeKey& key) const;
+  const FlowShape& insert_shape(ShapeKey key, FlowShape shape);
+
  private:
   mutable std::mutex mutex_;
   std::map<Key, CommSpec> specs_;
+  std::map<ShapeKey, std::unique_ptr<FlowShape>> shapes_;
 };
 
 class TopologyCommCosts : public CommCosts {
@@ -58,6 +80,8 @@ class TopologyCommCosts : public CommCosts {
 
  private:
   CommSpec from_flows(CollectiveOp op, const std::vector<int>& group, double bytes) const;
+  const FlowShape& flow_shape(CollectiveOp op, const std::vector<int>& group, double bytes,
+                              const topo::CollectiveEstimate& choice) const;
   // The same collective on the other groups of the stage that run at the same time.
   std::vector<std::vector<int>> symmetric_copies(const std::vector<int>& group) const;
   CommSpec folded(CollectiveOp op, const std::vector<int>& group, double bytes) const;

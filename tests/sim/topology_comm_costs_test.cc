@@ -1,0 +1,95 @@
+// Collective costs on a real topology: one flow build serves every message size
+// that makes the same NCCL choice, and the costs do not depend on which size was
+// costed first (a sweep's threads meet sizes in any order).
+#include <gtest/gtest.h>
+
+#include "calib/model/cost_model.h"
+#include "sim/costs/topology_comm_costs.h"
+#include "sim/scenario.h"
+#include "topologies/collective_model.h"
+#include "topologies/nccl_tuning.h"
+#include "topologies/topology.h"
+
+namespace strata::sim {
+namespace {
+
+struct Fixture {
+  Scenario s;
+  topo::Topology topology;
+  topo::CollectiveModel collectives;
+  CostModel cost_model;
+  explicit Fixture(Scenario scenario)
+      : s(std::move(scenario)),
+        topology(topo::Topology::build(s.cluster)),
+        collectives(topology, topo::default_nccl_tuning()),
+        cost_model(s.profile) {}
+};
+
+Scenario gpt3_on_128_dgx_a100() {
+  ScenarioArgs a;
+  a.model = "gpt3-175b";
+  a.plan = "gpt3-175b-1024";
+  a.cluster = "dgx-a100-128node";
+  return load_scenario(a);
+}
+
+// GPT-3's data-parallel bucket sizes and its tensor-parallel all-reduce: several
+// sizes per (group, algorithm, protocol), some with one choice, some with another.
+const std::vector<double> kSizes = {1e3, 64e3, 4e6, 160e6, 161e6, 320e6, 100e6};
+
+std::vector<CommSpec> costs_in_order(Fixture& f, Fidelity fidelity, const std::vector<double>& sizes) {
+  CommCostCache cache;
+  TopologyCommCosts costs(f.topology, f.collectives, f.cost_model, f.s.plan, fidelity, cache);
+  std::vector<int> dp_group, tp_group;
+  for (int d = 0; d < f.s.plan.dp; ++d) dp_group.push_back(d * f.s.plan.tp);  // rank = t + tp * (d + dp * r)
+  for (int t = 0; t < f.s.plan.tp; ++t) tp_group.push_back(t);
+  std::vector<CommSpec> out;
+  for (double bytes : sizes) {
+    out.push_back(costs.collective(CollectiveOp::kAllReduce, dp_group, bytes, Category::kDp));
+    out.push_back(costs.collective(CollectiveOp::kReduceScatter, dp_group, bytes, Category::kDp));
+    out.push_back(costs.collective(CollectiveOp::kAllReduce, tp_group, bytes, Category::kTp));
+  }
+  return out;
+}
+
+void expect_same(const CommSpec& a, const CommSpec& b) {
+  EXPECT_EQ(a.fixed_ns, b.fixed_ns) << a.name;
+  EXPECT_EQ(a.bytes, b.bytes) << a.name;  // exact: results are byte-identical whatever the order
+  EXPECT_EQ(a.rate_cap_bytes_per_s, b.rate_cap_bytes_per_s) << a.name;
+  EXPECT_EQ(a.links, b.links) << a.name;
+}
+
+TEST(TopologyCommCosts, CostsDoNotDependOnWhichSizeCameFirst) {
+  Fixture f(gpt3_on_128_dgx_a100());
+  for (Fidelity fidelity : {Fidelity::kFolded, Fidelity::kFull}) {
+    const std::vector<CommSpec> forward = costs_in_order(f, fidelity, kSizes);
+    std::vector<double> reversed(kSizes.rbegin(), kSizes.rend());
+    const std::vector<CommSpec> backward = costs_in_order(f, fidelity, reversed);
+    ASSERT_EQ(forward.size(), backward.size());
+    const std::size_t per_size = 3;
+    for (std::size_t i = 0; i < kSizes.size(); ++i) {
+      for (std::size_t k = 0; k < per_size; ++k) {
+        expect_same(forward[i * per_size + k], backward[(kSizes.size() - 1 - i) * per_size + k]);
+      }
+    }
+  }
+}
+
+// Each cost, alone on the wires, is NCCL's estimate (CollectiveModel's contract)
+// whichever size built the cached flows.
+TEST(TopologyCommCosts, UncontendedTimeIsTheNcclEstimateAtEverySize) {
+  Fixture f(gpt3_on_128_dgx_a100());
+  CommCostCache cache;
+  TopologyCommCosts costs(f.topology, f.collectives, f.cost_model, f.s.plan, Fidelity::kFull, cache);
+  std::vector<int> dp_group;
+  for (int d = 0; d < f.s.plan.dp; ++d) dp_group.push_back(d * f.s.plan.tp);
+  for (double bytes : kSizes) {
+    const CommSpec c = costs.collective(CollectiveOp::kAllReduce, dp_group, bytes, Category::kDp);
+    const double seconds = ns_to_seconds(c.fixed_ns) + (c.bytes > 0 ? c.bytes / c.rate_cap_bytes_per_s : 0.0);
+    const double nccl = f.collectives.estimate(CollectiveOp::kAllReduce, dp_group, bytes).time_s;
+    EXPECT_NEAR(seconds / nccl, 1.0, 0.01) << bytes << " B";
+  }
+}
+
+}  // namespace
+}  // namespace strata::sim
