@@ -131,14 +131,12 @@ std::vector<GemmPoint> bench_gemms(rt::Device& device, const std::vector<GemmQue
                                    const TimingOptions& timing, std::int64_t working_set_bytes,
                                    const std::function<void(std::size_t)>& progress) {
   std::vector<GemmPoint> out;
-  std::uint64_t seed = 1;
   std::map<DType, OperandPools> pools;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     const GemmQuery& q = shapes[i];
     auto [it, fresh] = pools.try_emplace(q.dtype);
     OperandPools& pool = it->second;
-    if (fresh) pool = OperandPools(device, shapes, q.dtype, working_set_bytes, seed);
-    seed += 2;
+    if (fresh) pool = OperandPools(device, shapes, q.dtype, working_set_bytes, 1 + static_cast<std::uint64_t>(q.dtype));
     rt::GemmArgs g;
     g.trans_b = rt::Transpose::kYes;
     g.m = q.m;
