@@ -30,6 +30,10 @@ LaunchInfo detect_launch(const std::function<const char*(const char*)>& getenv);
 // detect_launch with the process environment.
 LaunchInfo detect_launch();
 
+// Cores this process may run on (its CPU affinity; the hardware's count when
+// that cannot be read), at least 1.
+int cores_available();
+
 // Owns MPI's initialization for the process (MPI_Init_thread with
 // MPI_THREAD_FUNNELED, finalized by the destructor) when the process was
 // launched by a launcher and MPI was not initialized yet; otherwise does

@@ -1,7 +1,6 @@
 #include "runtime/cpu/cpu_device.h"
 
 #include <malloc.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,7 +10,6 @@
 #include <fstream>
 #include <new>
 #include <string>
-#include <thread>
 
 #include <Eigen/Core>
 #include <fmt/format.h>
@@ -24,13 +22,6 @@
 namespace strata::rt {
 namespace {
 
-
-int cores_available() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
 
 std::string cpu_model_name() {
   std::ifstream in("/proc/cpuinfo");

@@ -3,7 +3,6 @@
 #include "runtime/cuda/cuda_device_impl.h"
 
 #include <nccl.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -16,6 +15,7 @@
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda/cublas_loader.h"
 #include "runtime/kernel_checks.h"
+#include "runtime/mpi_env.h"
 
 namespace strata::rt {
 namespace {
@@ -103,9 +103,7 @@ CudaDevice::CudaDevice(int ordinal) : ordinal_(ordinal) {
   info_.index = ordinal;
   info_.name = prop.name;
   info_.compute_units = prop.multiProcessorCount;
-  cpu_set_t cores;
-  CPU_ZERO(&cores);
-  info_.host_cores = sched_getaffinity(0, sizeof(cores), &cores) == 0 ? CPU_COUNT(&cores) : 1;
+  info_.host_cores = cores_available();
   info_.memory_bytes = static_cast<std::int64_t>(prop.totalGlobalMem);
   info_.cache_bytes = prop.l2CacheSize;
   info_.isa = fmt::format("sm_{}{}", prop.major, prop.minor);
