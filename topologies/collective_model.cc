@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -45,29 +46,60 @@ double ring_edge_share(CollectiveOp op, int n) {
   }
 }
 
-// Flows keyed by (src, dst, path) so that identical ones from several channels merge.
+// Flows keyed by (src, dst, path) so that identical ones from several channels merge;
+// they come out in the order first added. Hashed: a costing adds thousands.
 class FlowAccumulator {
  public:
   void add(int src, int dst, const std::vector<LinkId>& path, double bytes) {
     if (bytes <= 0.0) return;
-    auto key = std::make_tuple(src, dst, path);
-    auto it = index_.find(key);
-    if (it == index_.end()) {
-      index_.emplace(std::move(key), flows_.size());
-      FlowSpec f;
-      f.src_gpu = src;
-      f.dst_gpu = dst;
-      f.path = path;
-      f.bytes = bytes;
-      flows_.push_back(std::move(f));
-    } else {
+    auto it = index_.find(KeyView{src, dst, &path});
+    if (it != index_.end()) {
       flows_[it->second].bytes += bytes;
+      return;
     }
+    index_.emplace(Key{src, dst, path}, flows_.size());
+    FlowSpec f;
+    f.src_gpu = src;
+    f.dst_gpu = dst;
+    f.path = path;
+    f.bytes = bytes;
+    flows_.push_back(std::move(f));
   }
   std::vector<FlowSpec> take() { return std::move(flows_); }
 
  private:
-  std::map<std::tuple<int, int, std::vector<LinkId>>, std::size_t> index_;
+  struct Key {
+    int src;
+    int dst;
+    std::vector<LinkId> path;
+  };
+  // Looks a flow up without copying its path.
+  struct KeyView {
+    int src;
+    int dst;
+    const std::vector<LinkId>* path;
+  };
+  static KeyView view(const Key& k) { return {k.src, k.dst, &k.path}; }
+  static KeyView view(const KeyView& k) { return k; }
+  struct KeyHash {
+    using is_transparent = void;
+    template <class K>
+    std::size_t operator()(const K& key) const {
+      const KeyView k = view(key);
+      std::uint64_t h = flow_hash(static_cast<std::uint64_t>(k.src), static_cast<std::uint64_t>(k.dst), k.path->size());
+      for (LinkId l : *k.path) h = flow_hash(h, static_cast<std::uint64_t>(l), 0);
+      return static_cast<std::size_t>(h);
+    }
+  };
+  struct KeyEqual {
+    using is_transparent = void;
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      const KeyView x = view(a), y = view(b);
+      return x.src == y.src && x.dst == y.dst && *x.path == *y.path;
+    }
+  };
+  std::unordered_map<Key, std::size_t, KeyHash, KeyEqual> index_;
   std::vector<FlowSpec> flows_;
 };
 
@@ -152,20 +184,23 @@ const CollectiveModel::Plan& CollectiveModel::plan(CollectiveOp op, const std::v
     p->graphs.nvls = search_nvls(topology_, tuning_, p->graphs.shape, cap);
   }
 
+
   if (is_direct(op) && group.size() > 1) {
     const GroupShape& s = p->graphs.shape;
     const int n = s.ranks();
     FlowAccumulator acc;
-    std::map<LinkId, double> load;
+    // Bytes per link, as (link, bytes) in the order loaded: summed per link below
+    // (in this order, as a map would) after a stable sort.
+    std::vector<std::pair<LinkId, double>> load;
     auto add_path = [&](int a, int b, const std::vector<LinkId>& path, double bytes) {
       acc.add(a, b, path, bytes);
-      for (LinkId l : path) load[l] += bytes;
+      for (LinkId l : path) load.emplace_back(l, bytes);
     };
     auto add_fluid = [&](int a, int b, int rail, double bytes) {
       std::vector<LinkId> path = rail >= 0 ? topology_.route_via_rail(a, b, rail, flow_hash(0, a, b))
                                            : topology_.route(a, b, flow_hash(0, a, b));
       acc.add(a, b, path, bytes);
-      topology_.for_each_ecmp_share(a, b, rail, [&](LinkId l, double share) { load[l] += share * bytes; });
+      topology_.for_each_ecmp_share(a, b, rail, [&](LinkId l, double share) { load.emplace_back(l, share * bytes); });
     };
     const int intra_hw = p->graphs.ring.nvlink_intra ? NcclTuning::kHwNvlink : NcclTuning::kHwPci;
     const double base = tuning_.base_latency_us[NcclTuning::kRing][NcclTuning::kSimple];
@@ -255,7 +290,11 @@ const CollectiveModel::Plan& CollectiveModel::plan(CollectiveOp op, const std::v
       p->direct_latency_us = base + (static_cast<double>(max_local) - 1.0) * intra_lat +
                              (s.node_count() - 1) * inter_lat;
     }
-    for (const auto& [l, bytes] : load) {
+    std::stable_sort(load.begin(), load.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (std::size_t i = 0; i < load.size();) {
+      const LinkId l = load[i].first;
+      double bytes = 0.0;
+      for (; i < load.size() && load[i].first == l; ++i) bytes += load[i].second;
       p->direct_seconds_per_byte = std::max(p->direct_seconds_per_byte, bytes / capacity(op, l));
     }
     p->unit_flows = acc.take();

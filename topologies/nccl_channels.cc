@@ -61,28 +61,28 @@ std::vector<std::vector<int>> node_orderings(const std::vector<int>& cyclic) {
   return out;
 }
 
-// The cheapest ordering for NIC `rail`; among equally cheap ones, the one whose entry
-// and exit GPUs earlier rails used least (so that two rails on one PCIe switch enter
-// and leave through different GPUs, as NCCL's rings do).
-std::vector<int> order_for_rail(const Topology& t, const std::vector<int>& cyclic, int rail,
-                                std::map<int, int>& entries, std::map<int, int>& exits,
-                                std::int64_t* cost_out) {
-  std::vector<std::vector<int>> options = node_orderings(cyclic);
-  std::int64_t best_cost = std::numeric_limits<std::int64_t>::max();
-  for (const auto& o : options) best_cost = std::min(best_cost, rail_cost(t, o, rail));
+// The cheapest of a node's orderings for NIC `rail`; among equally cheap ones, the
+// one whose entry and exit GPUs earlier rails used least (so that two rails on one
+// PCIe switch enter and leave through different GPUs, as NCCL's rings do).
+// entries and exits count, per GPU, the rails that entered or left through it.
+const std::vector<int>& order_for_rail(const Topology& t, const std::vector<std::vector<int>>& options,
+                                       int rail, std::vector<int>& entries, std::vector<int>& exits) {
+  std::vector<std::int64_t> cost(options.size());
+  for (std::size_t i = 0; i < options.size(); ++i) cost[i] = rail_cost(t, options[i], rail);
+  const std::int64_t best_cost = *std::min_element(cost.begin(), cost.end());
   const std::vector<int>* best = nullptr;
   int best_penalty = std::numeric_limits<int>::max();
-  for (const auto& o : options) {
-    if (rail_cost(t, o, rail) != best_cost) continue;
-    int penalty = entries[o.front()] + exits[o.back()];
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    if (cost[i] != best_cost) continue;
+    const std::vector<int>& o = options[i];
+    int penalty = entries[static_cast<std::size_t>(o.front())] + exits[static_cast<std::size_t>(o.back())];
     if (penalty < best_penalty) {
       best_penalty = penalty;
       best = &o;
     }
   }
-  ++entries[best->front()];
-  ++exits[best->back()];
-  *cost_out = best_cost;
+  ++entries[static_cast<std::size_t>(best->front())];
+  ++exits[static_cast<std::size_t>(best->back())];
   return *best;
 }
 
@@ -151,6 +151,11 @@ RingGraph search_ring(const Topology& t, const NcclTuning& tuning, const GroupSh
   std::vector<std::vector<int>> cyclic;
   for (const auto& m : shape.members) cyclic.push_back(greedy_order(t, m));
   const int rails = shape.node_count() > 1 ? t.rails() : 0;
+  // Each node's candidate orderings, built once for all rails.
+  std::vector<std::vector<std::vector<int>>> options;
+  if (rails > 0) {
+    for (const auto& c : cyclic) options.push_back(node_orderings(c));
+  }
 
   // Rails: those whose best entry/exit on the first node is as cheap as the best rail's.
   std::vector<int> chosen;
@@ -159,7 +164,7 @@ RingGraph search_ring(const Topology& t, const NcclTuning& tuning, const GroupSh
   } else {
     std::vector<std::int64_t> cost(static_cast<std::size_t>(rails), std::numeric_limits<std::int64_t>::max());
     for (int r = 0; r < rails; ++r) {
-      for (const auto& o : node_orderings(cyclic[0])) {
+      for (const auto& o : options[0]) {
         cost[static_cast<std::size_t>(r)] = std::min(cost[static_cast<std::size_t>(r)], rail_cost(t, o, r));
       }
     }
@@ -175,13 +180,13 @@ RingGraph search_ring(const Topology& t, const NcclTuning& tuning, const GroupSh
 
   g.nvlink_intra = true;
   g.nic_near_gpu = true;
-  std::map<int, int> entries, exits;
+  std::vector<int> entries(static_cast<std::size_t>(t.num_gpus()), 0);
+  std::vector<int> exits(entries.size(), 0);
   for (int rail : chosen) {
     RingInstance inst;
     inst.rail = rail;
-    for (const auto& c : cyclic) {
-      std::int64_t unused = 0;
-      std::vector<int> part = rail < 0 ? c : order_for_rail(t, c, rail, entries, exits, &unused);
+    for (std::size_t k = 0; k < cyclic.size(); ++k) {
+      const std::vector<int>& part = rail < 0 ? cyclic[k] : order_for_rail(t, options[k], rail, entries, exits);
       inst.order.insert(inst.order.end(), part.begin(), part.end());
     }
     const std::size_t n = inst.order.size();
@@ -199,20 +204,27 @@ RingGraph search_ring(const Topology& t, const NcclTuning& tuning, const GroupSh
   }
   if (shape.ranks() < 2) return g;
 
-  // Channel search over the links the instances use.
-  std::map<LinkId, int> local;
+  // Channel search over the links the instances use, numbered by their rank in
+  // the sorted union.
+  // Each instance's link_uses is sorted, so the union is a merge and each
+  // instance finds its links by walking it (a ring over 1,024 GPUs loads 20,000).
+  std::vector<LinkId> local;
   for (const auto& inst : g.instances) {
-    for (const auto& [l, uses] : inst.link_uses) local.emplace(l, static_cast<int>(local.size()));
+    const std::size_t middle = local.size();
+    for (const auto& [l, uses] : inst.link_uses) local.push_back(l);
+    std::inplace_merge(local.begin(), local.begin() + static_cast<std::ptrdiff_t>(middle), local.end());
+    local.erase(std::unique(local.begin(), local.end()), local.end());
   }
   std::vector<double> cap_gb(local.size());
-  for (const auto& [l, k] : local) cap_gb[static_cast<std::size_t>(k)] = capacity(l) / kGBytes;
+  for (std::size_t k = 0; k < local.size(); ++k) cap_gb[k] = capacity(local[k]) / kGBytes;
   std::vector<std::vector<std::pair<int, int>>> uses(g.instances.size());
   double max_single = 0.0;
   for (std::size_t i = 0; i < g.instances.size(); ++i) {
     double single = std::numeric_limits<double>::infinity();
+    std::size_t k = 0;
     for (const auto& [l, n] : g.instances[i].link_uses) {
-      int k = local.at(l);
-      uses[i].emplace_back(k, n);
+      while (local[k] < l) ++k;
+      uses[i].emplace_back(static_cast<int>(k), n);
       single = std::min(single, cap_gb[static_cast<std::size_t>(k)] / n);
     }
     max_single = std::max(max_single, single);

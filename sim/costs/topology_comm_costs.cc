@@ -75,15 +75,17 @@ const FlowShape& TopologyCommCosts::flow_shape(CollectiveOp op, const std::vecto
     g.path_bytes_per_s = f.path.empty() ? std::numeric_limits<double>::infinity()
                                         : topology_.path_bandwidth_bytes_per_s(f.path);
     g.path = f.path;
+    shape.all_links.insert(shape.all_links.end(), g.path.begin(), g.path.end());
     shape.flows.push_back(std::move(g));
   }
+  std::sort(shape.all_links.begin(), shape.all_links.end());
+  shape.all_links.erase(std::unique(shape.all_links.begin(), shape.all_links.end()), shape.all_links.end());
   return cache_.insert_shape(std::move(key), std::move(shape));
 }
 
 CommSpec TopologyCommCosts::from_flows(CollectiveOp op, const std::vector<int>& group,
                                        double bytes) const {
   CommSpec spec;
-  spec.name = fmt::format("{} x{} {:.0f} B", to_string(op), group.size(), bytes);
   if (group.size() < 2 || bytes <= 0.0) return spec;
   const topo::CollectiveEstimate choice = collectives_.estimate(op, group, bytes);
   const FlowShape& shape = flow_shape(op, group, bytes, choice);
@@ -102,11 +104,19 @@ CommSpec TopologyCommCosts::from_flows(CollectiveOp op, const std::vector<int>& 
       critical = &f;
     }
   }
+  std::size_t critical_flows = 0;
   for (const FlowShape::Flow& f : shape.flows) {
-    if (seconds(f) >= 0.99 * worst) spec.links.insert(spec.links.end(), f.path.begin(), f.path.end());
+    if (seconds(f) >= 0.99 * worst) ++critical_flows;
   }
-  std::sort(spec.links.begin(), spec.links.end());
-  spec.links.erase(std::unique(spec.links.begin(), spec.links.end()), spec.links.end());
+  if (critical_flows == shape.flows.size()) {
+    spec.links = shape.all_links;  // the usual case: every flow at the protocol's rate
+  } else {
+    for (const FlowShape::Flow& f : shape.flows) {
+      if (seconds(f) >= 0.99 * worst) spec.links.insert(spec.links.end(), f.path.begin(), f.path.end());
+    }
+    std::sort(spec.links.begin(), spec.links.end());
+    spec.links.erase(std::unique(spec.links.begin(), spec.links.end()), spec.links.end());
+  }
   spec.bytes = critical->share * bytes;
   spec.rate_cap_bytes_per_s = spec.bytes / worst;
   // A measured time for this op, group size and placement replaces the model's.
@@ -172,14 +182,34 @@ CommSpec TopologyCommCosts::folded(CollectiveOp op, const std::vector<int>& grou
     return own;
   }
   // Solve the sharing with every copy active; the group's collective ends when its
-  // slowest flow does.
-  topo::FlowSharing sharing(topology_);
-  std::vector<topo::FlowSharing::FlowId> mine;
+  // slowest flow does. The solve runs over the copies' links only, renumbered in
+  // their global order (a whole-topology FlowSharing per costing cost more than the
+  // solve).
+  std::vector<CommSpec> specs;
+  std::vector<char> is_own;
   for (const std::vector<int>& copy : symmetric_copies(group)) {
     CommSpec s = copy == group ? own : from_flows(op, copy, bytes);
     if (s.bytes <= 0.0 || s.links.empty()) continue;
-    auto id = sharing.add(s.links, s.rate_cap_bytes_per_s);
-    if (copy == group) mine.push_back(id);
+    is_own.push_back(copy == group ? 1 : 0);
+    specs.push_back(std::move(s));
+  }
+  std::vector<std::int32_t> links;
+  for (const CommSpec& s : specs) links.insert(links.end(), s.links.begin(), s.links.end());
+  std::sort(links.begin(), links.end());
+  links.erase(std::unique(links.begin(), links.end()), links.end());
+  std::vector<double> capacities;
+  capacities.reserve(links.size());
+  for (std::int32_t l : links) capacities.push_back(topology_.link(l).bandwidth_bytes_per_s);
+  topo::FlowSharing sharing(std::move(capacities));
+  std::vector<topo::FlowSharing::FlowId> mine;
+  std::vector<std::int32_t> local;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    local.clear();
+    for (std::int32_t l : specs[i].links) {
+      local.push_back(static_cast<std::int32_t>(std::lower_bound(links.begin(), links.end(), l) - links.begin()));
+    }
+    auto id = sharing.add(local, specs[i].rate_cap_bytes_per_s);
+    if (is_own[i]) mine.push_back(id);
   }
   double rate = own.rate_cap_bytes_per_s;
   for (auto id : mine) rate = std::min(rate, sharing.rate(id));
@@ -197,6 +227,7 @@ CommSpec TopologyCommCosts::collective(CollectiveOp op, const std::vector<int>& 
   CommSpec spec;
   if (cache_.find(key, spec)) return spec;
   spec = folded_costs ? folded(op, group, bytes) : from_flows(op, group, bytes);
+  spec.name = fmt::format("{} x{} {:.0f} B", to_string(op), group.size(), bytes);
   cache_.insert(std::move(key), spec);
   return spec;
 }

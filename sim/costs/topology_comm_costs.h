@@ -44,6 +44,7 @@ struct FlowShape {
   };
   double fixed_ns = 0.0;  // the choice's latency
   std::vector<Flow> flows;
+  std::vector<std::int32_t> all_links;  // every flow's links, sorted, once each
 };
 
 // Costed collectives, shared by every plan a sweep simulates on one cluster.
