@@ -232,6 +232,21 @@ CommSpec TopologyCommCosts::collective(CollectiveOp op, const std::vector<int>& 
   return spec;
 }
 
+CommSpec TopologyCommCosts::latency_bound(CollectiveOp op, const std::vector<int>& group, double bytes,
+                                          Category) const {
+  CommCostCache::Key key{-1, 0, 0, static_cast<int>(op), group, bytes};
+  CommSpec spec;
+  if (cache_.find(key, spec)) return spec;
+  spec.name = fmt::format("{} x{} {:.0f} B", to_string(op), group.size(), bytes);
+  if (group.size() >= 2 && bytes > 0.0) {
+    const auto measured = cost_model_.collective_seconds(op, static_cast<int>(group.size()),
+                                                         spans_nodes(topology_, group), bytes);
+    spec.fixed_ns = seconds_to_ns(measured ? *measured : collectives_.estimate(op, group, bytes).time_s);
+  }
+  cache_.insert(std::move(key), spec);
+  return spec;
+}
+
 CommSpec TopologyCommCosts::p2p(int src_gpu, int dst_gpu, double bytes) const {
   return collective(CollectiveOp::kSendRecv, {src_gpu, dst_gpu}, bytes, Category::kPp);
 }

@@ -52,7 +52,8 @@ struct FlowShape {
 class CommCostCache {
  public:
   // (fidelity, tp, dp, op, group, bytes): folded costs depend on the plan's shape
-  // through the symmetric copies they include.
+  // through the symmetric copies they include. Latency-bound costs, the same for
+  // every fidelity and plan, take fidelity -1 and tp = dp = 0.
   using Key = std::tuple<int, int, int, int, std::vector<int>, double>;
   bool find(const Key& key, CommSpec& out) const;
   void insert(Key key, const CommSpec& spec);
@@ -78,6 +79,10 @@ class TopologyCommCosts : public CommCosts {
   CommSpec collective(CollectiveOp op, const std::vector<int>& group, double bytes,
                       Category category) const override;
   CommSpec p2p(int src_gpu, int dst_gpu, double bytes) const override;
+  // NCCL's estimate (or the profile's measured time) as a fixed time: no flows, no
+  // symmetric copies (a gradient norm over 1,024 GPUs would build thousands).
+  CommSpec latency_bound(CollectiveOp op, const std::vector<int>& group, double bytes,
+                         Category category) const override;
 
  private:
   CommSpec from_flows(CollectiveOp op, const std::vector<int>& group, double bytes) const;

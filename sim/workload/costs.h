@@ -42,6 +42,15 @@ class CommCosts {
                               Category category) const = 0;
   // A point-to-point transfer (pipeline activations or gradients).
   virtual CommSpec p2p(int src_gpu, int dst_gpu, double bytes) const = 0;
+  // A collective of a few bytes (the gradient norm's scalars), whose time is its
+  // latency: costed without the network (no links), and where a model can, without
+  // building its flows.
+  virtual CommSpec latency_bound(CollectiveOp op, const std::vector<int>& group, double bytes,
+                                 Category category) const {
+    CommSpec spec = collective(op, group, bytes, category);
+    spec.links.clear();
+    return spec;
+  }
 };
 
 }  // namespace strata::sim

@@ -813,8 +813,7 @@ class Builder {
       std::vector<int> everyone(world);
       for (int g = 0; g < world; ++g) everyone[g] = g;
       // One fp32 partial norm per rank (Megatron-LM's clip_grad_norm_fp32).
-      CommSpec spec = cc_.collective(CollectiveOp::kAllReduce, everyone, 4.0, Category::kDp);
-      spec.links.clear();  // latency-bound: costed without the network
+      const CommSpec spec = cc_.latency_bound(CollectiveOp::kAllReduce, everyone, 4.0, Category::kDp);
       std::vector<std::pair<int, StreamKind>> slots;
       for (std::size_t i = 0; i < n; ++i) slots.emplace_back(static_cast<int>(i), StreamKind::kDpComm);
       TaskInfo info;

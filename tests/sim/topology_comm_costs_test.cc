@@ -91,5 +91,26 @@ TEST(TopologyCommCosts, UncontendedTimeIsTheNcclEstimateAtEverySize) {
   }
 }
 
+// The gradient norm's all-reduce over every GPU: NCCL's estimate as a fixed time,
+// no links, and within 1% of what the flow-built cost gives uncontended.
+TEST(TopologyCommCosts, LatencyBoundCollectiveIsTheNcclEstimateWithoutLinks) {
+  Fixture f(gpt3_on_128_dgx_a100());
+  CommCostCache cache;
+  TopologyCommCosts costs(f.topology, f.collectives, f.cost_model, f.s.plan, Fidelity::kFull, cache);
+  std::vector<int> everyone(static_cast<std::size_t>(f.s.plan.tp * f.s.plan.dp * f.s.plan.pp));
+  for (std::size_t g = 0; g < everyone.size(); ++g) everyone[g] = static_cast<int>(g);
+  const CommSpec norm = costs.latency_bound(CollectiveOp::kAllReduce, everyone, 4.0, Category::kDp);
+  const double nccl = f.collectives.estimate(CollectiveOp::kAllReduce, everyone, 4.0).time_s;
+  EXPECT_EQ(norm.fixed_ns, seconds_to_ns(nccl));
+  EXPECT_GT(nccl, 10e-6);  // latency of a tree over 128 nodes, not free
+  EXPECT_EQ(norm.bytes, 0.0);
+  EXPECT_TRUE(norm.links.empty());
+  const CommSpec flows = costs.collective(CollectiveOp::kAllReduce, everyone, 4.0, Category::kDp);
+  const double flow_seconds = ns_to_seconds(flows.fixed_ns) + flows.bytes / flows.rate_cap_bytes_per_s;
+  EXPECT_NEAR(ns_to_seconds(norm.fixed_ns) / flow_seconds, 1.0, 0.01);
+  // One rank: nothing to reduce.
+  EXPECT_EQ(costs.latency_bound(CollectiveOp::kAllReduce, {5}, 4.0, Category::kDp).fixed_ns, 0);
+}
+
 }  // namespace
 }  // namespace strata::sim
