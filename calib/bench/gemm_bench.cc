@@ -1,6 +1,7 @@
 #include "calib/bench/gemm_bench.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <set>
@@ -132,11 +133,12 @@ std::vector<GemmPoint> bench_gemms(rt::Device& device, const std::vector<GemmQue
                                    const std::function<void(std::size_t)>& progress) {
   std::vector<GemmPoint> out;
   std::map<DType, OperandPools> pools;
-  for (std::size_t i = 0; i < shapes.size(); ++i) {
-    const GemmQuery& q = shapes[i];
-    auto [it, fresh] = pools.try_emplace(q.dtype);
-    OperandPools& pool = it->second;
-    if (fresh) pool = OperandPools(device, shapes, q.dtype, working_set_bytes, 1 + static_cast<std::uint64_t>(q.dtype));
+  auto pool_for = [&](DType dtype) -> OperandPools& {
+    auto [it, fresh] = pools.try_emplace(dtype);
+    if (fresh) it->second = OperandPools(device, shapes, dtype, working_set_bytes, 1 + static_cast<std::uint64_t>(dtype));
+    return it->second;
+  };
+  auto args_for = [](const GemmQuery& q) {
     rt::GemmArgs g;
     g.trans_b = rt::Transpose::kYes;
     g.m = q.m;
@@ -150,12 +152,41 @@ std::vector<GemmPoint> bench_gemms(rt::Device& device, const std::vector<GemmQue
     g.stride_c = q.m * q.n;
     g.batch = q.batch;
     g.tf32 = q.dtype == DType::kTf32;
+    return g;
+  };
+  // Keeps the device at its sustained, power-limited clock (TimingOptions::soak_s):
+  // the largest shape, back to back, for `seconds` of wall time.
+  const auto largest = std::max_element(shapes.begin(), shapes.end(), [](const GemmQuery& x, const GemmQuery& y) {
+    return gemm_flops(x) < gemm_flops(y);
+  });
+  auto heat = [&](double seconds) {
+    if (!(seconds > 0.0) || largest == shapes.end()) return;
+    OperandPools& pool = pool_for(largest->dtype);
+    rt::GemmArgs g = args_for(*largest);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    do {
+      for (int i = 0; i < 4; ++i) {
+        const OperandPools::Set set = pool.next(g.stride_a * g.batch, g.stride_b * g.batch, g.stride_c * g.batch);
+        g.a = set.a;
+        g.b = set.b;
+        g.c = set.c;
+        device.gemm(g);
+      }
+      device.synchronize();
+    } while (std::chrono::steady_clock::now() < until);
+  };
+  heat(timing.soak_s);
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const GemmQuery& q = shapes[i];
+    OperandPools& pool = pool_for(q.dtype);
+    rt::GemmArgs g = args_for(q);
     auto next_operands = [&] {
       const OperandPools::Set set = pool.next(g.stride_a * q.batch, g.stride_b * q.batch, g.stride_c * q.batch);
       g.a = set.a;
       g.b = set.b;
       g.c = set.c;
     };
+    heat(timing.keep_hot_s);
     const Timing t = time_on_device(device, [&] { next_operands(); device.gemm(g); }, timing);
     next_operands();
     device.gemm(g);

@@ -17,6 +17,14 @@ struct TimingOptions {
   int repeats = 7;              // timed samples; the median is reported
   double min_sample_s = 2e-3;   // calls per sample are raised until a sample is this long
   int max_calls_per_sample = 1000;
+  // GEMMs only: seconds of the largest shape run back to back before the first
+  // shape is timed, and before each shape. A GPU at rest boosts its clock for a
+  // short burst; a training step keeps every GPU power-limited at a lower,
+  // sustained clock (on an H200, 698.6 sustained vs 828.0 burst TFLOP/s:
+  // stas00/ml-engineering's MSMF and MAMF, benchmarks/README.md). Measuring after
+  // a soak gives the sustained rate. 0 on cpus, whose clocks this does not model.
+  double soak_s = 0.0;
+  double keep_hot_s = 0.0;
 };
 
 // TimingOptions for `--quick` (3 samples of >= 0.5 ms) and for full runs.

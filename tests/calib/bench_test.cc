@@ -1,6 +1,7 @@
 // The microbenchmark machinery on the cpu backend: timing statistics, and each
 // benchmark producing checked, positive measurements in the units the cost
 // model reads.
+#include <chrono>
 #include <cmath>
 
 #include <gtest/gtest.h>
@@ -93,6 +94,33 @@ TEST_F(CpuBench, GemmsWithRotatingOperandsAreCorrectAcrossWraps) {
   std::vector<GemmPoint> pts = bench_gemms(*device_, shapes, quick_timing(), 1 << 20, nullptr);
   ASSERT_EQ(pts.size(), 3u);
   for (const GemmPoint& p : pts) EXPECT_GT(p.seconds, 0.0);
+}
+
+// The soak runs the largest shape for soak_s before the first shape and for
+// keep_hot_s before each; the results stay checked and per call.
+TEST_F(CpuBench, GemmSoakRunsForItsTimeBeforeAndBetweenShapes) {
+  std::vector<GemmQuery> shapes = {{64, 96, 32, 1, DType::kFp32}, {128, 128, 128, 1, DType::kFp32},
+                                   {33, 17, 65, 3, DType::kFp32}};
+  TimingOptions plain = quick_timing();
+  TimingOptions soaked = plain;
+  soaked.soak_s = 0.3;
+  soaked.keep_hot_s = 0.1;
+  auto wall = [&](const TimingOptions& t, std::vector<GemmPoint>& out) {
+    const auto start = std::chrono::steady_clock::now();
+    out = bench_gemms(*device_, shapes, t, 1 << 20, nullptr);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  std::vector<GemmPoint> a, b;
+  const double plain_s = wall(plain, a);
+  const double soaked_s = wall(soaked, b);
+  // 0.3 s + 3 x 0.1 s of soak at least, on top of the measurements themselves.
+  EXPECT_GE(soaked_s, 0.6);
+  EXPECT_GE(soaked_s, plain_s + 0.5);
+  ASSERT_EQ(b.size(), 3u);
+  for (const GemmPoint& p : b) {
+    EXPECT_GT(p.seconds, 0.0);
+    EXPECT_LT(p.seconds, 0.1);  // per call, not the soak's time
+  }
 }
 
 TEST(GemmWorkingSet, TwiceTheLastLevelCacheCappedOnCpus) {
