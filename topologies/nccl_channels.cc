@@ -205,9 +205,9 @@ RingGraph search_ring(const Topology& t, const NcclTuning& tuning, const GroupSh
   if (shape.ranks() < 2) return g;
 
   // Channel search over the links the instances use, numbered by their rank in
-  // the sorted union.
-  // Each instance's link_uses is sorted, so the union is a merge and each
-  // instance finds its links by walking it (a ring over 1,024 GPUs loads 20,000).
+  // the sorted union. Each instance's link_uses is sorted, so the union is a merge
+  // and each instance finds its links by walking it (a ring over 1,024 GPUs has
+  // 20,000 link uses).
   std::vector<LinkId> local;
   for (const auto& inst : g.instances) {
     const std::size_t middle = local.size();

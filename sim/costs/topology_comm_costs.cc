@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -16,6 +17,11 @@ namespace {
 // size to size), so results do not depend on which size a sweep's threads met first.
 double snapped_share(double flow_bytes, double message_bytes) {
   return std::ldexp(std::round(std::ldexp(flow_bytes / message_bytes, 40)), -40);
+}
+
+// The name a costed collective carries into traces.
+std::string spec_name(CollectiveOp op, const std::vector<int>& group, double bytes) {
+  return fmt::format("{} x{} {:.0f} B", to_string(op), group.size(), bytes);
 }
 
 bool spans_nodes(const topo::Topology& t, const std::vector<int>& group) {
@@ -227,7 +233,7 @@ CommSpec TopologyCommCosts::collective(CollectiveOp op, const std::vector<int>& 
   CommSpec spec;
   if (cache_.find(key, spec)) return spec;
   spec = folded_costs ? folded(op, group, bytes) : from_flows(op, group, bytes);
-  spec.name = fmt::format("{} x{} {:.0f} B", to_string(op), group.size(), bytes);
+  spec.name = spec_name(op, group, bytes);
   cache_.insert(std::move(key), spec);
   return spec;
 }
@@ -237,7 +243,7 @@ CommSpec TopologyCommCosts::latency_bound(CollectiveOp op, const std::vector<int
   CommCostCache::Key key{-1, 0, 0, static_cast<int>(op), group, bytes};
   CommSpec spec;
   if (cache_.find(key, spec)) return spec;
-  spec.name = fmt::format("{} x{} {:.0f} B", to_string(op), group.size(), bytes);
+  spec.name = spec_name(op, group, bytes);
   if (group.size() >= 2 && bytes > 0.0) {
     const auto measured = cost_model_.collective_seconds(op, static_cast<int>(group.size()),
                                                          spans_nodes(topology_, group), bytes);
