@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "calib/model/cost_model.h"
+#include "calib/model/fitting.h"
 #include "sim/costs/topology_comm_costs.h"
 #include "sim/scenario.h"
 #include "topologies/collective_model.h"
@@ -110,6 +111,30 @@ TEST(TopologyCommCosts, LatencyBoundCollectiveIsTheNcclEstimateWithoutLinks) {
   EXPECT_NEAR(ns_to_seconds(norm.fixed_ns) / flow_seconds, 1.0, 0.01);
   // One rank: nothing to reduce.
   EXPECT_EQ(costs.latency_bound(CollectiveOp::kAllReduce, {5}, 4.0, Category::kDp).fixed_ns, 0);
+}
+
+// Where the profile measured the collective (op, group size, placement), its time
+// replaces NCCL's estimate, as it does for flow-built costs.
+TEST(TopologyCommCosts, LatencyBoundCollectiveTakesTheMeasuredTime) {
+  Scenario s = gpt3_on_128_dgx_a100();
+  const int world = s.plan.tp * s.plan.dp * s.plan.pp;
+  std::vector<CollectiveMeasurement> measured(1);
+  measured[0].op = CollectiveOp::kAllReduce;
+  measured[0].group_size = world;
+  measured[0].inter_node = true;
+  for (double b = 1024; b <= 1024 * 1024; b *= 4) measured[0].points.push_back({b, 40e-6 + b / 5e9, 0});
+  s.profile.cost_sections["collectives"] =
+      nlohmann::json::parse(to_json(measured_collectives_section(
+          measured, 0, 25e9, {{"reference_busbw_gbytes_per_s", "synthetic, for this test"}})).dump());
+  Fixture f(std::move(s));
+  CommCostCache cache;
+  TopologyCommCosts costs(f.topology, f.collectives, f.cost_model, f.s.plan, Fidelity::kFolded, cache);
+  std::vector<int> everyone(static_cast<std::size_t>(world));
+  for (std::size_t g = 0; g < everyone.size(); ++g) everyone[g] = static_cast<int>(g);
+  const CommSpec c = costs.latency_bound(CollectiveOp::kAllReduce, everyone, 4096.0, Category::kDp);
+  EXPECT_EQ(c.fixed_ns, seconds_to_ns(40e-6 + 4096 / 5e9));
+  EXPECT_NE(c.fixed_ns, seconds_to_ns(f.collectives.estimate(CollectiveOp::kAllReduce, everyone, 4096.0).time_s));
+  EXPECT_TRUE(c.links.empty());
 }
 
 }  // namespace
