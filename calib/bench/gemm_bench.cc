@@ -101,6 +101,14 @@ class OperandPools {
   std::int64_t in_cursor_ = 0, out_cursor_ = 0;
 };
 
+// Points the GEMM at the pools' next operands.
+void take_next_operands(OperandPools& pool, rt::GemmArgs& g) {
+  const OperandPools::Set set = pool.next(g.stride_a * g.batch, g.stride_b * g.batch, g.stride_c * g.batch);
+  g.a = set.a;
+  g.b = set.b;
+  g.c = set.c;
+}
+
 }  // namespace
 
 std::vector<GemmQuery> gemm_grid(std::int64_t lo, std::int64_t hi, DType dtype) {
@@ -166,10 +174,7 @@ std::vector<GemmPoint> bench_gemms(rt::Device& device, const std::vector<GemmQue
     const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     do {
       for (int i = 0; i < 4; ++i) {
-        const OperandPools::Set set = pool.next(g.stride_a * g.batch, g.stride_b * g.batch, g.stride_c * g.batch);
-        g.a = set.a;
-        g.b = set.b;
-        g.c = set.c;
+        take_next_operands(pool, g);
         device.gemm(g);
       }
       device.synchronize();
@@ -180,15 +185,9 @@ std::vector<GemmPoint> bench_gemms(rt::Device& device, const std::vector<GemmQue
     const GemmQuery& q = shapes[i];
     OperandPools& pool = pool_for(q.dtype);
     rt::GemmArgs g = args_for(q);
-    auto next_operands = [&] {
-      const OperandPools::Set set = pool.next(g.stride_a * q.batch, g.stride_b * q.batch, g.stride_c * q.batch);
-      g.a = set.a;
-      g.b = set.b;
-      g.c = set.c;
-    };
     heat(timing.keep_hot_s);
-    const Timing t = time_on_device(device, [&] { next_operands(); device.gemm(g); }, timing);
-    next_operands();
+    const Timing t = time_on_device(device, [&] { take_next_operands(pool, g); device.gemm(g); }, timing);
+    take_next_operands(pool, g);
     device.gemm(g);
     device.synchronize();
     check_result(device, q, g.a, g.b, g.c);

@@ -192,12 +192,15 @@ CommSpec TopologyCommCosts::folded(CollectiveOp op, const std::vector<int>& grou
   // their global order (a whole-topology FlowSharing per costing cost more than the
   // solve).
   std::vector<CommSpec> specs;
-  std::vector<char> is_own;
+  std::size_t own_index = 0;  // the group is one of its own copies
   for (const std::vector<int>& copy : symmetric_copies(group)) {
-    CommSpec s = copy == group ? own : from_flows(op, copy, bytes);
-    if (s.bytes <= 0.0 || s.links.empty()) continue;
-    is_own.push_back(copy == group ? 1 : 0);
-    specs.push_back(std::move(s));
+    if (copy == group) {
+      own_index = specs.size();
+      specs.push_back(own);
+      continue;
+    }
+    CommSpec s = from_flows(op, copy, bytes);
+    if (s.bytes > 0.0 && !s.links.empty()) specs.push_back(std::move(s));
   }
   std::vector<std::int32_t> links;
   for (const CommSpec& s : specs) links.insert(links.end(), s.links.begin(), s.links.end());
@@ -207,19 +210,17 @@ CommSpec TopologyCommCosts::folded(CollectiveOp op, const std::vector<int>& grou
   capacities.reserve(links.size());
   for (std::int32_t l : links) capacities.push_back(topology_.link(l).bandwidth_bytes_per_s);
   topo::FlowSharing sharing(std::move(capacities));
-  std::vector<topo::FlowSharing::FlowId> mine;
+  topo::FlowSharing::FlowId mine = -1;
   std::vector<std::int32_t> local;
   for (std::size_t i = 0; i < specs.size(); ++i) {
     local.clear();
     for (std::int32_t l : specs[i].links) {
       local.push_back(static_cast<std::int32_t>(std::lower_bound(links.begin(), links.end(), l) - links.begin()));
     }
-    auto id = sharing.add(local, specs[i].rate_cap_bytes_per_s);
-    if (is_own[i]) mine.push_back(id);
+    const auto id = sharing.add(local, specs[i].rate_cap_bytes_per_s);
+    if (i == own_index) mine = id;
   }
-  double rate = own.rate_cap_bytes_per_s;
-  for (auto id : mine) rate = std::min(rate, sharing.rate(id));
-  own.rate_cap_bytes_per_s = rate;
+  own.rate_cap_bytes_per_s = std::min(own.rate_cap_bytes_per_s, sharing.rate(mine));
   own.links.clear();  // costed without the network: the contention is already in the rate
   return own;
 }
