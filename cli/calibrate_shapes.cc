@@ -1,6 +1,6 @@
 #include "cli/calibrate_shapes.h"
 
-#include "sim/layer_ops.h"
+#include "plan/layer_ops.h"
 
 namespace strata::cli {
 

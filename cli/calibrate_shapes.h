@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "calib/model/cost_queries.h"
-#include "sim/spec/model_spec.h"
+#include "plan/model_spec.h"
 
 namespace strata::cli {
 

@@ -26,7 +26,7 @@
 #include "runtime/communicator.h"
 #include "runtime/device.h"
 #include "runtime/mpi_env.h"
-#include "sim/spec/model_spec.h"
+#include "plan/model_spec.h"
 
 #ifndef STRATA_VERSION
 #error "STRATA_VERSION must be defined by the build (cli/CMakeLists.txt)"

@@ -7,10 +7,11 @@
 #include "cli/format.h"
 #include "cli/scenario_options.h"
 #include "core/atomic_file.h"
-#include "sim/flops.h"
-#include "sim/memory_model.h"
-#include "sim/params.h"
+#include "plan/flops.h"
+#include "plan/memory_model.h"
+#include "plan/params.h"
 #include "sim/scenario.h"
+#include "sim/device_memory.h"
 
 namespace strata::cli {
 namespace {
@@ -66,7 +67,7 @@ void print_report(const Scenario& s, const MemoryReport& r) {
 
 void run_memory(const MemoryArgs& args) {
   Scenario s = load_scenario(args.scenario);
-  MemoryReport report = memory_report(s.model, s.plan, s.profile);
+  MemoryReport report = memory_report(s.model, s.plan, device_memory(s.profile));
   if (!args.json_file.empty()) {
     nlohmann::ordered_json j;
     j["inputs"] = inputs_json(s);

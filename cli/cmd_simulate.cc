@@ -10,7 +10,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/progress.h"
-#include "sim/params.h"
+#include "plan/params.h"
 #include "sim/simulate.h"
 
 namespace strata::cli {

@@ -15,7 +15,6 @@ namespace {
 
 // Megatron-LM's --ddp-bucket-size floor (40M parameters), the bucket the
 // simulator's workload uses (sim/workload/workload.h) and `strata run` runs.
-constexpr std::int64_t kBucketParams = 40000000;
 // Megatron-LM's Adam defaults (--adam-beta1, --adam-beta2, --adam-eps); no
 // weight decay, no gradient clipping, constant learning rate: the simplest
 // update, the same in all three launchers.
@@ -98,7 +97,7 @@ std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, 
   if (p.offload_optimizer) add("--optimizer-cpu-offload");
   if (p.overlap_grad_reduce) add("--overlap-grad-reduce");
   if (p.overlap_param_gather && p.zero_stage >= 1) add("--overlap-param-gather");
-  add("--ddp-bucket-size", std::to_string(kBucketParams));
+  add("--ddp-bucket-size", std::to_string(p.ddp_bucket_size));
   // Batch.
   add("--micro-batch-size", std::to_string(p.micro_batch_size));
   add("--global-batch-size", std::to_string(p.global_batch_size));
@@ -150,8 +149,8 @@ nlohmann::ordered_json deepspeed_config(const PlanSpec& p, const ExportOptions& 
   zero["stage"] = p.zero_stage;
   zero["overlap_comm"] = p.overlap_grad_reduce;
   zero["contiguous_gradients"] = true;
-  zero["reduce_bucket_size"] = kBucketParams;
-  if (p.zero_stage == 1 || p.zero_stage == 2) zero["allgather_bucket_size"] = kBucketParams;
+  zero["reduce_bucket_size"] = p.ddp_bucket_size;
+  if (p.zero_stage == 1 || p.zero_stage == 2) zero["allgather_bucket_size"] = p.ddp_bucket_size;
   if (p.offload_optimizer) zero["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};
   j["zero_optimization"] = zero;
   j["bf16"] = {{"enabled", p.dtype == DType::kBf16}};
@@ -206,17 +205,16 @@ nlohmann::ordered_json run_config_json(const Scenario& s, const SimulationResult
   t["adam_beta1"] = kAdamBeta1;
   t["adam_beta2"] = kAdamBeta2;
   t["adam_eps"] = kAdamEps;
-  t["ddp_bucket_size"] = kBucketParams;
+  t["ddp_bucket_size"] = p.ddp_bucket_size;
   j["training"] = t;
   j["runtime"] = {{"backend", backend_of(s, o)}, {"timeout_s", o.timeout_s}, {"cpu_threads", 0}};
   j["cluster"] = {{"name", s.cluster.name}, {"nodes", s.cluster.nodes}, {"gpus_per_node", s.cluster.gpus_per_node}};
   nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
-  for (int g = 0; g < p.num_gpus(); ++g) {
-    const int t_rank = g % p.tp;
-    const int d_rank = (g / p.tp) % p.dp;
-    const int p_rank = g / (p.tp * p.dp);
+  const RankLayout layout(p);
+  for (int g = 0; g < layout.world(); ++g) {
+    const RankCoord c = layout.coord(g);
     ranks.push_back({{"rank", g}, {"node", g / s.cluster.gpus_per_node}, {"local_rank", g % s.cluster.gpus_per_node},
-                     {"tp_rank", t_rank}, {"dp_rank", d_rank}, {"pp_rank", p_rank}});
+                     {"tp_rank", c.tp}, {"dp_rank", c.dp}, {"pp_rank", c.pp}});
   }
   j["rank_map"] = ranks;
   nlohmann::ordered_json prediction;

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "calib/model/profile.h"
-#include "sim/spec/model_spec.h"
-#include "sim/spec/plan_spec.h"
+#include "plan/model_spec.h"
+#include "plan/plan_spec.h"
 #include "topologies/cluster_spec.h"
 
 namespace strata {

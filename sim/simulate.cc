@@ -11,6 +11,7 @@
 #include "sim/costs/topology_comm_costs.h"
 #include "sim/trace_writer.h"
 #include "topologies/kinds.h"
+#include "sim/device_memory.h"
 
 namespace strata::sim {
 namespace {
@@ -113,7 +114,7 @@ SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
 
   r.metrics = step_metrics(workload, run);
   r.flops = step_flops(model, plan);
-  r.memory = memory_report(model, plan, st.profile);
+  r.memory = memory_report(model, plan, device_memory(st.profile));
   r.events = run.events;
   r.peak_flops_per_gpu = st.profile.device.peak_flops(plan.dtype);
   const double step = r.metrics.step_time_s;

@@ -11,8 +11,8 @@
 
 #include "calib/model/cost_model.h"
 #include "sim/engine/engine.h"
-#include "sim/flops.h"
-#include "sim/memory_model.h"
+#include "plan/flops.h"
+#include "plan/memory_model.h"
 #include "sim/metrics.h"
 #include "sim/scenario.h"
 #include "sim/workload/workload.h"

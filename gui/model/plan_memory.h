@@ -4,7 +4,7 @@
 #pragma once
 
 #include "gui/model/sweep_data.h"
-#include "sim/memory_model.h"
+#include "plan/memory_model.h"
 
 namespace strata::gui {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/memory_model.h"
+#include "plan/memory_model.h"
 
 namespace strata::gui {
 

@@ -5,8 +5,8 @@
 #include "core/error.h"
 #include "gui/model/trace_reader.h"
 #include "sim/simulate.h"
-#include "sim/spec/model_spec.h"
-#include "sim/spec/plan_spec.h"
+#include "plan/model_spec.h"
+#include "plan/plan_spec.h"
 #include "topologies/cluster_spec.h"
 
 namespace strata::gui {

@@ -8,7 +8,7 @@
 #include <QWidget>
 #include <optional>
 
-#include "sim/memory_model.h"
+#include "plan/memory_model.h"
 
 namespace strata::gui {
 

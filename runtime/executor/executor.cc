@@ -14,7 +14,7 @@
 #include "runtime/executor/synthetic_data.h"
 #include "runtime/executor/transformer_layer.h"
 #include "runtime/tensor_io.h"
-#include "sim/schedule/pipeline_schedule.h"
+#include "plan/pipeline_schedule.h"
 
 namespace strata::rt {
 namespace {
@@ -42,15 +42,15 @@ struct PendingSend {
 };
 
 ProcessGroups checked_groups(const RunConfig& c, Communicator& world) {
-  const ParallelSizes sizes = parallel_sizes(c.plan);
-  if (world.size() != sizes.world()) {
+  const RankLayout layout(c.plan);
+  if (world.size() != layout.world()) {
     throw InputError(c.file, "$.parallel.world_size",
                      fmt::format("the plan has {} ranks (tp {} x pp {} x dp {}) but this run has {}: start it with "
                                  "`mpirun -n {}` (or srun -n {})",
-                                 sizes.world(), sizes.tp, sizes.pp, sizes.dp, world.size(), sizes.world(),
-                                 sizes.world()));
+                                 layout.world(), c.plan.tp, c.plan.pp, c.plan.dp, world.size(), layout.world(),
+                                 layout.world()));
   }
-  return make_process_groups(world, sizes);
+  return make_process_groups(world, layout);
 }
 
 StoreOptions store_options(const RunConfig& c) {
@@ -70,14 +70,14 @@ StoreOptions store_options(const RunConfig& c) {
 struct Executor::Impl {
   Impl(const RunConfig& c, Device& d, Communicator& w)
       : config(c), device(d), world(w), groups(checked_groups(c, w)), recorder(d),
-        layout(make_param_layout(c.model, c.plan, groups.coord.tp_rank, groups.coord.pp_rank, c.ddp_bucket_size)),
-        shapes(make_shapes(c.model, c.plan, groups.coord.tp_rank, d.storage_dtype(c.plan.dtype))),
+        layout(make_param_layout(c.model, c.plan, groups.coord.tp, groups.coord.pp, c.ddp_bucket_size)),
+        shapes(make_shapes(c.model, c.plan, groups.coord.tp, d.storage_dtype(c.plan.dtype))),
         kernels(d, *groups.tp, recorder, shapes), layer(kernels, c.plan.recompute), embedding_head(kernels) {
     const PlanSpec& p = config.plan;
     links = std::make_unique<PipelineLinks>(*groups.pp, p);
     store = std::make_unique<ParameterStore>(device, layout, store_options(config), groups.coord, *groups.tp,
                                              *groups.dp, groups.embedding.get(), recorder);
-    program = pipeline_program(p.schedule, p.pp, p.vpp, p.num_microbatches(), groups.coord.pp_rank);
+    program = pipeline_program(p.schedule, p.pp, p.vpp, p.num_microbatches(), groups.coord.pp);
     chunk_layers = config.model.num_layers / (p.pp * p.vpp);
     last_vs = p.pp * p.vpp - 1;
     last_backward.assign(program.size(), 0);
@@ -93,7 +93,7 @@ struct Executor::Impl {
     // Positions of this rank's tokens ([b, s] rows; a contiguous slice with
     // sequence parallelism).
     std::vector<std::int32_t> positions(static_cast<std::size_t>(shapes.local_tokens));
-    const std::int64_t first = shapes.sequence_parallel ? groups.coord.tp_rank * shapes.local_tokens : 0;
+    const std::int64_t first = shapes.sequence_parallel ? groups.coord.tp * shapes.local_tokens : 0;
     for (std::int64_t i = 0; i < shapes.local_tokens; ++i) {
       positions[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((first + i) % shapes.s);
     }
@@ -107,7 +107,7 @@ struct Executor::Impl {
   }
 
   int virtual_stage_of(const PipelineOp& op) const {
-    return virtual_stage(config.plan.pp, groups.coord.pp_rank, op.chunk);
+    return virtual_stage(config.plan.pp, groups.coord.pp, op.chunk);
   }
 
   bool needs_recv(const PipelineOp& op) const {
@@ -180,7 +180,7 @@ struct Executor::Impl {
 
   TokenBatch tokens(int microbatch) const {
     const PlanSpec& p = config.plan;
-    const std::int64_t first = global_sequence_index(step_index - 1, p.global_batch_size, p.dp, groups.coord.dp_rank,
+    const std::int64_t first = global_sequence_index(step_index - 1, p.global_batch_size, p.dp, groups.coord.dp,
                                                      p.micro_batch_size, microbatch, 0);
     return synthetic_tokens(config.seed, first, p.micro_batch_size, config.model.seq_length, config.model.vocab_size);
   }
@@ -337,7 +337,7 @@ struct Executor::Impl {
     // rank's share of the squares) and the loss (the last stage's tp rank 0).
     device.fill(scalars.view(), 0.0f);
     store->add_grad_norm_squares(scalars.view().slice(0, 1), tmp.view());
-    if (groups.coord.pp_rank == config.plan.pp - 1 && groups.coord.tp_rank == 0) {
+    if (groups.coord.pp == config.plan.pp - 1 && groups.coord.tp == 0) {
       device.axpy(1.0f, loss_sum.view(), scalars.view().slice(1, 1));
     }
     const TimeNs start = recorder.now_ns();
@@ -369,9 +369,9 @@ struct Executor::Impl {
     for (int u = 0; u < static_cast<int>(layout.units.size()); ++u) {
       const std::vector<float> values = download_fp32(device, store->acquire_weights(u));
       store->release_weights(u);
-      if (groups.coord.dp_rank != 0) continue;
+      if (groups.coord.dp != 0) continue;
       for (const ParamSpec& p : layout.units[u].params) {
-        if (p.tied_copy || (p.replicated && groups.coord.tp_rank != 0)) continue;
+        if (p.tied_copy || (p.replicated && groups.coord.tp != 0)) continue;
         for (const ParamSpec::Piece& piece : p.pieces) {
           const std::int64_t n = piece.rows * p.cols;
           std::copy_n(values.begin() + p.offset + piece.local_row * p.cols, n,

@@ -1,7 +1,7 @@
 // The plan executor: one rank of a real training run of the plan. It builds the
 // rank's TP/DP/PP groups, holds its shard of a transformer (param_layout.h),
 // and runs each step as the shared schedule generator says
-// (sim/schedule/pipeline_schedule.h, the same program the simulator costs):
+// (plan/pipeline_schedule.h, the same program the simulator costs):
 // forwards and backwards of micro-batches through its model chunks, pipeline
 // sends and receives between them, data-parallel gradient reduction and the
 // (ZeRO-sharded) Adam step. Everything it runs is timed into a Recorder.

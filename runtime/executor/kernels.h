@@ -14,8 +14,8 @@
 
 #include "runtime/communicator.h"
 #include "runtime/executor/recorder.h"
-#include "sim/spec/model_spec.h"
-#include "sim/spec/plan_spec.h"
+#include "plan/model_spec.h"
+#include "plan/plan_spec.h"
 
 namespace strata::rt {
 

@@ -20,16 +20,15 @@ double median(std::vector<double> v) {
 }
 
 std::string rank_name(const RunConfig& c, int rank) {
-  const ParallelSizes sizes = parallel_sizes(c.plan);
-  const RankCoord coord = rank_coord(sizes, rank);
+  const RankCoord coord = RankLayout(c.plan).coord(rank);
   int node = 0;
   int gpu = rank;
   if (rank < static_cast<int>(c.rank_map.size())) {
     node = c.rank_map[rank].node;
     gpu = c.rank_map[rank].local_rank;
   }
-  return fmt::format("node {} gpu {} (rank {}: tp {} dp {} pp {})", node, gpu, rank, coord.tp_rank, coord.dp_rank,
-                     coord.pp_rank);
+  return fmt::format("node {} gpu {} (rank {}: tp {} dp {} pp {})", node, gpu, rank, coord.tp, coord.dp,
+                     coord.pp);
 }
 
 }  // namespace
@@ -163,10 +162,10 @@ double median_step_time_s(const RunConfig& config, const MeasuredRun& run) {
 }
 
 std::vector<std::int64_t> peak_memory_per_stage(const RunConfig& config, const MeasuredRun& run) {
-  const ParallelSizes sizes = parallel_sizes(config.plan);
-  std::vector<std::int64_t> out(sizes.pp, 0);
+  const RankLayout layout(config.plan);
+  std::vector<std::int64_t> out(config.plan.pp, 0);
   for (const RankReport& r : run.ranks) {
-    const int stage = rank_coord(sizes, r.rank).pp_rank;
+    const int stage = layout.coord(r.rank).pp;
     out[stage] = std::max(out[stage], r.peak_memory_bytes);
   }
   return out;

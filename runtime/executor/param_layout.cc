@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "sim/schedule/pipeline_schedule.h"
+#include "plan/pipeline_schedule.h"
 
 namespace strata::rt {
 namespace {

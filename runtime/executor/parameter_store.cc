@@ -77,7 +77,7 @@ ParameterStore::~ParameterStore() {
 
 TensorView ParameterStore::shard_of(const TensorView& full, int bucket) const {
   const std::int64_t shard = layout_.buckets[bucket].shard_numel(dp_size_);
-  return full.slice(coord_.dp_rank * shard, shard);
+  return full.slice(coord_.dp * shard, shard);
 }
 
 void ParameterStore::initialize() {
@@ -103,7 +103,7 @@ void ParameterStore::initialize() {
       }
     }
     const std::int64_t shard = bucket.shard_numel(dp_size_);
-    const TensorView own = init.view().slice(coord_.dp_rank * shard, shard);
+    const TensorView own = init.view().slice(coord_.dp * shard, shard);
     const TensorView opt_source = zero_ >= 1 ? own : init.view();
     if (zero_ == 3) {
       state->weights = device_.allocate_tensor(shard, dtype);
@@ -387,18 +387,18 @@ void ParameterStore::finish_reductions() {
 }
 
 void ParameterStore::add_grad_norm_squares(const TensorView& acc, const TensorView& tmp) {
-  if (zero_ == 0 && coord_.dp_rank != 0) return;
+  if (zero_ == 0 && coord_.dp != 0) return;
   for (int b = 0; b < static_cast<int>(layout_.buckets.size()); ++b) {
     const Bucket& bucket = layout_.buckets[b];
     BucketState& s = *buckets_[b];
     const std::int64_t shard = bucket.shard_numel(dp_size_);
-    const std::int64_t begin = zero_ >= 1 ? coord_.dp_rank * shard : 0;
+    const std::int64_t begin = zero_ >= 1 ? coord_.dp * shard : 0;
     const std::int64_t end = zero_ >= 1 ? begin + shard : bucket.padded_numel;
     const TensorView grads = zero_ == 0 ? s.grads.view() : zero_ == 1 ? shard_of(s.grads.view(), b) : s.grad_shard.view();
     for (int u : bucket.units) {
       const Unit& unit = layout_.units[u];
       for (const ParamSpec& p : unit.params) {
-        if (p.tied_copy || (p.replicated && coord_.tp_rank != 0)) continue;
+        if (p.tied_copy || (p.replicated && coord_.tp != 0)) continue;
         const std::int64_t lo = std::max(begin, unit.bucket_offset + p.offset);
         const std::int64_t hi = std::min(end, unit.bucket_offset + p.offset + p.numel());
         if (lo >= hi) continue;

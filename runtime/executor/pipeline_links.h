@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "runtime/communicator.h"
-#include "sim/schedule/pipeline_schedule.h"
-#include "sim/spec/plan_spec.h"
+#include "plan/pipeline_schedule.h"
+#include "plan/plan_spec.h"
 
 namespace strata::rt {
 

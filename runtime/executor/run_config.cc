@@ -131,7 +131,7 @@ void read_training(json::ObjectReader r, RunConfig& c) {
   c.adam.beta1 = static_cast<float>(r.number_or("adam_beta1", 0.9, 0.0, 0.999999));
   c.adam.beta2 = static_cast<float>(r.number_or("adam_beta2", 0.999, 0.0, 0.999999));
   c.adam.eps = static_cast<float>(r.number_or("adam_eps", 1e-8, 0.0, 1.0));
-  c.ddp_bucket_size = r.integer_or("ddp_bucket_size", 40000000, 1, std::int64_t{1} << 40);
+  c.ddp_bucket_size = r.integer_or("ddp_bucket_size", kDefaultDdpBucketSize, 1, std::int64_t{1} << 40);
   r.finish();
 }
 
@@ -150,6 +150,7 @@ std::vector<RankPlacement> read_rank_map(json::ObjectReader& parent, const PlanS
     parent.fail("rank_map", fmt::format("has {} entries; the plan has {} ranks", list.size(), world));
   }
   std::vector<RankPlacement> out;
+  const RankLayout layout(p);
   for (std::size_t i = 0; i < list.size(); ++i) {
     json::ObjectReader r(list[i], parent.file(), parent.element_path("rank_map", i));
     RankPlacement e;
@@ -160,13 +161,15 @@ std::vector<RankPlacement> read_rank_map(json::ObjectReader& parent, const PlanS
     e.dp_rank = static_cast<int>(r.integer("dp_rank", 0, p.dp - 1));
     e.pp_rank = static_cast<int>(r.integer("pp_rank", 0, p.pp - 1));
     r.finish();
-    // Megatron's order: rank = tp_rank + tp * (dp_rank + dp * pp_rank).
-    const int expected = e.tp_rank + p.tp * (e.dp_rank + p.dp * e.pp_rank);
-    if (e.rank != static_cast<int>(i) || expected != e.rank) {
+    // The plan's rank layout gives each rank its coordinates.
+    const RankCoord expected = layout.coord(static_cast<int>(i));
+    if (e.rank != static_cast<int>(i) || expected.tp != e.tp_rank || expected.dp != e.dp_rank ||
+        expected.pp != e.pp_rank) {
       throw InputError(parent.file(), parent.element_path("rank_map", i),
-                       fmt::format("entry {} must be rank {} with tp_rank + tp*(dp_rank + dp*pp_rank) equal "
-                                   "to it (Megatron's rank order), got rank {} at ({}, {}, {})",
-                                   i, i, e.rank, e.tp_rank, e.dp_rank, e.pp_rank));
+                       fmt::format("entry {} must be rank {} at (tp_rank, dp_rank, pp_rank) = ({}, {}, {}) of rank "
+                                   "order {}, got rank {} at ({}, {}, {})",
+                                   i, i, expected.tp, expected.dp, expected.pp, to_string(p.rank_order), e.rank,
+                                   e.tp_rank, e.dp_rank, e.pp_rank));
     }
     out.push_back(e);
   }

@@ -15,8 +15,8 @@
 
 #include "runtime/backend.h"
 #include "runtime/device.h"
-#include "sim/spec/model_spec.h"
-#include "sim/spec/plan_spec.h"
+#include "plan/model_spec.h"
+#include "plan/plan_spec.h"
 
 namespace strata::rt {
 
@@ -42,7 +42,7 @@ struct RunConfig {
   AdamParams adam;               // lr, adam_beta1/2, adam_eps, weight_decay
   // Megatron-LM's --ddp-bucket-size: parameters per data-parallel gradient bucket
   // (40M is the floor of Megatron's default, max(40M, 1M * dp); the simulator uses 40M).
-  std::int64_t ddp_bucket_size = 40000000;
+  std::int64_t ddp_bucket_size = kDefaultDdpBucketSize;
   Backend backend = Backend::kCpu;
   // Longest any single wait on a peer may take before every rank stops.
   std::chrono::milliseconds timeout{std::chrono::seconds(20)};

@@ -140,15 +140,14 @@ CommSpec TopologyCommCosts::from_flows(CollectiveOp op, const std::vector<int>& 
 }
 
 std::vector<std::vector<int>> TopologyCommCosts::symmetric_copies(const std::vector<int>& group) const {
-  // Coordinates of a rank: (t, d, r) with rank = t + tp * (d + dp * r).
-  auto coords = [&](int g) {
-    return std::array<int, 3>{g % plan_.tp, (g / plan_.tp) % plan_.dp, g / (plan_.tp * plan_.dp)};
-  };
-  std::array<bool, 3> varies{false, false, false};
-  const auto base = coords(group.front());
+  const RankLayout layout(plan_);
+  bool varies_tp = false;
+  bool varies_dp = false;
+  const RankCoord base = layout.coord(group.front());
   for (int g : group) {
-    const auto c = coords(g);
-    for (int k = 0; k < 3; ++k) varies[k] = varies[k] || c[k] != base[k];
+    const RankCoord c = layout.coord(g);
+    varies_tp = varies_tp || c.tp != base.tp;
+    varies_dp = varies_dp || c.dp != base.dp;
   }
   // Copies vary the tensor- and data-parallel coordinates the group does not span;
   // the stage stays (other stages run this collective at other times). Only copies
@@ -164,16 +163,16 @@ std::vector<std::vector<int>> TopologyCommCosts::symmetric_copies(const std::vec
     return false;
   };
   std::vector<std::vector<int>> copies;
-  const int t_count = varies[0] ? 1 : plan_.tp;
-  const int d_count = varies[1] ? 1 : plan_.dp;
+  const int t_count = varies_tp ? 1 : plan_.tp;
+  const int d_count = varies_dp ? 1 : plan_.dp;
   for (int dt = 0; dt < t_count; ++dt) {
     for (int dd = 0; dd < d_count; ++dd) {
       std::vector<int> copy;
       for (int g : group) {
-        auto c = coords(g);
-        if (!varies[0]) c[0] = dt;
-        if (!varies[1]) c[1] = dd;
-        copy.push_back(c[0] + plan_.tp * (c[1] + plan_.dp * c[2]));
+        RankCoord c = layout.coord(g);
+        if (!varies_tp) c.tp = dt;
+        if (!varies_dp) c.dp = dd;
+        copy.push_back(layout.rank(c));
       }
       if (shares_a_node(copy)) copies.push_back(std::move(copy));
     }

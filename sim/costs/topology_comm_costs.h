@@ -22,7 +22,7 @@
 
 #include "calib/model/cost_model.h"
 #include "sim/engine/flow_model.h"
-#include "sim/spec/plan_spec.h"
+#include "plan/plan_spec.h"
 #include "sim/workload/costs.h"
 #include "sim/workload/workload.h"
 #include "topologies/collective_model.h"

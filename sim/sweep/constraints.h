@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/spec/plan_spec.h"
+#include "plan/plan_spec.h"
 
 namespace strata::sim {
 

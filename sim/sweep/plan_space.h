@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/spec/model_spec.h"
-#include "sim/spec/plan_spec.h"
+#include "plan/model_spec.h"
+#include "plan/plan_spec.h"
 #include "sim/sweep/constraints.h"
 #include "topologies/cluster_spec.h"
 

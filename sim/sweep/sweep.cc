@@ -7,7 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "sim/memory_model.h"
+#include "plan/memory_model.h"
+#include "sim/device_memory.h"
 
 namespace strata::sim {
 namespace {
@@ -121,7 +122,7 @@ SweepResult run_sweep(const ModelSpec& model, const Simulator& simulator, const 
     PlanOutcome& o = sweep.plans[i];
     o.plan = plans[i];
     o.label = plan_label(plans[i]);
-    const MemoryReport mem = memory_report(model, plans[i], simulator.profile());
+    const MemoryReport mem = memory_report(model, plans[i], device_memory(simulator.profile()));
     const StageMemory& peak = mem.stages[mem.peak_stage];
     o.fits = mem.fits;
     o.peak_bytes = mem.peak_bytes;

@@ -11,7 +11,7 @@
 #include "core/dtype.h"
 #include "core/units.h"
 #include "sim/engine/task_graph.h"
-#include "sim/layer_ops.h"
+#include "plan/layer_ops.h"
 
 namespace strata::sim {
 

@@ -16,9 +16,9 @@
 
 #include "core/collective.h"
 #include "sim/engine/task_graph.h"
-#include "sim/layer_ops.h"
-#include "sim/spec/model_spec.h"
-#include "sim/spec/plan_spec.h"
+#include "plan/layer_ops.h"
+#include "plan/model_spec.h"
+#include "plan/plan_spec.h"
 #include "sim/workload/costs.h"
 
 namespace strata::sim {

@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "sim/params.h"
-#include "sim/schedule/pipeline_schedule.h"
+#include "plan/params.h"
+#include "plan/pipeline_schedule.h"
 #include "sim/workload/segments.h"
 
 namespace strata::sim {
@@ -47,7 +47,7 @@ class Builder {
  public:
   Builder(const ModelSpec& m, const PlanSpec& p, const OpCosts& oc, const CommCosts& cc,
           Fidelity fidelity, const WorkloadOptions& o)
-      : m_(m), p_(p), oc_(oc), cc_(cc), fidelity_(fidelity), o_(o) {}
+      : m_(m), p_(p), layout_(p), oc_(oc), cc_(cc), fidelity_(fidelity), o_(o) {}
 
   Workload build() {
     place_ranks();
@@ -76,13 +76,13 @@ class Builder {
     SegmentIds forward, backward, recompute;
   };
 
-  int global(int t, int d, int r) const { return t + p_.tp * (d + p_.dp * r); }
+  int global(int t, int d, int r) const { return layout_.rank({.tp = t, .dp = d, .pp = r}); }
   int sim_index(int global_rank) const { return sim_of_global_[global_rank]; }
   int chunk_layers() const { return m_.num_layers / (p_.pp * p_.vpp); }
   int num_virtual_stages() const { return p_.pp * p_.vpp; }
 
   void place_ranks() {
-    const int world = p_.tp * p_.dp * p_.pp;
+    const int world = layout_.world();
     sim_of_global_.assign(world, -1);
     for (int r = 0; r < p_.pp; ++r) {
       for (int d = 0; d < p_.dp; ++d) {
@@ -582,7 +582,7 @@ class Builder {
       for (int j = chunk_layers() - 1; j >= 0; --j) {
         b.params += layer_params;
         b.low_layer = j;
-        if (b.params >= o_.dp_bucket_params && j > 0) {
+        if (b.params >= static_cast<double>(p_.ddp_bucket_size) && j > 0) {
           buckets.push_back(b);
           b = Bucket{};
           b.chunk = c;
@@ -807,7 +807,7 @@ class Builder {
   // optimizer update of each rank's shard, and the weight gathers not overlapped.
   void add_step(std::vector<TaskId>& last_dp, std::int32_t lbl_ag) {
     const std::size_t n = w_.global_rank.size();
-    const int world = p_.tp * p_.dp * p_.pp;
+    const int world = layout_.world();
     TaskId norm = -1;
     if (world > 1) {
       std::vector<int> everyone(world);
@@ -866,6 +866,7 @@ class Builder {
 
   const ModelSpec& m_;
   const PlanSpec& p_;
+  const RankLayout layout_;
   const OpCosts& oc_;
   const CommCosts& cc_;
   Fidelity fidelity_;

@@ -1,8 +1,7 @@
 // Model + plan -> the task graph of one training step, rank by rank.
 //
-// Ranks are numbered as Megatron-LM does: tensor-parallel rank fastest, then
-// data-parallel, then pipeline: rank = tp_rank + tp * (dp_rank + dp * pp_rank), and
-// rank r runs on GPU r.
+// Ranks are numbered by the plan's RankLayout (plan/rank_layout.h; Megatron's
+// order by default), and rank r runs on GPU r.
 //
 // Two fidelities share this code. Full builds every rank. Folded builds one rank per
 // pipeline stage (tp_rank 0, dp_rank 0): tensor-parallel peers and data-parallel
@@ -13,8 +12,8 @@
 #include <vector>
 
 #include "sim/engine/task_graph.h"
-#include "sim/spec/model_spec.h"
-#include "sim/spec/plan_spec.h"
+#include "plan/model_spec.h"
+#include "plan/plan_spec.h"
 #include "sim/workload/costs.h"
 
 namespace strata::sim {
@@ -23,8 +22,6 @@ enum class Fidelity { kFull, kFolded };
 const char* to_string(Fidelity f);
 
 struct WorkloadOptions {
-  // Gradient bucket size in parameters (Megatron-LM's --ddp-bucket-size floor, 40M).
-  double dp_bucket_params = 4e7;
   // Bytes an Adam update streams per parameter: reads fp32 master weight, both moments
   // and the 16-bit gradient (14), writes master weight, moments and the 16-bit weight (14).
   double optimizer_bytes_per_param = 28.0;

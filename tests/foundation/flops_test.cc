@@ -1,8 +1,8 @@
-#include "sim/flops.h"
+#include "plan/flops.h"
 
 #include <gtest/gtest.h>
 
-#include "sim/layer_ops.h"
+#include "plan/layer_ops.h"
 #include "test_models.h"
 
 namespace strata {

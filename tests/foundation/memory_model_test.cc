@@ -1,8 +1,8 @@
-#include "sim/memory_model.h"
+#include "plan/memory_model.h"
 
 #include <gtest/gtest.h>
 
-#include "sim/params.h"
+#include "plan/params.h"
 #include "test_models.h"
 
 namespace strata {
@@ -12,13 +12,10 @@ using testing::gpt3_175b;
 using testing::gpt_7_5b;
 using testing::plan;
 
-Profile bare_profile(double capacity_bytes) {
-  Profile p;
-  p.name = "test";
-  p.device.name = "test-gpu";
-  p.device.memory_bytes = capacity_bytes;
-  p.device.peak_flops_per_s[DType::kBf16] = 312e12;
-  return p;  // no framework reserve, no fragmentation: model states only
+DeviceMemory bare_device(double capacity_bytes) {
+  DeviceMemory d;
+  d.capacity_bytes = capacity_bytes;
+  return d;  // no framework reserve, no fragmentation: model states only
 }
 
 double model_states_gb(const StageMemory& s) {
@@ -35,7 +32,7 @@ TEST(MemoryModel, ZeroPaperFigure1) {
     PlanSpec p = plan(1, 1, 64, 1, 64);
     p.dtype = DType::kFp16;  // the paper's setting: fp16 weights and gradients
     p.zero_stage = stage;
-    MemoryReport r = memory_report(m, p, bare_profile(80e9));
+    MemoryReport r = memory_report(m, p, bare_device(80e9));
     ASSERT_EQ(r.stages.size(), 1u);
     EXPECT_NEAR(model_states_gb(r.stages[0]) / expected_gb[stage], 1.0, 0.01)
         << "ZeRO stage " << stage << ": " << model_states_gb(r.stages[0]) << " GB";
@@ -108,7 +105,7 @@ TEST(MemoryModel, MegatronDistributedOptimizerBf16) {
   PlanSpec p = plan(1, 1, 8, 1, 8);
   p.zero_stage = 1;
   p.accumulate_allreduce_grads_in_fp32 = true;
-  MemoryReport r = memory_report(m, p, bare_profile(800e9));
+  MemoryReport r = memory_report(m, p, bare_device(800e9));
   const double psi = static_cast<double>(total_params(m));
   EXPECT_NEAR(model_states_gb(r.stages[0]) * 1e9 / psi, 6.0 + 12.0 / 8, 1e-9);
 }
@@ -118,8 +115,8 @@ TEST(MemoryModel, ZeroThreeShardsWeightsByDp) {
   PlanSpec p0 = plan(1, 1, 16, 1, 16);
   PlanSpec p3 = p0;
   p3.zero_stage = 3;
-  MemoryReport r0 = memory_report(m, p0, bare_profile(80e9));
-  MemoryReport r3 = memory_report(m, p3, bare_profile(80e9));
+  MemoryReport r0 = memory_report(m, p0, bare_device(80e9));
+  MemoryReport r3 = memory_report(m, p3, bare_device(80e9));
   EXPECT_DOUBLE_EQ(r3.stages[0].params_bytes * 16, r0.stages[0].params_bytes);
   EXPECT_DOUBLE_EQ(r3.stages[0].grads_bytes * 16, r0.stages[0].grads_bytes);
   EXPECT_DOUBLE_EQ(r3.stages[0].optimizer_bytes * 16, r0.stages[0].optimizer_bytes);
@@ -136,14 +133,13 @@ TEST(MemoryModel, ZeroTwoHoldsTheBucketsInFlight) {
   p.accumulate_allreduce_grads_in_fp32 = true;
   const double psi = static_cast<double>(total_params(m));
   ASSERT_GT(psi, 2 * 4e7);
-  EXPECT_DOUBLE_EQ(memory_report(m, p, bare_profile(80e9)).stages[0].buffers_bytes, 2 * 4e7 * 4.0);
+  EXPECT_DOUBLE_EQ(memory_report(m, p, bare_device(80e9)).stages[0].buffers_bytes, 2 * 4e7 * 4.0);
   p.overlap_grad_reduce = false;
-  EXPECT_DOUBLE_EQ(memory_report(m, p, bare_profile(80e9)).stages[0].buffers_bytes, psi * 4.0);
+  EXPECT_DOUBLE_EQ(memory_report(m, p, bare_device(80e9)).stages[0].buffers_bytes, psi * 4.0);
   // A stage smaller than one bucket has one bucket.
   p.overlap_grad_reduce = true;
-  MemoryModelOptions one_bucket;
-  one_bucket.dp_bucket_elements = 2 * psi;
-  EXPECT_DOUBLE_EQ(memory_report(m, p, bare_profile(80e9), one_bucket).stages[0].buffers_bytes, psi * 4.0);
+  p.ddp_bucket_size = static_cast<std::int64_t>(2 * psi);
+  EXPECT_DOUBLE_EQ(memory_report(m, p, bare_device(80e9)).stages[0].buffers_bytes, psi * 4.0);
 }
 
 // ZeRO-3 reduce-scatters each layer's gradient after its backward and gathers
@@ -155,9 +151,9 @@ TEST(MemoryModel, ZeroThreeHoldsTwoLayersOfGradientsAndWeights) {
   p.zero_stage = 3;
   p.accumulate_allreduce_grads_in_fp32 = true;
   const double layer = static_cast<double>(layer_params_per_gpu(m, 1));
-  EXPECT_DOUBLE_EQ(memory_report(m, p, bare_profile(80e9)).stages[0].buffers_bytes, 2 * layer * 4.0 + 2 * layer * 2.0);
+  EXPECT_DOUBLE_EQ(memory_report(m, p, bare_device(80e9)).stages[0].buffers_bytes, 2 * layer * 4.0 + 2 * layer * 2.0);
   p.overlap_param_gather = false;
-  EXPECT_DOUBLE_EQ(memory_report(m, p, bare_profile(80e9)).stages[0].buffers_bytes, 2 * layer * 4.0 + layer * 2.0);
+  EXPECT_DOUBLE_EQ(memory_report(m, p, bare_device(80e9)).stages[0].buffers_bytes, 2 * layer * 4.0 + layer * 2.0);
 }
 
 TEST(MemoryModel, OffloadMovesOptimizerStateToHost) {
@@ -165,7 +161,7 @@ TEST(MemoryModel, OffloadMovesOptimizerStateToHost) {
   PlanSpec p = plan(1, 1, 8, 1, 8);
   p.zero_stage = 2;
   p.offload_optimizer = true;
-  MemoryReport r = memory_report(m, p, bare_profile(80e9));
+  MemoryReport r = memory_report(m, p, bare_device(80e9));
   EXPECT_EQ(r.stages[0].optimizer_bytes, 0.0);
   EXPECT_NEAR(r.host_bytes_per_gpu, 14.0 * static_cast<double>(total_params(m)) / 8, 1.0);
 }
@@ -176,11 +172,11 @@ TEST(MemoryModel, FitsOnlyWhenEveryStageFits) {
   p.zero_stage = 1;
   p.sequence_parallel = true;
   p.recompute = Recompute::kSelective;
-  MemoryReport r = memory_report(m, p, bare_profile(80.0 * (1ull << 30)));
+  MemoryReport r = memory_report(m, p, bare_device(80.0 * (1ull << 30)));
   EXPECT_TRUE(r.fits);
   // Without tensor parallelism 175B cannot fit: 16 bytes x 21.8B params per stage alone is 349 GB.
   PlanSpec no_tp = plan(1, 8, 128, 1, 1536);
-  MemoryReport r2 = memory_report(m, no_tp, bare_profile(80.0 * (1ull << 30)));
+  MemoryReport r2 = memory_report(m, no_tp, bare_device(80.0 * (1ull << 30)));
   EXPECT_FALSE(r2.fits);
   for (const StageMemory& s : r2.stages) EXPECT_FALSE(s.fits);
   // The peak stage is reported.

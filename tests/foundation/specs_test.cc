@@ -4,8 +4,8 @@
 #include "core/data_paths.h"
 #include "core/error.h"
 #include "sim/scenario.h"
-#include "sim/spec/model_spec.h"
-#include "sim/spec/plan_spec.h"
+#include "plan/model_spec.h"
+#include "plan/plan_spec.h"
 #include "topologies/cluster_spec.h"
 
 namespace strata {
@@ -35,6 +35,43 @@ TEST(Specs, PlanDefaultsAndDerivedDp) {
   resolve_and_check_plan(p, m, c, "p.json");
   EXPECT_EQ(p.dp, 2);
   EXPECT_EQ(p.num_microbatches(), 4);
+}
+
+// rank_order: Megatron-Core's order string; a bad one names $.rank_order and the
+// allowed names; an order that splits a tensor-parallel group over nodes is refused.
+TEST(Specs, PlanRankOrderAndBucketSize) {
+  auto read = [](const std::string& extra) {
+    return read_plan_spec(nlohmann::json::parse(R"({"tp": 2, "pp": 2, "micro_batch_size": 1,
+        "global_batch_size": 8)" + extra + "}"),
+                          "p.json");
+  };
+  PlanSpec p = read("");
+  EXPECT_EQ(to_string(p.rank_order), "tp-cp-ep-dp-pp");
+  EXPECT_EQ(p.ddp_bucket_size, 40000000);
+  p = read(R"(, "rank_order": "tp-cp-ep-pp-dp", "ddp_bucket_size": 1000)");
+  EXPECT_EQ(to_string(p.rank_order), "tp-cp-ep-pp-dp");
+  EXPECT_EQ(p.ddp_bucket_size, 1000);
+  try {
+    read(R"(, "rank_order": "tp-dp-pp")");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.json_path(), "$.rank_order");
+    EXPECT_NE(e.message().find("each of tp, cp, ep, dp, pp once"), std::string::npos) << e.message();
+  }
+  const ModelSpec m = load_model_spec("tiny");
+  const PlanContext two_nodes{8, 4, false};
+  PlanSpec ok = read(R"(, "rank_order": "tp-cp-ep-pp-dp")");
+  EXPECT_NO_THROW(resolve_and_check_plan(ok, m, two_nodes, "p.json"));
+  // dp (2) and pp (2) before tp: the tensor-parallel pair of rank 0 is ranks 0 and
+  // 4, one on each 4-GPU node.
+  PlanSpec split = read(R"(, "rank_order": "dp-pp-tp-cp-ep")");
+  try {
+    resolve_and_check_plan(split, m, two_nodes, "p.json");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.json_path(), "$.rank_order");
+    EXPECT_NE(e.message().find("ranks 0 and 4"), std::string::npos) << e.message();
+  }
 }
 
 // Every shipped scenario, node preset and profile reads cleanly.

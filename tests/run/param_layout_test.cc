@@ -9,7 +9,7 @@
 #include "run_test_models.h"
 #include "runtime/executor/param_layout.h"
 #include "runtime/executor/pipeline_links.h"
-#include "sim/params.h"
+#include "plan/params.h"
 
 namespace strata::rt {
 namespace {

@@ -193,20 +193,19 @@ TEST_F(CommTest, ProcessGroupsReduceOverTheirMembers) {
   for (int tp = 1; tp <= size_; ++tp) {
     for (int dp = 1; dp <= size_ / tp; ++dp) {
       if (size_ % (tp * dp) != 0) continue;
-      const ParallelSizes sizes{tp, dp, size_ / (tp * dp)};
-      SCOPED_TRACE(::testing::Message() << "tp " << sizes.tp << " dp " << sizes.dp << " pp "
-                                        << sizes.pp);
+      const RankLayout sizes(RankLayout::Sizes{.tp = tp, .dp = dp, .pp = size_ / (tp * dp)});
+      SCOPED_TRACE(::testing::Message() << "tp " << tp << " dp " << dp << " pp " << size_ / (tp * dp));
       ProcessGroups g = make_process_groups(*world_, sizes);
-      EXPECT_EQ(g.coord, rank_coord(sizes, rank_));
-      EXPECT_EQ(g.tp->rank(), g.coord.tp_rank);
-      EXPECT_EQ(g.dp->rank(), g.coord.dp_rank);
-      EXPECT_EQ(g.pp->rank(), g.coord.pp_rank);
+      EXPECT_EQ(g.coord, sizes.coord(rank_));
+      EXPECT_EQ(g.tp->rank(), g.coord.tp);
+      EXPECT_EQ(g.dp->rank(), g.coord.dp);
+      EXPECT_EQ(g.pp->rank(), g.coord.pp);
       const std::pair<Communicator*, GroupKind> kinds[] = {
           {g.tp.get(), GroupKind::kTensor}, {g.dp.get(), GroupKind::kData},
           {g.pp.get(), GroupKind::kPipeline}, {g.model.get(), GroupKind::kModel},
           {g.embedding.get(), GroupKind::kEmbedding}};
       for (auto [comm, kind] : kinds) {
-        const auto members = group_members(sizes, kind, rank_);
+        const auto members = sizes.group(kind, rank_);
         if (members.empty()) {
           EXPECT_EQ(comm, nullptr) << to_string(kind);
           continue;
@@ -226,7 +225,7 @@ TEST_F(CommTest, ProcessGroupsReduceOverTheirMembers) {
 }
 
 TEST_F(CommTest, MismatchedWorldSizeIsAnInputError) {
-  const ParallelSizes sizes{size_ + 1, 1, 1};
+  const RankLayout sizes(RankLayout::Sizes{.tp = size_ + 1});
   try {
     make_process_groups(*world_, sizes);
     FAIL() << "no error";

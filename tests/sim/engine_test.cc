@@ -152,12 +152,11 @@ TEST(Engine, GradReduceOverlapHidesTheReduction) {
   GemmCountCosts costs(100000, m.vocab_size);  // 0.1 ms per GEMM
   // 1 us + bytes at 1 GB/s: a layer's 50K fp16 gradients take 100 us.
   AlphaBetaComm comm(1000, 1e9);
-  WorkloadOptions small_buckets;
-  small_buckets.dp_bucket_params = 1;  // one bucket per layer
+  p.ddp_bucket_size = 1;  // one bucket per layer
   auto exposed_dp = [&](bool overlap) {
     PlanSpec q = p;
     q.overlap_grad_reduce = overlap;
-    Workload w = build_workload(m, q, costs, comm, Fidelity::kFull, small_buckets);
+    Workload w = build_workload(m, q, costs, comm, Fidelity::kFull);
     RunResult run = run_task_graph(w.graph, nullptr);
     StepMetrics s = step_metrics(w, run);
     return std::make_pair(s.exposed_s[static_cast<int>(CommKind::kDp)], s.step_time_s);
@@ -166,7 +165,7 @@ TEST(Engine, GradReduceOverlapHidesTheReduction) {
   auto [off, step_off] = exposed_dp(false);
   // Total reduce time: every bucket's all-reduce, back to back on the dp stream.
   ModelSpec mm = m;
-  Workload w = build_workload(m, p, costs, comm, Fidelity::kFull, small_buckets);
+  Workload w = build_workload(m, p, costs, comm, Fidelity::kFull);
   double reduce_s = 0;
   for (TaskId t : w.graph.stream(0, StreamKind::kDpComm)) {
     const CommSpec& c = w.graph.comm(w.graph.comm_of(t));

@@ -1,8 +1,8 @@
 // Models and plans built in code for unit tests, each with its source.
 #pragma once
 
-#include "sim/spec/model_spec.h"
-#include "sim/spec/plan_spec.h"
+#include "plan/model_spec.h"
+#include "plan/plan_spec.h"
 
 namespace strata::testing {
 

@@ -4,12 +4,13 @@
 #include <algorithm>
 
 #include "calib/model/profile.h"
-#include "sim/memory_model.h"
+#include "plan/memory_model.h"
 #include "sim/scenario.h"
 #include "sim/simulate.h"
 #include "sim/sweep/sweep.h"
 #include "sim/sweep/sweep_output.h"
 #include "topologies/cluster_spec.h"
+#include "sim/device_memory.h"
 
 namespace strata::sim {
 namespace {
@@ -54,7 +55,7 @@ TEST(Sweep, BestEqualsBruteForce) {
   PlanSpaceCounts space;
   std::vector<double> peaks;
   for (const PlanSpec& p : enumerate_plans(s.model, s.cl, s.request, space)) {
-    peaks.push_back(memory_report(s.model, p, s.profile).peak_bytes);
+    peaks.push_back(memory_report(s.model, p, device_memory(s.profile)).peak_bytes);
   }
   std::sort(peaks.begin(), peaks.end());
   Profile tight = s.profile;
@@ -76,7 +77,7 @@ TEST(Sweep, BestEqualsBruteForce) {
   so.fidelity = Fidelity::kFolded;
   so.keep_timeline = false;
   for (const PlanSpec& p : plans) {
-    if (!memory_report(s.model, p, tight).fits) {
+    if (!memory_report(s.model, p, device_memory(tight)).fits) {
       ++rejected;
       continue;
     }

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/spec/model_spec.h"
-#include "sim/spec/plan_spec.h"
+#include "plan/model_spec.h"
+#include "plan/plan_spec.h"
 
 namespace strata {
 

@@ -17,20 +17,26 @@
 
 #include <nlohmann/json.hpp>
 
-#include "calib/model/profile.h"
-#include "sim/spec/model_spec.h"
-#include "sim/spec/plan_spec.h"
+#include "plan/model_spec.h"
+#include "plan/plan_spec.h"
 
 namespace strata {
+
+// What the memory model needs of the device: its capacity and what the framework
+// and the allocator keep of it (the device profile's "device.memory_bytes" and
+// "memory" section; sim/device_memory.h reads them from a Profile).
+struct DeviceMemory {
+  double capacity_bytes = 0.0;
+  double framework_reserve_bytes = 0.0;
+  // Share of the tensors' bytes lost to caching-allocator fragmentation.
+  double allocator_fragmentation = 0.0;
+};
 
 // Named parameters of the memory model (documented in docs/memory.md).
 struct MemoryModelOptions {
   // Optimizer state per parameter: fp32 master weights + Adam's two moments
   // (mixed precision); fp32 training keeps only the two moments (8 bytes).
   double optimizer_bytes_per_param = 12.0;
-  // Gradient bucket, in elements, that ZeRO-2 reduce-scatters from
-  // (Megatron-LM's --ddp-bucket-size default floor, 40M elements); two in flight.
-  double dp_bucket_elements = 4e7;
   // Host bytes per offloaded parameter: the optimizer state plus a 2-byte
   // gradient copy (ZeRO-Offload, Ren et al. 2021, section 4.1).
   double offload_host_bytes_per_param = 14.0;
@@ -78,7 +84,7 @@ LayerActivations layer_activation_bytes(const ModelSpec& m, const PlanSpec& p);
 // chunks of L/(p*v) layers (Megatron-LM's warm-up count plus the one in steady state).
 double layer_microbatches_in_flight(const ModelSpec& m, const PlanSpec& p, int stage);
 
-MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const Profile& profile,
+MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const DeviceMemory& device,
                            const MemoryModelOptions& options = {});
 
 }  // namespace strata

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/spec/plan_spec.h"
+#include "plan/plan_spec.h"
 
 namespace strata {
 

@@ -1,4 +1,4 @@
-#include "sim/layer_ops.h"
+#include "plan/layer_ops.h"
 
 namespace strata {
 namespace {

@@ -1,9 +1,9 @@
-#include "sim/memory_model.h"
+#include "plan/memory_model.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "sim/params.h"
+#include "plan/params.h"
 
 namespace strata {
 
@@ -66,10 +66,10 @@ double layer_microbatches_in_flight(const ModelSpec& m, const PlanSpec& p, int s
   return 0.0;
 }
 
-MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const Profile& profile,
+MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const DeviceMemory& device,
                            const MemoryModelOptions& o) {
   MemoryReport report;
-  report.capacity_bytes = profile.device.memory_bytes;
+  report.capacity_bytes = device.capacity_bytes;
   report.layer_activations = layer_activation_bytes(m, p);
   const double e = dtype_bytes(p.dtype);
   const double t = p.tp;
@@ -135,7 +135,7 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const Profile&
       // never more buckets than the stage has; without overlap every bucket until
       // the micro-batch's backward ends (DeepSpeed's reduce_bucket_size, the
       // runtime's ParameterStore).
-      const double bucket = std::min(o.dp_bucket_elements, psi);
+      const double bucket = std::min(static_cast<double>(p.ddp_bucket_size), psi);
       const double buckets = std::ceil(psi / bucket);
       buffers += p.grad_bytes() * (p.overlap_grad_reduce ? std::min(2.0, buckets) * bucket : psi);
     }
@@ -148,8 +148,8 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const Profile&
     }
     st.buffers_bytes = buffers;
 
-    st.reserve_bytes = profile.memory.framework_reserve_bytes +
-                       profile.memory.allocator_fragmentation * (activations + buffers);
+    st.reserve_bytes = device.framework_reserve_bytes +
+                       device.allocator_fragmentation * (activations + buffers);
     st.total_bytes = st.params_bytes + st.grads_bytes + st.optimizer_bytes + st.activations_bytes +
                      st.buffers_bytes + st.reserve_bytes;
     st.fits = st.total_bytes <= report.capacity_bytes;

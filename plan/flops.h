@@ -9,8 +9,8 @@
 
 #include <cstdint>
 
-#include "sim/spec/model_spec.h"
-#include "sim/spec/plan_spec.h"
+#include "plan/model_spec.h"
+#include "plan/plan_spec.h"
 
 namespace strata {
 

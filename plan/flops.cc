@@ -1,6 +1,6 @@
-#include "sim/flops.h"
+#include "plan/flops.h"
 
-#include "sim/layer_ops.h"
+#include "plan/layer_ops.h"
 
 namespace strata {
 namespace {

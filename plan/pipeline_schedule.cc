@@ -1,4 +1,4 @@
-#include "sim/schedule/pipeline_schedule.h"
+#include "plan/pipeline_schedule.h"
 
 #include <algorithm>
 

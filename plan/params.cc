@@ -1,4 +1,4 @@
-#include "sim/params.h"
+#include "plan/params.h"
 
 namespace strata {
 namespace {

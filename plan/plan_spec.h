@@ -8,12 +8,17 @@
 #include <nlohmann/json.hpp>
 
 #include "core/dtype.h"
-#include "sim/spec/model_spec.h"
+#include "plan/model_spec.h"
+#include "plan/rank_layout.h"
 
 namespace strata {
 
 enum class Schedule { kGpipe, kOneFOneB, kInterleaved };
 enum class Recompute { kNone, kSelective, kFull };
+
+// Megatron-LM's gradient bucket floor, 40M parameters (DistributedDataParallel:
+// bucket_size = max(40000000, 1000000 * dp)); Strata uses the floor.
+inline constexpr std::int64_t kDefaultDdpBucketSize = 40000000;
 
 struct PlanSpec {
   int tp = 1;
@@ -34,6 +39,12 @@ struct PlanSpec {
   // Gradients accumulated and data-parallel reduced in fp32 (Megatron-LM's
   // --accumulate-allreduce-grads-in-fp32, on by default with bf16): 4-byte gradients.
   bool accumulate_allreduce_grads_in_fp32 = false;
+  // How global ranks fill the parallel dimensions, fastest first (Megatron-Core's
+  // RankGenerator order; plan/rank_layout.h).
+  RankOrder rank_order;
+  // Parameters per data-parallel gradient bucket (Megatron-LM's --ddp-bucket-size;
+  // its default floor is 40M: max(40M, 1M * dp) in distributed_data_parallel.py).
+  std::int64_t ddp_bucket_size = kDefaultDdpBucketSize;
   std::string source;
 
   int num_gpus() const { return tp * pp * dp; }

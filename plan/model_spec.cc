@@ -1,4 +1,4 @@
-#include "sim/spec/model_spec.h"
+#include "plan/model_spec.h"
 
 #include <fmt/format.h>
 

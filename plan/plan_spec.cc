@@ -1,4 +1,4 @@
-#include "sim/spec/plan_spec.h"
+#include "plan/plan_spec.h"
 
 #include <fmt/format.h>
 
@@ -55,6 +55,16 @@ PlanSpec read_plan_spec(const nlohmann::json& doc, const std::string& file, cons
   // (arguments.py: "if args.bf16: args.accumulate_allreduce_grads_in_fp32 = True").
   p.accumulate_allreduce_grads_in_fp32 =
       r.boolean_or("accumulate_allreduce_grads_in_fp32", p.dtype == DType::kBf16);
+  if (r.has("rank_order")) {
+    const std::string order = r.string("rank_order");
+    if (!parse_rank_order(order, p.rank_order)) {
+      throw InputError(file, r.path_of("rank_order"),
+                       fmt::format("\"{}\" is not a rank order: each of tp, cp, ep, dp, pp once, fastest first, "
+                                   "joined by '-' (Megatron-Core's order; default \"{}\")",
+                                   order, kDefaultRankOrder));
+    }
+  }
+  p.ddp_bucket_size = r.integer_or("ddp_bucket_size", kDefaultDdpBucketSize, 1, std::int64_t{1} << 40);
   if (r.has("source")) p.source = r.string("source");
   r.allow_text("notes");
   r.finish();
@@ -97,6 +107,21 @@ void resolve_and_check_plan(PlanSpec& p, const ModelSpec& m, const PlanContext& 
   if (p.tp > c.gpus_per_node && p.tp % c.gpus_per_node != 0) {
     fail("$.tp", fmt::format("tp {} across nodes must be a multiple of the {} GPUs of a node", p.tp,
                              c.gpus_per_node));
+  }
+  if (!c.allow_cross_node_tp && c.gpus_per_node > 0 && !(p.rank_order == RankOrder{})) {
+    // Every tensor-parallel group inside one node (with the default order it is tp
+    // consecutive GPUs, which the checks above keep in a node).
+    const RankLayout layout(p);
+    for (const std::vector<int>& g : layout.all_groups(GroupKind::kTensor)) {
+      for (int rank : g) {
+        if (rank / c.gpus_per_node != g.front() / c.gpus_per_node) {
+          fail("$.rank_order",
+               fmt::format("rank order \"{}\" puts the tensor-parallel group of rank {} on two nodes "
+                           "(ranks {} and {}); tensor parallelism across nodes needs --allow-cross-node-tp",
+                           to_string(p.rank_order), g.front(), g.front(), rank));
+        }
+      }
+    }
   }
   if (m.num_attention_heads % p.tp != 0) {
     fail("$.tp", fmt::format("num_attention_heads {} of model {} must be divisible by tp {}",
