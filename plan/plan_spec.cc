@@ -55,15 +55,7 @@ PlanSpec read_plan_spec(const nlohmann::json& doc, const std::string& file, cons
   // (arguments.py: "if args.bf16: args.accumulate_allreduce_grads_in_fp32 = True").
   p.accumulate_allreduce_grads_in_fp32 =
       r.boolean_or("accumulate_allreduce_grads_in_fp32", p.dtype == DType::kBf16);
-  if (r.has("rank_order")) {
-    const std::string order = r.string("rank_order");
-    if (!parse_rank_order(order, p.rank_order)) {
-      throw InputError(file, r.path_of("rank_order"),
-                       fmt::format("\"{}\" is not a rank order: each of tp, cp, ep, dp, pp once, fastest first, "
-                                   "joined by '-' (Megatron-Core's order; default \"{}\")",
-                                   order, kDefaultRankOrder));
-    }
-  }
+  if (r.has("rank_order")) p.rank_order = read_rank_order(r.string("rank_order"), file, r.path_of("rank_order"));
   p.ddp_bucket_size = r.integer_or("ddp_bucket_size", kDefaultDdpBucketSize, 1, std::int64_t{1} << 40);
   if (r.has("source")) p.source = r.string("source");
   r.allow_text("notes");
@@ -172,6 +164,17 @@ void resolve_and_check_plan(PlanSpec& p, const ModelSpec& m, const PlanContext& 
   }
 }
 
+RankOrder read_rank_order(const std::string& text, const std::string& file, const std::string& json_path) {
+  RankOrder order;
+  if (!parse_rank_order(text, order)) {
+    throw InputError(file, json_path,
+                     fmt::format("\"{}\" is not a rank order: each of tp, cp, ep, dp, pp once, fastest first, "
+                                 "joined by '-' (Megatron-Core's order; default \"{}\")",
+                                 text, kDefaultRankOrder));
+  }
+  return order;
+}
+
 int PlanSpec::grad_bytes() const {
   return accumulate_allreduce_grads_in_fp32 ? 4 : dtype_bytes(dtype);
 }
@@ -194,6 +197,8 @@ nlohmann::ordered_json to_json(const PlanSpec& p) {
   j["dtype"] = to_string(p.dtype);
   j["flash_attention"] = p.flash_attention;
   j["accumulate_allreduce_grads_in_fp32"] = p.accumulate_allreduce_grads_in_fp32;
+  j["rank_order"] = to_string(p.rank_order);
+  j["ddp_bucket_size"] = p.ddp_bucket_size;
   return j;
 }
 

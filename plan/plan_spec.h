@@ -74,6 +74,10 @@ void resolve_and_check_plan(PlanSpec& plan, const ModelSpec& model, const PlanCo
 
 nlohmann::ordered_json to_json(const PlanSpec& plan);
 
+// A rank order as written in a file (plan.json's rank_order, strata-run.json's
+// parallel.rank_order); InputError naming file and json_path when it is not one.
+RankOrder read_rank_order(const std::string& text, const std::string& file, const std::string& json_path);
+
 const char* to_string(Schedule s);
 const char* to_string(Recompute r);
 

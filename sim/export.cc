@@ -78,6 +78,18 @@ std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, 
   // Parallelism.
   add("--tensor-model-parallel-size", std::to_string(p.tp));
   add("--pipeline-model-parallel-size", std::to_string(p.pp));
+  // Megatron-Core builds its groups in the order "tp-cp-ep-dp-pp", or "tp-cp-ep-pp-dp"
+  // with --use-tp-pp-dp-mapping (parallel_state.initialize_model_parallel); no flag
+  // gives any other order.
+  RankOrder tp_pp_dp;
+  parse_rank_order("tp-cp-ep-pp-dp", tp_pp_dp);
+  if (p.rank_order == tp_pp_dp) {
+    add("--use-tp-pp-dp-mapping");
+  } else if (!(p.rank_order == RankOrder{})) {
+    note(fmt::format("rank_order {} has no Megatron-LM flag (it builds tp-cp-ep-dp-pp, or tp-cp-ep-pp-dp with "
+                     "--use-tp-pp-dp-mapping): Megatron will number ranks in its default order",
+                     to_string(p.rank_order)));
+  }
   if (p.vpp > 1) add("--num-layers-per-virtual-pipeline-stage", std::to_string(m.num_layers / (p.pp * p.vpp)));
   if (p.pp > 1 && p.schedule == Schedule::kGpipe) {
     note("Megatron-LM has no GPipe schedule: with pipeline parallelism it runs 1F1B "
@@ -179,6 +191,7 @@ nlohmann::ordered_json run_config_json(const Scenario& s, const SimulationResult
   parallel["virtual_pipeline_model_parallel_size"] = p.vpp;
   parallel["sequence_parallel"] = p.sequence_parallel;
   parallel["pipeline_schedule"] = to_string(p.schedule);
+  parallel["rank_order"] = to_string(p.rank_order);
   parallel["world_size"] = p.num_gpus();
   j["parallel"] = parallel;
   j["batch"] = {{"micro_batch_size", p.micro_batch_size},

@@ -65,6 +65,7 @@ void read_parallel(json::ObjectReader r, PlanSpec& p, int& world_size) {
   p.schedule = schedule == "gpipe" ? Schedule::kGpipe
                : schedule == "1f1b" ? Schedule::kOneFOneB
                                     : Schedule::kInterleaved;
+  if (r.has("rank_order")) p.rank_order = read_rank_order(r.string("rank_order"), r.file(), r.path_of("rank_order"));
   world_size = static_cast<int>(r.integer("world_size", 1, 1 << 24));
   if (static_cast<std::int64_t>(p.tp) * p.pp * p.dp != world_size) {
     r.fail("world_size", fmt::format("must equal tensor_model_parallel_size * pipeline_model_parallel_size "
@@ -131,7 +132,7 @@ void read_training(json::ObjectReader r, RunConfig& c) {
   c.adam.beta1 = static_cast<float>(r.number_or("adam_beta1", 0.9, 0.0, 0.999999));
   c.adam.beta2 = static_cast<float>(r.number_or("adam_beta2", 0.999, 0.0, 0.999999));
   c.adam.eps = static_cast<float>(r.number_or("adam_eps", 1e-8, 0.0, 1.0));
-  c.ddp_bucket_size = r.integer_or("ddp_bucket_size", kDefaultDdpBucketSize, 1, std::int64_t{1} << 40);
+  c.plan.ddp_bucket_size = r.integer_or("ddp_bucket_size", kDefaultDdpBucketSize, 1, std::int64_t{1} << 40);
   r.finish();
 }
 

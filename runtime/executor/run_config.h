@@ -40,9 +40,6 @@ struct RunConfig {
   int timing_warmup_steps = 1;   // first steps left out of the median step time
   std::uint64_t seed = 1234;     // parameters and synthetic data
   AdamParams adam;               // lr, adam_beta1/2, adam_eps, weight_decay
-  // Megatron-LM's --ddp-bucket-size: parameters per data-parallel gradient bucket
-  // (40M is the floor of Megatron's default, max(40M, 1M * dp); the simulator uses 40M).
-  std::int64_t ddp_bucket_size = kDefaultDdpBucketSize;
   Backend backend = Backend::kCpu;
   // Longest any single wait on a peer may take before every rank stops.
   std::chrono::milliseconds timeout{std::chrono::seconds(20)};

@@ -98,7 +98,7 @@ RunConfig config_of(const Case& c, bool reference) {
     plan.dp = 1;
   }
   RunConfig config = test_config(model, plan, kSteps);
-  if (!reference) config.ddp_bucket_size = c.bucket;
+  if (!reference) config.plan.ddp_bucket_size = c.bucket;
   return config;
 }
 

@@ -66,7 +66,8 @@ TEST(RunConfig, ExportRoundTripsModelAndPlan) {
   EXPECT_EQ(c.steps, 7);
   EXPECT_EQ(c.seed, 99u);
   EXPECT_EQ(c.backend, Backend::kCpu);
-  EXPECT_EQ(c.ddp_bucket_size, 40000000);
+  EXPECT_EQ(c.plan.ddp_bucket_size, 40000000);
+  EXPECT_EQ(c.plan.rank_order, RankOrder{});
   ASSERT_EQ(c.rank_map.size(), 8u);
   // Megatron's order: rank 5 = tp 1 + 2 * (dp 0 + 2 * pp 1).
   EXPECT_EQ(c.rank_map[5].tp_rank, 1);
