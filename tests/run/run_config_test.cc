@@ -84,6 +84,29 @@ TEST(RunConfig, ExportRoundTripsModelAndPlan) {
   EXPECT_EQ(doc["training"]["params_dtype"], "bf16");
 }
 
+// A plan with Megatron's --use-tp-pp-dp-mapping order and its own bucket size: the
+// run reads back the same order (so its process groups are the simulator's), the
+// rank map follows it and the Megatron flags name it.
+TEST(RunConfig, RankOrderAndBucketSizeRoundTrip) {
+  const nlohmann::json doc = exported(R"({"tp": 2, "pp": 2, "dp": 2, "micro_batch_size": 1,
+    "global_batch_size": 8, "rank_order": "tp-cp-ep-pp-dp", "ddp_bucket_size": 1000})");
+  const RunConfig c = read_run_config(doc, "strata-run.json");
+  EXPECT_EQ(to_string(c.plan.rank_order), "tp-cp-ep-pp-dp");
+  EXPECT_EQ(c.plan.ddp_bucket_size, 1000);
+  // tp fastest, then pp: rank 5 = tp 1 + 2 * (pp 0 + 2 * dp 1).
+  EXPECT_EQ(c.rank_map[5].tp_rank, 1);
+  EXPECT_EQ(c.rank_map[5].pp_rank, 0);
+  EXPECT_EQ(c.rank_map[5].dp_rank, 1);
+  PlanSpec p = c.plan;
+  std::vector<std::string> notes;
+  bool mapping = false;
+  for (const sim::MegatronFlag& f : sim::megatron_flags(c.model, p, &notes)) {
+    mapping = mapping || f.flag == "--use-tp-pp-dp-mapping";
+    if (f.flag == "--ddp-bucket-size") EXPECT_EQ(f.value, "1000");
+  }
+  EXPECT_TRUE(mapping);
+}
+
 // Each bad value is an InputError at its path.
 void expect_error(nlohmann::json doc, const std::string& path, const std::string& fragment) {
   try {
