@@ -36,6 +36,9 @@ struct RankOrder {
   bool operator==(const RankOrder&) const = default;
 };
 inline constexpr const char* kDefaultRankOrder = "tp-cp-ep-dp-pp";  // Megatron-Core's default
+// Megatron-Core's order with --use-tp-pp-dp-mapping (parallel_state.initialize_model_parallel).
+inline constexpr RankOrder kTpPpDpRankOrder{
+    {ParallelDim::kTp, ParallelDim::kCp, ParallelDim::kEp, ParallelDim::kPp, ParallelDim::kDp}};
 // "tp-cp-ep-dp-pp" -> RankOrder; each of tp, cp, ep, dp, pp once, joined by '-'.
 // Returns false (and leaves `out`) when `text` is not such a permutation.
 bool parse_rank_order(const std::string& text, RankOrder& out);

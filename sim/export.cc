@@ -79,11 +79,8 @@ std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, 
   add("--tensor-model-parallel-size", std::to_string(p.tp));
   add("--pipeline-model-parallel-size", std::to_string(p.pp));
   // Megatron-Core builds its groups in the order "tp-cp-ep-dp-pp", or "tp-cp-ep-pp-dp"
-  // with --use-tp-pp-dp-mapping (parallel_state.initialize_model_parallel); no flag
-  // gives any other order.
-  RankOrder tp_pp_dp;
-  parse_rank_order("tp-cp-ep-pp-dp", tp_pp_dp);
-  if (p.rank_order == tp_pp_dp) {
+  // with --use-tp-pp-dp-mapping; no flag gives any other order.
+  if (p.rank_order == kTpPpDpRankOrder) {
     add("--use-tp-pp-dp-mapping");
   } else if (!(p.rank_order == RankOrder{})) {
     note(fmt::format("rank_order {} has no Megatron-LM flag (it builds tp-cp-ep-dp-pp, or tp-cp-ep-pp-dp with "

@@ -102,6 +102,8 @@ TEST(RankLayout, RankOrderParsing) {
   EXPECT_TRUE(parse_rank_order("tp-cp-ep-dp-pp", o));
   EXPECT_EQ(o, RankOrder{});
   EXPECT_EQ(to_string(o), "tp-cp-ep-dp-pp");
+  EXPECT_TRUE(parse_rank_order("tp-cp-ep-pp-dp", o));
+  EXPECT_EQ(o, kTpPpDpRankOrder);  // Megatron's --use-tp-pp-dp-mapping
   EXPECT_TRUE(parse_rank_order("dp-tp-pp-cp-ep", o));
   EXPECT_EQ(to_string(o), "dp-tp-pp-cp-ep");
   for (const char* bad : {"", "tp", "tp-cp-ep-dp", "tp-cp-ep-dp-pp-", "tp-tp-ep-dp-pp", "tp-cp-ep-dp-xx",
