@@ -12,6 +12,7 @@ set -euo pipefail
 # The outputs record their command line (strata-run.json's "source"): run as
 # `strata` from inside DIR with relative paths, so they do not depend on where the
 # clone or DIR is.
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 strata_dir=$(dirname "$(realpath "$1")")
 mkdir -p "$2"
 cd "$2"
@@ -50,3 +51,10 @@ rm -rf "$out/sweep-llama3-70b-64" "$out/sweep-gpt3-175b-128"
   --full-top 1 --threads 2 --out "$out/sweep-llama3-70b-64" >/dev/null
 "$strata" -q sweep --model gpt3-175b --cluster dgx-a100-16node --global-batch-size 256 \
   --where 'zero_stage in [0,1]' --full-top 1 --threads 2 --out "$out/sweep-gpt3-175b-128" >/dev/null
+
+# strata-run.json names the profile it was predicted with by its absolute path, which
+# differs from clone to clone: write the clone's root as <repo>/ so
+# the checksums hold in any clone.
+for f in export-*/strata-run.json; do
+  sed -i "s|$repo/|<repo>/|g" "$f"
+done
