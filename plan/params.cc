@@ -29,17 +29,17 @@ LayerParamParts layer_parts(const ModelSpec& m) {
   return parts;
 }
 
-i64 word_embedding_params(const ModelSpec& m) {
+}  // namespace
+
+std::int64_t word_embedding_params(const ModelSpec& m) {
   return static_cast<i64>(m.vocab_size) * m.hidden_size;
 }
 
-i64 position_embedding_params(const ModelSpec& m) {
+std::int64_t position_embedding_params(const ModelSpec& m) {
   return m.position_embedding_type == PositionEmbedding::kLearnedAbsolute
              ? static_cast<i64>(m.seq_length) * m.hidden_size
              : 0;
 }
-
-}  // namespace
 
 std::int64_t layer_params(const ModelSpec& m) {
   LayerParamParts p = layer_parts(m);

@@ -10,6 +10,10 @@ namespace strata {
 
 // Parameters of one transformer layer (no parallelism).
 std::int64_t layer_params(const ModelSpec& m);
+// The word embedding's parameters (vocabulary x hidden).
+std::int64_t word_embedding_params(const ModelSpec& m);
+// Learned absolute position embeddings (0 with rotary positions).
+std::int64_t position_embedding_params(const ModelSpec& m);
 // Word embedding (+ learned positions) parameters.
 std::int64_t embedding_params(const ModelSpec& m);
 // Output projection parameters when untied (0 when tied).

@@ -70,7 +70,7 @@ StoreOptions store_options(const RunConfig& c) {
 struct Executor::Impl {
   Impl(const RunConfig& c, Device& d, Communicator& w)
       : config(c), device(d), world(w), groups(checked_groups(c, w)), recorder(d),
-        layout(make_param_layout(c.model, c.plan, groups.coord.tp, groups.coord.pp, c.plan.ddp_bucket_size)),
+        layout(make_param_layout(c.model, c.plan, groups.coord.tp, groups.coord.pp)),
         shapes(make_shapes(c.model, c.plan, groups.coord.tp, d.storage_dtype(c.plan.dtype))),
         kernels(d, *groups.tp, recorder, shapes), layer(kernels, c.plan.recompute), embedding_head(kernels) {
     const PlanSpec& p = config.plan;

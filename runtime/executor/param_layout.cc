@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "plan/bucket_plan.h"
 #include "plan/pipeline_schedule.h"
 
 namespace strata::rt {
@@ -37,7 +38,7 @@ class LayoutBuilder {
   LayoutBuilder(const ModelSpec& m, const PlanSpec& p, int tp_rank, int pp_rank)
       : m_(m), p_(p), t_(tp_rank), r_(pp_rank) {}
 
-  ParamLayout build(i64 bucket_size) {
+  ParamLayout build() {
     const int chunks = p_.vpp;
     const int lc = m_.num_layers / (p_.pp * p_.vpp);
     const int last_vs = p_.pp * p_.vpp - 1;
@@ -65,7 +66,7 @@ class LayoutBuilder {
         }
       }
     }
-    make_buckets(bucket_size);
+    make_buckets();
     return std::move(out_);
   }
 
@@ -228,53 +229,35 @@ class LayoutBuilder {
     return s;
   }
 
-  void make_buckets(i64 bucket_size) {
-    const bool zero3 = p_.zero_stage == 3 && p_.dp > 1;
-    const bool sync = !m_.untie_embeddings_and_output_weights && p_.pp > 1;
-    Bucket current;
-    auto close = [&](int chunk) {
-      if (!current.units.empty()) out_.buckets.push_back(std::move(current));
-      current = Bucket{};
-      current.chunk = chunk;
-    };
-    auto add = [&](int unit, int chunk) {
-      if (unit < 0) return;
-      if (zero3) close(chunk);
-      current.units.push_back(unit);
-      current.numel += out_.units[unit].numel;
-      if (zero3) close(chunk);
-    };
-    // The tied word embedding (or its copy) in a bucket of its own.
-    auto alone = [&](int unit, int chunk) {
-      close(chunk);
-      current.units.push_back(unit);
-      current.numel = out_.units[unit].numel;
-      current.embedding_sync = true;
-      close(chunk);
-    };
-    for (int c : chunks_by_last_backward(p_, r_)) {
-      close(c);
-      // Backward order: output layer, final norm, layers from the top, positions, word embedding.
-      const int out = out_.output_unit[c];
-      if (out >= 0 && sync) {
-        alone(out, c);
-      } else {
-        add(out, c);
+  int unit_of(int chunk, const BlockRef& block) const {
+    switch (block.kind) {
+      case ParamBlock::kWordEmbedding: return out_.word_embedding_unit[chunk];
+      case ParamBlock::kPositionEmbedding: return out_.position_embedding_unit[chunk];
+      case ParamBlock::kLayer: return out_.layer_units[chunk][block.layer];
+      case ParamBlock::kFinalNorm: return out_.final_norm_unit[chunk];
+      case ParamBlock::kOutputLayer: return out_.output_unit[chunk];
+    }
+    return -1;
+  }
+
+  // The plan's buckets (plan/bucket_plan.h), in units. The units' sizes are the
+  // plan's parameter counts, or the simulator would cost other buckets than we run.
+  void make_buckets() {
+    for (const GradBucket& planned : grad_buckets(m_, p_, r_)) {
+      Bucket bucket;
+      bucket.chunk = planned.chunk;
+      bucket.embedding_sync = planned.shared_embedding;
+      for (const BlockRef& block : planned.blocks) {
+        const int unit = unit_of(planned.chunk, block);
+        if (unit < 0 || out_.units[unit].numel != block_params_per_gpu(m_, p_, block)) {
+          throw InternalError(fmt::format("param_layout: the {} of chunk {} does not match plan/params", to_string(block.kind),
+                                          planned.chunk));
+        }
+        out_.units[unit].shared_embedding = is_shared_embedding(m_, p_, block);
+        bucket.units.push_back(unit);
+        bucket.numel += out_.units[unit].numel;
       }
-      add(out_.final_norm_unit[c], c);
-      const auto& layers = out_.layer_units[c];
-      for (int j = static_cast<int>(layers.size()) - 1; j >= 0; --j) {
-        add(layers[j], c);
-        if (!zero3 && current.numel >= bucket_size && j > 0) close(c);
-      }
-      add(out_.position_embedding_unit[c], c);
-      const int word = out_.word_embedding_unit[c];
-      if (word >= 0 && sync) {
-        alone(word, c);
-      } else {
-        add(word, c);
-      }
-      close(c);
+      out_.buckets.push_back(std::move(bucket));
     }
     for (int b = 0; b < static_cast<int>(out_.buckets.size()); ++b) {
       Bucket& bucket = out_.buckets[b];
@@ -314,39 +297,21 @@ std::int64_t ParamLayout::total_numel() const {
   return n;
 }
 
-std::vector<int> chunks_by_last_backward(const PlanSpec& plan, int pp_rank) {
-  const std::vector<PipelineOp> program =
-      pipeline_program(plan.schedule, plan.pp, plan.vpp, plan.num_microbatches(), pp_rank);
-  std::vector<std::pair<int, int>> last;  // (op index of the chunk's last backward, chunk)
-  for (int c = 0; c < plan.vpp; ++c) {
-    int at = -1;
-    for (int i = 0; i < static_cast<int>(program.size()); ++i) {
-      if (program[i].phase == PipelinePhase::kBackward && program[i].chunk == c) at = i;
-    }
-    last.emplace_back(at, c);
-  }
-  std::sort(last.begin(), last.end());
-  std::vector<int> out;
-  for (const auto& [unused, c] : last) out.push_back(c);
-  return out;
-}
-
-ParamLayout make_param_layout(const ModelSpec& model, const PlanSpec& plan, int tp_rank, int pp_rank,
-                              std::int64_t bucket_size) {
+ParamLayout make_param_layout(const ModelSpec& model, const PlanSpec& plan, int tp_rank, int pp_rank) {
   if (plan.dp < 1 || model.vocab_size % plan.tp != 0 || model.num_layers % (plan.pp * plan.vpp) != 0) {
     throw InternalError("make_param_layout: the plan is not checked against the model");
   }
-  if (tp_rank < 0 || tp_rank >= plan.tp || pp_rank < 0 || pp_rank >= plan.pp || bucket_size < 1) {
+  if (tp_rank < 0 || tp_rank >= plan.tp || pp_rank < 0 || pp_rank >= plan.pp) {
     throw InternalError(fmt::format("make_param_layout: rank ({}, {}) outside tp {} pp {}", tp_rank, pp_rank,
                                     plan.tp, plan.pp));
   }
-  return LayoutBuilder(model, plan, tp_rank, pp_rank).build(bucket_size);
+  return LayoutBuilder(model, plan, tp_rank, pp_rank).build();
 }
 
 std::vector<std::pair<std::string, std::int64_t>> global_parameter_sizes(const ModelSpec& model) {
   PlanSpec single;
   single.dp = 1;
-  const ParamLayout layout = make_param_layout(model, single, 0, 0, std::int64_t{1} << 40);
+  const ParamLayout layout = make_param_layout(model, single, 0, 0);
   std::vector<std::pair<std::string, std::int64_t>> out;
   for (const Unit& u : layout.units) {
     for (const ParamSpec& s : u.params) out.emplace_back(s.name, s.numel());

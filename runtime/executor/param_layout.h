@@ -14,12 +14,9 @@
 //
 // Units and buckets: a unit is the parameters of one block (a transformer layer,
 // the word embedding, the learned positions, the final norm, the output layer);
-// its flat layout puts replicated parameters last. A bucket is units of one model
-// chunk in backward order whose gradients are reduced together (Megatron-LM's
-// --ddp-bucket-size, the simulator's buckets); with ZeRO-3 every unit is its own
-// bucket, gathered before use. The tied word embedding (first and last stage when
-// pp > 1) is always a bucket of its own, so both stages shard it identically and
-// the embedding group can sum its gradient shard by shard.
+// its flat layout puts replicated parameters last. A bucket is the units of one of
+// the plan's gradient buckets (plan/bucket_plan.h, the rule the simulator costs):
+// units of one model chunk in backward order whose gradients are reduced together.
 #pragma once
 
 #include <cstdint>
@@ -78,6 +75,7 @@ struct Unit {
   std::vector<int> role_index;
   int bucket = -1;
   std::int64_t bucket_offset = 0;     // where the unit starts in its bucket
+  bool shared_embedding = false;      // the tied word embedding or its copy, pp > 1
 };
 
 struct Bucket {
@@ -85,7 +83,7 @@ struct Bucket {
   std::vector<int> units;       // in backward order (the order their gradients finish)
   std::int64_t numel = 0;       // sum of the units
   std::int64_t padded_numel = 0;  // a multiple of dp, so the ZeRO shards are equal
-  bool embedding_sync = false;  // the tied word embedding with pp > 1
+  bool embedding_sync = false;  // holds the tied word embedding or its copy, pp > 1
   std::int64_t shard_numel(int dp) const { return padded_numel / dp; }
 };
 
@@ -102,17 +100,13 @@ struct ParamLayout {
   std::int64_t total_numel() const;
 };
 
-// The layout of rank (tp_rank, pp_rank). bucket_size: parameters per gradient
-// bucket (Megatron's --ddp-bucket-size). Requires a checked plan (dp resolved,
-// vocab_size divisible by tp); InternalError otherwise.
-ParamLayout make_param_layout(const ModelSpec& model, const PlanSpec& plan, int tp_rank,
-                              int pp_rank, std::int64_t bucket_size);
+// The layout of rank (tp_rank, pp_rank), its buckets holding the plan's
+// ddp_bucket_size. Requires a checked plan (dp resolved, vocab_size divisible by
+// tp); InternalError otherwise.
+ParamLayout make_param_layout(const ModelSpec& model, const PlanSpec& plan, int tp_rank, int pp_rank);
 
 // Every parameter of the whole model (tp = pp = 1) with its global element
 // count, in a fixed order: the layout tests reassemble shards into.
 std::vector<std::pair<std::string, std::int64_t>> global_parameter_sizes(const ModelSpec& model);
-
-// The pipeline program's order of chunks by their last backward op, as buckets use it.
-std::vector<int> chunks_by_last_backward(const PlanSpec& plan, int pp_rank);
 
 }  // namespace strata::rt

@@ -375,14 +375,26 @@ void ParameterStore::finish_reductions() {
   wait_all();
   // The tied word embedding: its gradient is the sum of the first stage's
   // (lookup) and the last stage's (output layer) parts (Megatron's embedding group).
+  // ZeRO-0 sums the embedding's range of its bucket; with ZeRO >= 1 the embedding
+  // is a bucket of its own (plan/bucket_plan.h) and each rank sums its shard.
   for (int b = 0; b < static_cast<int>(layout_.buckets.size()); ++b) {
     if (!layout_.buckets[b].embedding_sync || embedding_ == nullptr || embedding_->size() == 1) continue;
     BucketState& s = *buckets_[b];
-    const TensorView v = zero_ == 0 ? s.grads.view() : zero_ == 1 ? shard_of(s.grads.view(), b) : s.grad_shard.view();
-    const TimeNs start = recorder_.now_ns();
-    embedding_->all_reduce(v, v);
-    recorder_.add("embedding grad all_reduce", EventCategory::kDp, Lane::kDpComm, static_cast<double>(v.bytes()), start,
-                  recorder_.now_ns());
+    std::vector<TensorView> views;
+    if (zero_ == 0) {
+      for (int u : layout_.buckets[b].units) {
+        const Unit& unit = layout_.units[u];
+        if (unit.shared_embedding) views.push_back(s.grads.view().slice(unit.bucket_offset, unit.numel));
+      }
+    } else {
+      views.push_back(zero_ == 1 ? shard_of(s.grads.view(), b) : s.grad_shard.view());
+    }
+    for (const TensorView& v : views) {
+      const TimeNs start = recorder_.now_ns();
+      embedding_->all_reduce(v, v);
+      recorder_.add("embedding grad all_reduce", EventCategory::kDp, Lane::kDpComm, static_cast<double>(v.bytes()),
+                    start, recorder_.now_ns());
+    }
   }
 }
 

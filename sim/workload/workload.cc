@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "plan/bucket_plan.h"
 #include "plan/params.h"
 #include "plan/pipeline_schedule.h"
 #include "sim/workload/segments.h"
@@ -28,14 +29,10 @@ struct Mark {
   }
 };
 
-// A data-parallel gradient bucket: consecutive layers of one chunk in backward order.
-struct Bucket {
-  int chunk = 0;
-  int low_layer = 0;   // chunk-local index of the lowest layer (last in backward)
-  int high_layer = 0;  // chunk-local index of the highest layer (first in backward)
-  bool with_embedding = false;
-  double params = 0.0;
-};
+// Which block of an op a task belongs to: a chunk-local layer index (>= 0), or one
+// of these.
+constexpr int kEmbeddingBlock = -1;
+constexpr int kHeadBlock = -2;
 
 // Per-template-segment task label and detail ids, created once.
 struct SegmentIds {
@@ -101,6 +98,7 @@ class Builder {
     const std::size_t n = w_.global_rank.size();
     op_marks_.resize(n);
     layer_marks_.resize(n);
+    head_marks_.resize(n);
     last_task_.assign(n, -1);
   }
 
@@ -142,7 +140,9 @@ class Builder {
     const int m = p_.num_microbatches();
     programs_.resize(p_.pp);
     op_index_.resize(p_.pp);
+    buckets_.resize(p_.pp);
     for (int r = 0; r < p_.pp; ++r) {
+      buckets_[r] = grad_buckets(m_, p_, r);
       programs_[r] = pipeline_program(p_.schedule, p_.pp, p_.vpp, m, r);
       op_index_[r].assign(2 * p_.vpp * m, -1);
       for (int i = 0; i < static_cast<int>(programs_[r].size()); ++i) {
@@ -201,11 +201,21 @@ class Builder {
   }
 
   // Where a collapsed op (folded fidelity) must start or end a task: before a
-  // layer whose first task receives a dependency, after a layer whose last task
-  // gives one. Indexed [op * chunk_layers + layer] for one stage's program.
+  // block whose first task receives a dependency, after a block whose last task
+  // gives one. Layers are indexed [op * chunk_layers + layer], the head [op], for
+  // one stage's program; the embedding is at an op's start or end, always a boundary.
   struct Boundaries {
     std::vector<char> before;
     std::vector<char> after;
+    std::vector<char> head_before;
+    std::vector<char> head_after;
+    void set(bool forward, int op, int lc, const BlockRef& block) {
+      if (block.kind == ParamBlock::kLayer) {
+        (forward ? before : after)[op * lc + block.layer] = 1;
+      } else if (block.kind == ParamBlock::kFinalNorm || block.kind == ParamBlock::kOutputLayer) {
+        (forward ? head_before : head_after)[op] = 1;
+      }
+    }
   };
 
   Boundaries boundaries_of_stage(int r) const {
@@ -214,24 +224,22 @@ class Builder {
     Boundaries b;
     b.before.assign(program.size() * lc, 0);
     b.after.assign(program.size() * lc, 0);
+    b.head_before.assign(program.size(), 0);
+    b.head_after.assign(program.size(), 0);
     if (p_.dp > 1 && p_.zero_stage == 3) {
       std::fill(b.before.begin(), b.before.end(), 1);
       std::fill(b.after.begin(), b.after.end(), 1);
       return b;
     }
     if (p_.dp == 1) return b;
-    for (const Bucket& bucket : buckets_of_stage(r)) {
-      if (bucket.with_embedding) continue;  // at the op's start or end: always a boundary
-      if (p_.zero_stage >= 1 && p_.overlap_param_gather) {
-        b.before[first_forward_op(r, bucket.chunk) * lc + bucket.low_layer] = 1;
-      }
+    for (const GradBucket& bucket : buckets_[r]) {
+      const BlockRef& edge = bucket.blocks.back();  // first used in the forward, last final in the backward
+      if (p_.zero_stage >= 1 && p_.overlap_param_gather) b.set(true, first_forward_op(r, bucket.chunk), lc, edge);
       if (!p_.overlap_grad_reduce) continue;
       for (int oi = 0; oi < static_cast<int>(program.size()); ++oi) {
         const PipelineOp& op = program[oi];
         if (op.phase != PipelinePhase::kBackward || op.chunk != bucket.chunk) continue;
-        if (p_.zero_stage == 2 || oi == last_backward_op(r, bucket.chunk)) {
-          b.after[oi * lc + bucket.low_layer] = 1;
-        }
+        if (p_.zero_stage == 2 || oi == last_backward_op(r, bucket.chunk)) b.set(false, oi, lc, edge);
       }
     }
     return b;
@@ -278,6 +286,7 @@ class Builder {
         stretch_last_ = block_count_++;
         collect(segs, j);
         if (j >= 0) pending_layers_.push_back(j);
+        if (j == kHeadBlock) pending_head_ = true;
         if (split_after) flush();
         return;
       }
@@ -307,6 +316,7 @@ class Builder {
       for (int member : members_) {
         b_.op_marks_[member][oi_].add(t);
         if (j >= 0) b_.layer_marks_[member][oi_ * b_.chunk_layers() + j].add(t);
+        if (j == kHeadBlock) b_.head_marks_[member][oi_].add(t);
       }
     }
 
@@ -339,7 +349,7 @@ class Builder {
     // stretch are only copied out (flush) the first time its shape is seen.
     void collect(const std::vector<Segment>& segs, int j) {
       const BlockSummary& sum = b_.block_summary(segs, group_);
-      pending_.push_back({&segs, j});
+      pending_.push_back({&segs, j >= 0 ? j : -1});
       pending_ns_ += sum.ns;
       pending_bytes_ += sum.bytes;
     }
@@ -368,6 +378,7 @@ class Builder {
     void flush() {
       if (pending_.empty()) {
         pending_layers_.clear();
+        pending_head_ = false;
         stretch_first_ = -1;
         return;
       }
@@ -395,6 +406,10 @@ class Builder {
       for (int j : pending_layers_) {
         for (int member : members_) b_.layer_marks_[member][oi_ * b_.chunk_layers() + j].add(t);
       }
+      if (pending_head_) {
+        for (int member : members_) b_.head_marks_[member][oi_].add(t);
+      }
+      pending_head_ = false;
       pending_.clear();
       pending_ns_ = 0;
       pending_bytes_ = 0.0;
@@ -416,6 +431,7 @@ class Builder {
     TimeNs pending_ns_ = 0;
     double pending_bytes_ = 0.0;
     std::vector<int>& pending_layers_ = b_.pending_layers_;
+    bool pending_head_ = false;  // the pending stretch holds the head block
     int shape_;              // phase, first virtual stage, last virtual stage (3 bits)
     int block_count_ = 0;    // blocks seen in this op
     int stretch_first_ = -1; // the pending stretch's blocks
@@ -483,11 +499,14 @@ class Builder {
     for (int member : members) {
       op_marks_[member].assign(program.size(), Mark{});
       layer_marks_[member].assign(program.size() * lc, Mark{});
+      head_marks_[member].assign(program.size(), Mark{});
     }
     const bool collapse = fidelity_ == Fidelity::kFolded;
     const Boundaries bounds = collapse ? boundaries_of_stage(r) : Boundaries{};
     auto before = [&](std::size_t oi, int j) { return collapse && bounds.before[oi * lc + j] != 0; };
     auto after = [&](std::size_t oi, int j) { return collapse && bounds.after[oi * lc + j] != 0; };
+    auto head_before = [&](std::size_t oi) { return collapse && bounds.head_before[oi] != 0; };
+    auto head_after = [&](std::size_t oi) { return collapse && bounds.head_after[oi] != 0; };
     const int last_vs = num_virtual_stages() - 1;
     for (std::size_t oi = 0; oi < program.size(); ++oi) {
       const PipelineOp& op = program[oi];
@@ -495,18 +514,18 @@ class Builder {
       const int shape = (op.phase == PipelinePhase::kForward ? 1 : 0) | (vs == 0 ? 2 : 0) | (vs == last_vs ? 4 : 0);
       OpEmitter e(*this, members, group, static_cast<int>(oi), op, vs * lc, shape, collapse);
       if (op.phase == PipelinePhase::kForward) {
-        if (vs == 0) e.block(embedding_.forward, embedding_ids_.forward, -1, false, false);
+        if (vs == 0) e.block(embedding_.forward, embedding_ids_.forward, kEmbeddingBlock, false, false);
         for (int j = 0; j < lc; ++j) {
           e.block(layer_.forward, layer_ids_.forward, j, before(oi, j), after(oi, j));
         }
-        if (vs == last_vs) e.block(head_.forward, head_ids_.forward, -1, false, false);
+        if (vs == last_vs) e.block(head_.forward, head_ids_.forward, kHeadBlock, head_before(oi), false);
       } else {
-        if (vs == last_vs) e.block(head_.backward, head_ids_.backward, -1, false, false);
+        if (vs == last_vs) e.block(head_.backward, head_ids_.backward, kHeadBlock, false, head_after(oi));
         for (int j = lc - 1; j >= 0; --j) {
           e.block(layer_.recompute, layer_ids_.recompute, j, before(oi, j), false);
           e.block(layer_.backward, layer_ids_.backward, j, false, after(oi, j));
         }
-        if (vs == 0) e.block(embedding_.backward, embedding_ids_.backward, -1, false, false);
+        if (vs == 0) e.block(embedding_.backward, embedding_ids_.backward, kEmbeddingBlock, false, false);
       }
       e.finish();
     }
@@ -557,47 +576,6 @@ class Builder {
     }
   }
 
-  // The buckets of one pipeline rank, in the order their gradients become final.
-  std::vector<Bucket> buckets_of_stage(int r) const {
-    const auto& program = programs_[r];
-    // Chunks ordered by when their last backward runs.
-    std::vector<std::pair<int, int>> last_backward;  // (op index, chunk)
-    for (int c = 0; c < p_.vpp; ++c) {
-      int last = -1;
-      for (int i = 0; i < static_cast<int>(program.size()); ++i) {
-        if (program[i].phase == PipelinePhase::kBackward && program[i].chunk == c) last = i;
-      }
-      last_backward.emplace_back(last, c);
-    }
-    std::sort(last_backward.begin(), last_backward.end());
-    const double layer_params = static_cast<double>(layer_params_per_gpu(m_, p_.tp));
-    const int last_vs = num_virtual_stages() - 1;
-    std::vector<Bucket> buckets;
-    for (const auto& [unused, c] : last_backward) {
-      const int vs = virtual_stage(p_.pp, r, c);
-      Bucket b;
-      b.chunk = c;
-      b.high_layer = chunk_layers() - 1;
-      if (vs == last_vs) b.params += static_cast<double>(head_params_per_gpu(m_, p_));
-      for (int j = chunk_layers() - 1; j >= 0; --j) {
-        b.params += layer_params;
-        b.low_layer = j;
-        if (b.params >= static_cast<double>(p_.ddp_bucket_size) && j > 0) {
-          buckets.push_back(b);
-          b = Bucket{};
-          b.chunk = c;
-          b.high_layer = j - 1;
-        }
-      }
-      if (vs == 0) {
-        b.params += static_cast<double>(embedding_params_per_gpu(m_, p_));
-        b.with_embedding = true;
-      }
-      buckets.push_back(b);
-    }
-    return buckets;
-  }
-
   int last_backward_op(int r, int chunk) const {
     int last = -1;
     const auto& program = programs_[r];
@@ -615,17 +593,26 @@ class Builder {
     return -1;
   }
 
-  // The task after which a bucket's gradients of one backward op are final.
-  TaskId bucket_ready(int member, int op, const Bucket& b) const {
-    if (b.with_embedding) return op_marks_[member][op].last;
-    return layer_marks_[member][op * chunk_layers() + b.low_layer].last;
+  // The tasks of a bucket's edge block in one op: the block that finishes last in
+  // the backward and is used first in the forward (the embedding is at the op's end
+  // or start).
+  const Mark& edge_mark(int member, int op, const GradBucket& b) const {
+    const BlockRef& edge = b.blocks.back();
+    switch (edge.kind) {
+      case ParamBlock::kLayer: return layer_marks_[member][op * chunk_layers() + edge.layer];
+      case ParamBlock::kFinalNorm:
+      case ParamBlock::kOutputLayer: return head_marks_[member][op];
+      case ParamBlock::kWordEmbedding:
+      case ParamBlock::kPositionEmbedding: break;
+    }
+    return op_marks_[member][op];
   }
 
+  // The task after which a bucket's gradients of one backward op are final.
+  TaskId bucket_ready(int member, int op, const GradBucket& b) const { return edge_mark(member, op, b).last; }
+
   // The first task that needs a bucket's weights in a forward op.
-  TaskId bucket_first_use(int member, int op, const Bucket& b) const {
-    if (b.with_embedding) return op_marks_[member][op].first;
-    return layer_marks_[member][op * chunk_layers() + b.low_layer].first;
-  }
+  TaskId bucket_first_use(int member, int op, const GradBucket& b) const { return edge_mark(member, op, b).first; }
 
   TaskId dp_comm(const std::vector<int>& members, std::int32_t comm, std::int32_t lbl,
                  const TaskInfo& info) {
@@ -656,7 +643,7 @@ class Builder {
         }
         if (members.empty() || p_.dp == 1) continue;
         const std::vector<int> group = dp_group_gpus(t, r);
-        const std::vector<Bucket> buckets = buckets_of_stage(r);
+        const std::vector<GradBucket>& buckets = buckets_[r];
         const auto& program = programs_[r];
 
         if (p_.zero_stage == 3) {
@@ -667,15 +654,18 @@ class Builder {
         // start, overlapped with the forward (Megatron's --overlap-param-gather), each
         // bucket before its first use.
         if (p_.zero_stage >= 1 && p_.overlap_param_gather) {
-          std::vector<Bucket> forward_order = buckets;
-          std::sort(forward_order.begin(), forward_order.end(), [](const Bucket& a, const Bucket& b) {
-            return a.chunk != b.chunk ? a.chunk < b.chunk : a.low_layer < b.low_layer;
-          });
-          for (const Bucket& b : forward_order) {
+          // Forward order: chunk by chunk, each chunk's buckets in reverse.
+          std::vector<const GradBucket*> forward_order;
+          for (auto it = buckets.rbegin(); it != buckets.rend(); ++it) forward_order.push_back(&*it);
+          std::stable_sort(forward_order.begin(), forward_order.end(),
+                           [](const GradBucket* a, const GradBucket* b) { return a->chunk < b->chunk; });
+          for (const GradBucket* bucket : forward_order) {
+            const GradBucket& b = *bucket;
+            const double bytes = static_cast<double>(b.params) * e;
             TaskInfo info;
             info.chunk = b.chunk;
-            info.bytes = b.params * e;
-            TaskId ag = dp_comm(members, collective(CollectiveOp::kAllGather, group, b.params * e, Category::kZero),
+            info.bytes = bytes;
+            TaskId ag = dp_comm(members, collective(CollectiveOp::kAllGather, group, bytes, Category::kZero),
                                 lbl_ag_fwd, info);
             const int op = first_forward_op(r, b.chunk);
             for (int member : members) w_.graph.add_dependency(ag, bucket_first_use(member, op, b));
@@ -689,13 +679,14 @@ class Builder {
           for (std::size_t oi = 0; oi < program.size(); ++oi) {
             const PipelineOp& op = program[oi];
             if (op.phase != PipelinePhase::kBackward) continue;
-            for (const Bucket& b : buckets) {
+            for (const GradBucket& b : buckets) {
               if (b.chunk != op.chunk) continue;
+              const double bytes = static_cast<double>(b.params) * g;
               TaskInfo info;
               info.microbatch = op.microbatch;
               info.chunk = op.chunk;
-              info.bytes = b.params * g;
-              TaskId rs = dp_comm(members, collective(reduce, group, b.params * g, Category::kDp), lbl, info);
+              info.bytes = bytes;
+              TaskId rs = dp_comm(members, collective(reduce, group, bytes, Category::kDp), lbl, info);
               for (int member : members) {
                 TaskId ready = p_.overlap_grad_reduce ? bucket_ready(member, static_cast<int>(oi), b)
                                                       : op_marks_[member][oi].last;
@@ -705,11 +696,12 @@ class Builder {
             }
           }
         } else {
-          for (const Bucket& b : buckets) {
+          for (const GradBucket& b : buckets) {
+            const double bytes = static_cast<double>(b.params) * g;
             TaskInfo info;
             info.chunk = b.chunk;
-            info.bytes = b.params * g;
-            TaskId red = dp_comm(members, collective(reduce, group, b.params * g, Category::kDp), lbl, info);
+            info.bytes = bytes;
+            TaskId red = dp_comm(members, collective(reduce, group, bytes, Category::kDp), lbl, info);
             const int op = last_backward_op(r, b.chunk);
             for (int member : members) {
               TaskId ready = p_.overlap_grad_reduce ? bucket_ready(member, op, b) : last_task_[member];
@@ -719,11 +711,12 @@ class Builder {
           }
         }
         if (p_.zero_stage >= 1 && !p_.overlap_param_gather) {
-          for (const Bucket& b : buckets) {
+          for (const GradBucket& b : buckets) {
+            const double bytes = static_cast<double>(b.params) * e;
             TaskInfo info;
             info.chunk = b.chunk;
-            info.bytes = b.params * e;
-            step_gathers_spec_.push_back({members, collective(CollectiveOp::kAllGather, group, b.params * e, Category::kZero), info});
+            info.bytes = bytes;
+            step_gathers_spec_.push_back({members, collective(CollectiveOp::kAllGather, group, bytes, Category::kZero), info});
           }
         }
       }
@@ -877,8 +870,10 @@ class Builder {
   BlockIds layer_ids_, embedding_ids_, head_ids_;
   std::vector<std::vector<PipelineOp>> programs_;
   std::vector<std::vector<int>> op_index_;
+  std::vector<std::vector<GradBucket>> buckets_;  // [pipeline rank]
   std::vector<std::vector<Mark>> op_marks_;     // [rank][op]
   std::vector<std::vector<Mark>> layer_marks_;  // [rank][op * chunk_layers + layer]
+  std::vector<std::vector<Mark>> head_marks_;   // [rank][op]: the head block
   std::vector<TaskId> last_task_;
   std::vector<GatherSpec> step_gathers_spec_;
   std::map<std::tuple<int, int, int, int, long long, int>, std::int32_t> comm_ids_;

@@ -34,10 +34,10 @@ PlanSpec plan_of(int tp, int pp, int vpp, int dp = 1, int zero = 0) {
 // layer has QKV 32x96 + 96, projection 32x32 + 32, fc1 32x128 + 128, fc2
 // 128x32 + 32 and two norms of 2x32: 12,704 parameters.
 TEST(ParamLayout, LayerUnitHoldsHandCountedParameters) {
-  const ParamLayout one = make_param_layout(gpt_small(), plan_of(1, 1, 1), 0, 0, 1 << 30);
+  const ParamLayout one = make_param_layout(gpt_small(), plan_of(1, 1, 1), 0, 0);
   EXPECT_EQ(one.units[one.layer_units[0][0]].numel, 12704);
   // tp 2 splits all but the 192 replicated (norms, row-parallel biases): 12,512 / 2 + 192.
-  const ParamLayout two = make_param_layout(gpt_small(), plan_of(2, 1, 1), 1, 0, 1 << 30);
+  const ParamLayout two = make_param_layout(gpt_small(), plan_of(2, 1, 1), 1, 0);
   const Unit& u = two.units[two.layer_units[0][0]];
   EXPECT_EQ(u.numel, 6448);
   EXPECT_EQ(u.numel - u.replicated_begin, 192);
@@ -50,7 +50,7 @@ TEST(ParamLayout, MatchesSimulatorParameterCounts) {
     for (const PlanSpec& p : {plan_of(1, 1, 1), plan_of(2, 1, 1), plan_of(1, 2, 1), plan_of(2, 2, 2)}) {
       for (int stage = 0; stage < p.pp; ++stage) {
         for (int t = 0; t < p.tp; ++t) {
-          const ParamLayout layout = make_param_layout(m, p, t, stage, 1 << 30);
+          const ParamLayout layout = make_param_layout(m, p, t, stage);
           EXPECT_EQ(layout.total_numel(), stage_params_per_gpu(m, p, stage))
               << m.name << " tp " << p.tp << " pp " << p.pp << " stage " << stage;
         }
@@ -74,7 +74,7 @@ TEST(ParamLayout, ShardsTileTheModelExactlyOnce) {
       for (const auto& [name, n] : global_parameter_sizes(m)) count[name].assign(n, 0);
       for (int stage = 0; stage < p.pp; ++stage) {
         for (int t = 0; t < p.tp; ++t) {
-          for (const Unit& u : make_param_layout(m, p, t, stage, 1 << 30).units) {
+          for (const Unit& u : make_param_layout(m, p, t, stage).units) {
             for (const ParamSpec& s : u.params) {
               ASSERT_TRUE(count.count(s.name)) << s.name;
               std::int64_t rows = 0;
@@ -104,15 +104,19 @@ TEST(ParamLayout, BucketsFollowTheBucketSizeAndZero3) {
   const ModelSpec m = gpt_small();
   // One layer (12,704) per bucket when the bucket holds 10,000; the head and the
   // top layer share the first (closed once past the size), as the simulator's buckets.
-  const ParamLayout small = make_param_layout(m, plan_of(1, 1, 1, 2), 0, 0, 10000);
+  PlanSpec small_buckets = plan_of(1, 1, 1, 2);
+  small_buckets.ddp_bucket_size = 10000;
+  const ParamLayout small = make_param_layout(m, small_buckets, 0, 0);
   EXPECT_EQ(small.buckets.size(), 4u);
   for (const Bucket& b : small.buckets) EXPECT_EQ(b.padded_numel % 2, 0);
   // ZeRO-3: one unit per bucket.
-  const ParamLayout z3 = make_param_layout(m, plan_of(1, 1, 1, 2, 3), 0, 0, 1 << 30);
+  const ParamLayout z3 = make_param_layout(m, plan_of(1, 1, 1, 2, 3), 0, 0);
   EXPECT_EQ(z3.buckets.size(), z3.units.size());
-  // Tied embeddings with pp 2: the word embedding and its copy each alone, flagged for the embedding group.
+  // Tied embeddings with pp 2 and the distributed optimizer (ZeRO-1): the word
+  // embedding and its copy each alone, flagged for the embedding group (Megatron's
+  // _does_param_require_new_bucket).
   for (int stage : {0, 1}) {
-    const ParamLayout tied = make_param_layout(m, plan_of(1, 2, 1), 0, stage, 1 << 30);
+    const ParamLayout tied = make_param_layout(m, plan_of(1, 2, 1, 2, 1), 0, stage);
     int synced = 0;
     for (const Bucket& b : tied.buckets) {
       if (!b.embedding_sync) continue;
@@ -122,6 +126,13 @@ TEST(ParamLayout, BucketsFollowTheBucketSizeAndZero3) {
       EXPECT_EQ(tied.units[b.units[0]].params[0].tied_copy, stage == 1);
     }
     EXPECT_EQ(synced, 1) << "stage " << stage;
+  }
+  // ZeRO-0 all-reduces: the embedding shares the bucket of the layers next to it.
+  for (int stage : {0, 1}) {
+    const ParamLayout tied = make_param_layout(m, plan_of(1, 2, 1, 2, 0), 0, stage);
+    ASSERT_EQ(tied.buckets.size(), 1u) << "stage " << stage;
+    EXPECT_TRUE(tied.buckets[0].embedding_sync);
+    EXPECT_GT(tied.buckets[0].units.size(), 1u);
   }
 }
 

@@ -1,0 +1,115 @@
+#include "plan/bucket_plan.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/error.h"
+#include "plan/params.h"
+#include "plan/pipeline_schedule.h"
+
+namespace strata {
+
+const char* to_string(ParamBlock block) {
+  switch (block) {
+    case ParamBlock::kWordEmbedding: return "word_embedding";
+    case ParamBlock::kPositionEmbedding: return "position_embedding";
+    case ParamBlock::kLayer: return "layer";
+    case ParamBlock::kFinalNorm: return "final_norm";
+    case ParamBlock::kOutputLayer: return "output_layer";
+  }
+  return "layer";
+}
+
+bool GradBucket::holds(ParamBlock kind) const {
+  return std::any_of(blocks.begin(), blocks.end(), [kind](const BlockRef& b) { return b.kind == kind; });
+}
+
+std::vector<BlockRef> chunk_blocks(const ModelSpec& model, const PlanSpec& plan, int pp_rank, int chunk) {
+  const int vs = virtual_stage(plan.pp, pp_rank, chunk);
+  const int last_vs = plan.pp * plan.vpp - 1;
+  const int layers = model.num_layers / (plan.pp * plan.vpp);
+  std::vector<BlockRef> blocks;
+  if (vs == 0) {
+    blocks.push_back({ParamBlock::kWordEmbedding});
+    if (model.position_embedding_type == PositionEmbedding::kLearnedAbsolute) {
+      blocks.push_back({ParamBlock::kPositionEmbedding});
+    }
+  }
+  for (int j = 0; j < layers; ++j) blocks.push_back({ParamBlock::kLayer, j});
+  if (vs == last_vs) {
+    blocks.push_back({ParamBlock::kFinalNorm});
+    // Untied: its own output layer. Tied with pp > 1: Megatron's copy of the word
+    // embedding on the last stage. Tied with pp == 1: the word embedding itself.
+    if (model.untie_embeddings_and_output_weights || plan.pp > 1) blocks.push_back({ParamBlock::kOutputLayer});
+  }
+  return blocks;
+}
+
+std::int64_t block_params_per_gpu(const ModelSpec& model, const PlanSpec& plan, const BlockRef& block) {
+  switch (block.kind) {
+    case ParamBlock::kWordEmbedding:
+    case ParamBlock::kOutputLayer: return word_embedding_params(model) / plan.tp;
+    case ParamBlock::kPositionEmbedding: return position_embedding_params(model);
+    case ParamBlock::kLayer: return layer_params_per_gpu(model, plan.tp);
+    case ParamBlock::kFinalNorm: return final_norm_params(model);
+  }
+  return 0;
+}
+
+bool is_shared_embedding(const ModelSpec& model, const PlanSpec& plan, const BlockRef& block) {
+  const bool embedding = block.kind == ParamBlock::kWordEmbedding || block.kind == ParamBlock::kOutputLayer;
+  return embedding && !model.untie_embeddings_and_output_weights && plan.pp > 1;
+}
+
+std::vector<int> chunks_by_last_backward(const PlanSpec& plan, int pp_rank) {
+  const std::vector<PipelineOp> program =
+      pipeline_program(plan.schedule, plan.pp, plan.vpp, plan.num_microbatches(), pp_rank);
+  std::vector<std::pair<int, int>> last;  // (op index of the chunk's last backward, chunk)
+  for (int c = 0; c < plan.vpp; ++c) {
+    int at = -1;
+    for (int i = 0; i < static_cast<int>(program.size()); ++i) {
+      if (program[i].phase == PipelinePhase::kBackward && program[i].chunk == c) at = i;
+    }
+    last.emplace_back(at, c);
+  }
+  std::sort(last.begin(), last.end());
+  std::vector<int> out;
+  for (const auto& [unused, c] : last) out.push_back(c);
+  return out;
+}
+
+std::vector<GradBucket> grad_buckets(const ModelSpec& model, const PlanSpec& plan, int pp_rank) {
+  if (plan.dp < 1 || model.num_layers % (plan.pp * plan.vpp) != 0 || pp_rank < 0 || pp_rank >= plan.pp) {
+    throw InternalError("grad_buckets: the plan is not checked against the model");
+  }
+  const bool every_block_alone = plan.zero_stage == 3 && plan.dp > 1;
+  const bool distributed_optimizer = plan.zero_stage >= 1;
+  std::vector<GradBucket> buckets;
+  GradBucket current;
+  auto close = [&] {
+    if (!current.blocks.empty()) buckets.push_back(std::move(current));
+    current = GradBucket{};
+  };
+  for (int chunk : chunks_by_last_backward(plan, pp_rank)) {
+    current.chunk = chunk;
+    std::vector<BlockRef> blocks = chunk_blocks(model, plan, pp_rank, chunk);
+    std::reverse(blocks.begin(), blocks.end());  // backward order
+    for (const BlockRef& block : blocks) {
+      const bool shared = is_shared_embedding(model, plan, block);
+      const bool alone = every_block_alone || (shared && distributed_optimizer);
+      if (alone) close();
+      current.chunk = chunk;
+      current.blocks.push_back(block);
+      current.params += block_params_per_gpu(model, plan, block);
+      current.shared_embedding = current.shared_embedding || shared;
+      // A full bucket closes after a layer above the chunk's lowest, so whatever
+      // follows the lowest layer (the embedding) joins the last bucket.
+      const bool full = block.kind == ParamBlock::kLayer && block.layer > 0 && current.params >= plan.ddp_bucket_size;
+      if (alone || full) close();
+    }
+    close();
+  }
+  return buckets;
+}
+
+}  // namespace strata

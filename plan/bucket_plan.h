@@ -1,0 +1,62 @@
+// Which parameters one pipeline rank reduces together over data parallelism: its
+// gradient buckets, the one rule the simulator and the runtime both follow.
+//
+// Megatron-LM's rule (megatron/core/distributed/param_and_grad_buffer.py): each
+// model chunk has its own buffer; its parameters are taken in backward order and a
+// bucket is closed once it holds --ddp-bucket-size parameters (the plan's
+// ddp_bucket_size). With the distributed optimizer (ZeRO >= 1) the tied word
+// embedding shared by the first and last stage (pp > 1) is a bucket of its own, so
+// both stages shard it identically and the embedding group can sum it shard by
+// shard. Our granularity is the block (a layer, the word embedding, ...), not the
+// single tensor, and a chunk's last bucket takes what follows its lowest layer, so
+// the embedding never is a bucket of a few parameters. With ZeRO-3 (dp > 1) every
+// block is its own bucket, gathered before use.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "plan/model_spec.h"
+#include "plan/plan_spec.h"
+
+namespace strata {
+
+// The parameter blocks of a model chunk.
+enum class ParamBlock { kWordEmbedding, kPositionEmbedding, kLayer, kFinalNorm, kOutputLayer };
+const char* to_string(ParamBlock block);
+
+struct BlockRef {
+  ParamBlock kind = ParamBlock::kLayer;
+  int layer = -1;  // chunk-local layer index for kLayer, -1 otherwise
+  bool operator==(const BlockRef&) const = default;
+};
+
+struct GradBucket {
+  int chunk = 0;
+  std::vector<BlockRef> blocks;   // in backward order: blocks.back() finishes last in the
+                                  // backward and is used first in the forward
+  std::int64_t params = 0;        // one GPU's parameters (its tensor-parallel share)
+  bool shared_embedding = false;  // holds the tied word embedding or its last-stage copy (pp > 1)
+  bool holds(ParamBlock kind) const;
+};
+
+// The blocks chunk `chunk` of pipeline rank `pp_rank` holds, in forward order: the
+// word embedding and learned positions on the first virtual stage, its layers, the
+// final norm and the output layer on the last (the output layer is the tied
+// embedding's copy when pp > 1, absent when tied and pp == 1).
+std::vector<BlockRef> chunk_blocks(const ModelSpec& model, const PlanSpec& plan, int pp_rank, int chunk);
+
+// One GPU's parameters of a block under the plan's tensor parallelism.
+std::int64_t block_params_per_gpu(const ModelSpec& model, const PlanSpec& plan, const BlockRef& block);
+
+// Whether a block is the word embedding the first and last stage share (tied, pp > 1).
+bool is_shared_embedding(const ModelSpec& model, const PlanSpec& plan, const BlockRef& block);
+
+// The chunks of pipeline rank `pp_rank` ordered by when their last backward runs.
+std::vector<int> chunks_by_last_backward(const PlanSpec& plan, int pp_rank);
+
+// The gradient buckets of pipeline rank `pp_rank`, in the order their gradients
+// become final. Requires a checked plan (dp resolved, layers divisible by pp * vpp).
+std::vector<GradBucket> grad_buckets(const ModelSpec& model, const PlanSpec& plan, int pp_rank);
+
+}  // namespace strata
