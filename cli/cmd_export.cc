@@ -67,9 +67,9 @@ void run_export(const ExportArgs& args) {
   progress.finish();
 
   sim::ExportOptions o;
-  o.steps = args.steps;
-  o.timing_warmup_steps = args.warmup;
-  o.seed = args.seed;
+  o.training.steps = args.steps;
+  o.training.timing_warmup_steps = args.warmup;
+  o.training.seed = args.seed;
   o.backend = args.backend;
   o.timeout_s = args.timeout_s;
   o.force = args.force;
@@ -78,8 +78,8 @@ void run_export(const ExportArgs& args) {
   const std::vector<std::string> argv = rt::mpirun_argv("mpirun", 1, {"CMD"});
   for (std::size_t i = 3; i + 1 < argv.size(); ++i) o.mpirun_flags.push_back(argv[i]);
   o.command_line = command_line(args.argv);
-  if (o.timing_warmup_steps >= o.steps) {
-    throw InputError("", "--warmup-steps", fmt::format("must be less than --steps ({})", o.steps));
+  if (o.training.timing_warmup_steps >= o.training.steps) {
+    throw InputError("", "--warmup-steps", fmt::format("must be less than --steps ({})", o.training.steps));
   }
   const sim::ExportResult exported = sim::export_plan(s, result, o);
 

@@ -69,12 +69,12 @@ void print_summary(const rt::RunConfig& c, const rt::MeasuredRun& run, const std
   fmt::print("{:>5} {:>12} {:>10} {:>11}\n", "step", "time", "loss", "grad norm");
   for (std::size_t i = 0; i < run.steps.size(); ++i) {
     fmt::print("{:>5} {:>10.4f} s {:>10.4f} {:>11.4g}{}\n", i + 1, run.steps[i].step_time_s, run.steps[i].loss,
-               run.steps[i].grad_norm, static_cast<int>(i) < c.timing_warmup_steps ? "  (warm-up)" : "");
+               run.steps[i].grad_norm, static_cast<int>(i) < c.training.timing_warmup_steps ? "  (warm-up)" : "");
   }
   const double median = rt::median_step_time_s(c, run);
   const double predicted = c.prediction.value("step_time_s", 0.0);
   fmt::print("\nstep time   measured {:.4f} s (median of steps {}-{}), predicted {:.4f} s: {}\n", median,
-             c.timing_warmup_steps + 1, c.steps, predicted, relative(median, predicted));
+             c.training.timing_warmup_steps + 1, c.training.steps, predicted, relative(median, predicted));
   const std::vector<std::int64_t> stages = rt::peak_memory_per_stage(c, run);
   std::vector<double> predicted_stages;
   if (c.prediction.contains("memory_per_stage_bytes")) {
@@ -131,8 +131,8 @@ void run_local_gpus(const rt::RunConfig& c, const std::string& dir) {
 void run_plan(const RunArgs& args) {
   rt::RunConfig c = rt::load_run_config(args.config);
   if (args.steps > 0) {
-    c.steps = args.steps;
-    if (c.timing_warmup_steps >= c.steps) c.timing_warmup_steps = c.steps - 1;
+    c.training.steps = args.steps;
+    if (c.training.timing_warmup_steps >= c.training.steps) c.training.timing_warmup_steps = c.training.steps - 1;
   }
   if (args.timeout_s > 0.0) c.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(args.timeout_s * 1000));
   const std::string dir = output_dir(args);
@@ -171,7 +171,7 @@ void run_plan(const RunArgs& args) {
     throw;
   }
   const bool root = comm->rank() == 0;
-  ProgressLine progress("run", c.steps);
+  ProgressLine progress("run", c.training.steps);
   if (!root) progress.set_enabled(false);
   rt::MeasuredRun run;
   try {

@@ -292,8 +292,8 @@ std::vector<RunComparison> run_quick(const RunValidationArgs& args) {
     sim::ExportOptions o;
     // 5 steps, the first left out (it pays first touches of memory): the median
     // of 4 timed steps, and the loop stays within a minute on an idle 2-core host.
-    o.steps = 5;
-    o.timing_warmup_steps = 1;
+    o.training.steps = 5;
+    o.training.timing_warmup_steps = 1;
     o.backend = "cpu";
     o.command_line = "strata validate --quick";
     OutputSet out;

@@ -13,15 +13,6 @@
 namespace strata::sim {
 namespace {
 
-// Megatron-LM's --ddp-bucket-size floor (40M parameters), the bucket the
-// simulator's workload uses (sim/workload/workload.h) and `strata run` runs.
-// Megatron-LM's Adam defaults (--adam-beta1, --adam-beta2, --adam-eps); no
-// weight decay, no gradient clipping, constant learning rate: the simplest
-// update, the same in all three launchers.
-constexpr double kAdamBeta1 = 0.9;
-constexpr double kAdamBeta2 = 0.999;
-constexpr double kAdamEps = 1e-8;
-
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / kGiB); }
 
 std::string dtype_name(DType d) { return to_string(d); }
@@ -152,8 +143,8 @@ nlohmann::ordered_json deepspeed_config(const PlanSpec& p, const ExportOptions& 
   j["steps_per_print"] = 1;
   j["gradient_clipping"] = 0.0;
   j["optimizer"] = {{"type", "AdamW"},
-                    {"params", {{"lr", o.lr}, {"betas", {kAdamBeta1, kAdamBeta2}}, {"eps", kAdamEps},
-                                {"weight_decay", 0.0}}}};
+                    {"params", {{"lr", o.training.lr}, {"betas", {o.training.adam_beta1, o.training.adam_beta2}}, {"eps", o.training.adam_eps},
+                                {"weight_decay", o.training.weight_decay}}}};
   nlohmann::ordered_json zero;
   zero["stage"] = p.zero_stage;
   zero["overlap_comm"] = p.overlap_grad_reduce;
@@ -175,58 +166,17 @@ nlohmann::ordered_json deepspeed_config(const PlanSpec& p, const ExportOptions& 
 }
 
 nlohmann::ordered_json run_config_json(const Scenario& s, const SimulationResult& r, const ExportOptions& o) {
-  const ModelSpec& m = s.model;
-  const PlanSpec& p = s.plan;
-  nlohmann::ordered_json j;
-  j["schema"] = "strata-run/1";
-  j["source"] = o.command_line.empty() ? "strata export" : o.command_line;
-  j["model"] = to_json(m);
-  nlohmann::ordered_json parallel;
-  parallel["tensor_model_parallel_size"] = p.tp;
-  parallel["pipeline_model_parallel_size"] = p.pp;
-  parallel["data_parallel_size"] = p.dp;
-  parallel["virtual_pipeline_model_parallel_size"] = p.vpp;
-  parallel["sequence_parallel"] = p.sequence_parallel;
-  parallel["pipeline_schedule"] = to_string(p.schedule);
-  parallel["rank_order"] = to_string(p.rank_order);
-  parallel["world_size"] = p.num_gpus();
-  j["parallel"] = parallel;
-  j["batch"] = {{"micro_batch_size", p.micro_batch_size},
-                {"global_batch_size", p.global_batch_size},
-                {"num_micro_batches", p.num_microbatches()}};
-  nlohmann::ordered_json t;
-  t["params_dtype"] = dtype_name(p.dtype);
-  t["zero_stage"] = p.zero_stage;
-  t["use_distributed_optimizer"] = p.zero_stage >= 1;
-  t["offload_optimizer"] = p.offload_optimizer;
-  const bool full = p.recompute == Recompute::kFull;
-  t["recompute_granularity"] = p.recompute == Recompute::kNone ? nlohmann::ordered_json() : nlohmann::ordered_json(to_string(p.recompute));
-  t["recompute_method"] = full ? nlohmann::ordered_json("uniform") : nlohmann::ordered_json();
-  t["recompute_num_layers"] = full ? nlohmann::ordered_json(1) : nlohmann::ordered_json();
-  t["accumulate_allreduce_grads_in_fp32"] = p.accumulate_allreduce_grads_in_fp32;
-  t["overlap_grad_reduce"] = p.overlap_grad_reduce;
-  t["overlap_param_gather"] = p.overlap_param_gather;
-  t["use_flash_attn"] = p.flash_attention;
-  t["train_iters"] = o.steps;
-  t["timing_warmup_iters"] = o.timing_warmup_steps;
-  t["seed"] = o.seed;
-  t["lr"] = o.lr;
-  t["weight_decay"] = 0.0;
-  t["adam_beta1"] = kAdamBeta1;
-  t["adam_beta2"] = kAdamBeta2;
-  t["adam_eps"] = kAdamEps;
-  t["ddp_bucket_size"] = p.ddp_bucket_size;
-  j["training"] = t;
-  j["runtime"] = {{"backend", backend_of(s, o)}, {"timeout_s", o.timeout_s}, {"cpu_threads", 0}};
-  j["cluster"] = {{"name", s.cluster.name}, {"nodes", s.cluster.nodes}, {"gpus_per_node", s.cluster.gpus_per_node}};
-  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
-  const RankLayout layout(p);
-  for (int g = 0; g < layout.world(); ++g) {
-    const RankCoord c = layout.coord(g);
-    ranks.push_back({{"rank", g}, {"node", g / s.cluster.gpus_per_node}, {"local_rank", g % s.cluster.gpus_per_node},
-                     {"tp_rank", c.tp}, {"dp_rank", c.dp}, {"pp_rank", c.pp}});
-  }
-  j["rank_map"] = ranks;
+  RunSpec spec;
+  if (!o.command_line.empty()) spec.source = o.command_line;
+  spec.model = s.model;
+  spec.plan = s.plan;
+  spec.training = o.training;
+  spec.backend = backend_of(s, o);
+  spec.timeout_s = o.timeout_s;
+  spec.cluster_name = s.cluster.name;
+  spec.nodes = s.cluster.nodes;
+  spec.gpus_per_node = s.cluster.gpus_per_node;
+  spec.rank_map = rank_placements(s.plan, s.cluster.gpus_per_node);
   nlohmann::ordered_json prediction;
   prediction["file"] = "prediction.json";
   prediction["fidelity"] = to_string(r.fidelity);
@@ -238,10 +188,10 @@ nlohmann::ordered_json run_config_json(const Scenario& s, const SimulationResult
   for (const StageMemory& st : r.memory.stages) per_stage.push_back(st.total_bytes);
   prediction["memory_per_stage_bytes"] = per_stage;
   prediction["fits"] = r.memory.fits;
-  j["prediction"] = prediction;
-  j["profile"] = {{"name", s.profile.name}, {"kind", s.profile.kind}, {"device", s.profile.device.name},
+  spec.prediction = prediction;
+  spec.profile = {{"name", s.profile.name}, {"kind", s.profile.kind}, {"device", s.profile.device.name},
                   {"file", s.profile.file}};
-  return j;
+  return to_json(spec);
 }
 
 std::optional<std::string> does_not_fit(const Scenario& s, const SimulationResult& r) {
@@ -305,10 +255,12 @@ std::string megatron_script(const Scenario& s, const ExportOptions& o, const std
     out += ")\n";
   }
   out += "TRAINING_ARGS=(\n";
-  out += fmt::format("  --train-iters {}\n  --lr {}\n  --lr-decay-style constant\n  --weight-decay 0\n", o.steps, o.lr);
-  out += fmt::format("  --adam-beta1 {}\n  --adam-beta2 {}\n  --adam-eps {}\n  --clip-grad 0\n", kAdamBeta1, kAdamBeta2,
-                     kAdamEps);
-  out += fmt::format("  --seed {}\n  --init-method-std 0.02\n  --log-interval 1\n  --eval-iters 0\n", o.seed);
+  const RunTraining& t = o.training;
+  out += fmt::format("  --train-iters {}\n  --lr {}\n  --lr-decay-style constant\n  --weight-decay {}\n", t.steps, t.lr,
+                     t.weight_decay);
+  out += fmt::format("  --adam-beta1 {}\n  --adam-beta2 {}\n  --adam-eps {}\n  --clip-grad 0\n", t.adam_beta1,
+                     t.adam_beta2, t.adam_eps);
+  out += fmt::format("  --seed {}\n  --init-method-std 0.02\n  --log-interval 1\n  --eval-iters 0\n", t.seed);
   out += fmt::format("  --mock-data\n  --tokenizer-type NullTokenizer\n  --vocab-size {}\n", m.vocab_size);
   out += ")\n\n";
   out += "if [[ \"${1:-}\" == \"--print\" ]]; then\n";

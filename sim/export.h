@@ -21,16 +21,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan/run_spec.h"
 #include "sim/scenario.h"
 #include "sim/simulate.h"
 
 namespace strata::sim {
 
 struct ExportOptions {
-  int steps = 10;                    // train_iters
-  int timing_warmup_steps = 2;       // steps left out of the measured median
-  std::uint64_t seed = 1234;
-  double lr = 1e-3;                  // constant; Adam defaults otherwise (Megatron's)
+  RunTraining training;              // steps, warm-up, seed, constant lr, Adam (Megatron's defaults)
   std::string backend;               // "cpu" | "cuda"; empty: the profile's device backend
   double timeout_s = 20.0;           // longest wait on a peer before every rank stops
   bool force = false;                // export a plan that does not fit in memory

@@ -60,8 +60,8 @@ StoreOptions store_options(const RunConfig& c) {
   o.overlap_param_gather = c.plan.overlap_param_gather;
   o.sequence_parallel = c.plan.sequence_parallel;
   o.dtype = c.plan.dtype;
-  o.seed = c.seed;
-  o.adam = c.adam;
+  o.seed = c.training.seed;
+  o.adam = adam_params(c.training);
   return o;
 }
 
@@ -182,7 +182,7 @@ struct Executor::Impl {
     const PlanSpec& p = config.plan;
     const std::int64_t first = global_sequence_index(step_index - 1, p.global_batch_size, p.dp, groups.coord.dp,
                                                      p.micro_batch_size, microbatch, 0);
-    return synthetic_tokens(config.seed, first, p.micro_batch_size, config.model.seq_length, config.model.vocab_size);
+    return synthetic_tokens(config.training.seed, first, p.micro_batch_size, config.model.seq_length, config.model.vocab_size);
   }
 
   // The unit holding the output layer of chunk c: untied output, the tied copy,

@@ -124,9 +124,9 @@ MeasuredRun run_training(const RunConfig& config, Device& device, Communicator& 
                          const std::function<void(int, int)>& progress) {
   Executor executor(config, device, world);
   MeasuredRun run;
-  for (int s = 0; s < config.steps; ++s) {
+  for (int s = 0; s < config.training.steps; ++s) {
     run.steps.push_back(executor.step());
-    if (progress) progress(s + 1, config.steps);
+    if (progress) progress(s + 1, config.training.steps);
   }
   executor.finish();
   const int rank = world.rank();
@@ -155,7 +155,7 @@ MeasuredRun run_training(const RunConfig& config, Device& device, Communicator& 
 
 double median_step_time_s(const RunConfig& config, const MeasuredRun& run) {
   std::vector<double> timed;
-  for (std::size_t i = static_cast<std::size_t>(config.timing_warmup_steps); i < run.steps.size(); ++i) {
+  for (std::size_t i = static_cast<std::size_t>(config.training.timing_warmup_steps); i < run.steps.size(); ++i) {
     timed.push_back(run.steps[i].step_time_s);
   }
   return median(timed);
@@ -181,8 +181,8 @@ nlohmann::ordered_json measured_json(const RunConfig& c, const MeasuredRun& run)
   j["transport"] = run.transport;
   j["ranks"] = static_cast<int>(run.ranks.size());
   j["threads_per_rank"] = run.threads_per_rank;
-  j["steps"] = c.steps;
-  j["timing_warmup_steps"] = c.timing_warmup_steps;
+  j["steps"] = c.training.steps;
+  j["timing_warmup_steps"] = c.training.timing_warmup_steps;
   j["step_time_s"] = median_step_time_s(c, run);
   std::vector<double> times, losses, norms;
   for (const StepResult& s : run.steps) {
@@ -190,7 +190,7 @@ nlohmann::ordered_json measured_json(const RunConfig& c, const MeasuredRun& run)
     losses.push_back(s.loss);
     norms.push_back(s.grad_norm);
   }
-  const auto timed_begin = times.begin() + std::min<std::ptrdiff_t>(c.timing_warmup_steps, static_cast<std::ptrdiff_t>(times.size()));
+  const auto timed_begin = times.begin() + std::min<std::ptrdiff_t>(c.training.timing_warmup_steps, static_cast<std::ptrdiff_t>(times.size()));
   j["step_time_min_s"] = timed_begin == times.end() ? 0.0 : *std::min_element(timed_begin, times.end());
   j["step_time_max_s"] = timed_begin == times.end() ? 0.0 : *std::max_element(timed_begin, times.end());
   j["step_times_s"] = times;
@@ -206,7 +206,7 @@ nlohmann::ordered_json measured_json(const RunConfig& c, const MeasuredRun& run)
   memory["what"] = "device memory allocated through the runtime at its peak during the steps: parameters, fp32 "
                    "gradients, optimizer state, activations and buffers (no framework reserve)";
   j["memory"] = memory;
-  j["trace"] = {{"file", "measured-trace.json"}, {"step", c.steps - 1}};
+  j["trace"] = {{"file", "measured-trace.json"}, {"step", c.training.steps - 1}};
   j["prediction"] = c.prediction;
   j["profile"] = c.profile;
   j["notes"] = run.notes;
@@ -250,7 +250,7 @@ std::string measured_trace_json(const RunConfig& c, const MeasuredRun& run) {
   for (const RankReport& r : run.ranks) ranks.push_back(r.rank);
   other["ranks"] = ranks;
   other["backend"] = run.backend;
-  other["step"] = c.steps - 1;
+  other["step"] = c.training.steps - 1;
   out += "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"strata\":";
   out += other.dump();
   out += "}}\n";

@@ -35,7 +35,7 @@ struct MeasuredRun {
   std::vector<std::string> notes;    // what the run did differently from the plan, and why
 };
 
-// Runs config.steps steps on this rank and gathers every rank's report.
+// Runs config.training.steps steps on this rank and gathers every rank's report.
 // Collective over world. progress(step done, of) is called after each step
 // (may be empty). Throws what the executor throws.
 MeasuredRun run_training(const RunConfig& config, Device& device, Communicator& world,

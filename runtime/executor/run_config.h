@@ -1,45 +1,26 @@
-// strata-run.json: what `strata run` executes. Written by `strata export`
-// (sim/export.h), read here; the schema is documented in docs/runtime.md
-// ("strata-run.json"). Parallel, batch and training keys use Megatron-LM's
-// argument names in snake_case (tensor_model_parallel_size, micro_batch_size,
-// recompute_granularity, ...), so the file reads like the Megatron launch it
-// mirrors.
+// What `strata run` executes: a strata-run.json (plan/run_spec.h, the schema
+// `strata export` writes) in the runtime's terms, with what this runtime cannot
+// run refused up front.
 #pragma once
 
 #include <chrono>
-#include <cstdint>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/backend.h"
-#include "runtime/device.h"
 #include "plan/model_spec.h"
 #include "plan/plan_spec.h"
+#include "plan/run_spec.h"
+#include "runtime/backend.h"
+#include "runtime/device.h"
 
 namespace strata::rt {
-
-inline constexpr const char* kRunConfigSchema = "strata-run/1";
-
-// Where one rank runs (informational: the launcher decides; `strata run` checks
-// the world size and the rank's coordinates against it).
-struct RankPlacement {
-  int rank = 0;
-  int node = 0;
-  int local_rank = 0;  // GPU index on the node (cuda ordinal)
-  int tp_rank = 0;
-  int dp_rank = 0;
-  int pp_rank = 0;
-};
 
 struct RunConfig {
   ModelSpec model;
   PlanSpec plan;                 // dp resolved: tp * pp * dp is the world size
-  int steps = 10;                // train_iters
-  int timing_warmup_steps = 1;   // first steps left out of the median step time
-  std::uint64_t seed = 1234;     // parameters and synthetic data
-  AdamParams adam;               // lr, adam_beta1/2, adam_eps, weight_decay
+  RunTraining training;          // steps, warm-up, seed, Adam
   Backend backend = Backend::kCpu;
   // Longest any single wait on a peer may take before every rank stops.
   std::chrono::milliseconds timeout{std::chrono::seconds(20)};
@@ -51,11 +32,12 @@ struct RunConfig {
   std::string file;              // where it was read from
 };
 
-// Reads a strata-run.json document strictly. Throws InputError naming file and
-// the JSON path for unknown keys, wrong types, out-of-range values and plans
-// that contradict the model (with the Megatron key at fault), and for what this
-// runtime cannot run (optimizer offload; a vocabulary or token count that tensor
-// parallelism cannot split evenly).
+// The device's Adam update of the run's training settings.
+AdamParams adam_params(const RunTraining& training);
+
+// Reads a strata-run.json document strictly (read_run_spec), then refuses what
+// this runtime cannot run (optimizer offload; a vocabulary or token count that
+// tensor parallelism cannot split evenly) with InputError at the key at fault.
 RunConfig read_run_config(const nlohmann::json& doc, const std::string& file);
 // Reads the file at path.
 RunConfig load_run_config(const std::string& path);

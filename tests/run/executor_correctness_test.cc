@@ -110,7 +110,7 @@ struct Trained {
 Trained train(const RunConfig& config, Device& device, Communicator& world) {
   Executor executor(config, device, world);
   Trained t;
-  for (int s = 0; s < config.steps; ++s) t.steps.push_back(executor.step());
+  for (int s = 0; s < config.training.steps; ++s) t.steps.push_back(executor.step());
   executor.finish();
   t.params = executor.full_parameters();
   return t;

@@ -91,7 +91,7 @@ TEST(Export, MegatronFlagsFollowTheLlamaPlan) {
                                   "sequence_parallel": true, "flash_attention": true})",
                               "dgx-h100-1node");
   ExportOptions o;
-  o.steps = 20;
+  o.training.steps = 20;
   const ExportResult r = export_plan(s, folded(s), o);
   const auto flags = script_flags(file(r, "megatron-args.sh").content);
   const ModelSpec& m = s.model;
@@ -188,7 +188,7 @@ TEST(Export, DeepSpeedConfigFollowsTheDataParallelPlan) {
                                   "offload_optimizer": true, "overlap_grad_reduce": false})",
                               "dgx-h100-1node");
   ExportOptions o;
-  o.lr = 3e-4;
+  o.training.lr = 3e-4;
   o.force = true;  // an 8B model on H100s with ZeRO-2: whether it fits is not the point here
   const ExportResult r = export_plan(s, folded(s), o);
   const nlohmann::json ds = nlohmann::json::parse(file(r, "deepspeed.json").content);

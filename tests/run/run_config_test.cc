@@ -33,8 +33,8 @@ nlohmann::json exported(const std::string& plan_json) {
   const sim::SimulationResult r = sim::simulate(s, o);
   sim::ExportOptions e;
   e.backend = "cpu";
-  e.steps = 7;
-  e.seed = 99;
+  e.training.steps = 7;
+  e.training.seed = 99;
   return nlohmann::json::parse(sim::run_config_json(s, r, e).dump());
 }
 
@@ -63,8 +63,8 @@ TEST(RunConfig, ExportRoundTripsModelAndPlan) {
   EXPECT_TRUE(c.plan.overlap_param_gather);
   EXPECT_EQ(c.plan.dtype, DType::kBf16);
   EXPECT_TRUE(c.plan.accumulate_allreduce_grads_in_fp32);  // Megatron's default with bf16
-  EXPECT_EQ(c.steps, 7);
-  EXPECT_EQ(c.seed, 99u);
+  EXPECT_EQ(c.training.steps, 7);
+  EXPECT_EQ(c.training.seed, 99u);
   EXPECT_EQ(c.backend, Backend::kCpu);
   EXPECT_EQ(c.plan.ddp_bucket_size, 40000000);
   EXPECT_EQ(c.plan.rank_order, RankOrder{});
