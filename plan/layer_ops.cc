@@ -5,10 +5,11 @@ namespace {
 
 using i64 = std::int64_t;
 
-LayerOp gemm(std::string name, i64 m, i64 n, i64 k, i64 batch, bool has_weight,
+LayerOp gemm(OpRole role, std::string name, i64 m, i64 n, i64 k, i64 batch, bool has_weight,
              bool attention_core = false) {
   LayerOp op;
   op.name = std::move(name);
+  op.role = role;
   op.kind = OpKind::kGemm;
   op.gemm = {m, n, k, batch};
   op.flops = op.gemm.flops();
@@ -17,9 +18,10 @@ LayerOp gemm(std::string name, i64 m, i64 n, i64 k, i64 batch, bool has_weight,
   return op;
 }
 
-LayerOp elementwise(std::string name, double bytes, bool attention_core = false) {
+LayerOp elementwise(OpRole role, std::string name, double bytes, bool attention_core = false) {
   LayerOp op;
   op.name = std::move(name);
+  op.role = role;
   op.kind = OpKind::kElementwise;
   op.bytes = bytes;
   op.attention_core = attention_core;
@@ -27,6 +29,33 @@ LayerOp elementwise(std::string name, double bytes, bool attention_core = false)
 }
 
 }  // namespace
+
+const char* to_string(OpRole role) {
+  switch (role) {
+    case OpRole::kQkv: return "qkv";
+    case OpRole::kProj: return "proj";
+    case OpRole::kFc1: return "fc1";
+    case OpRole::kFc2: return "fc2";
+    case OpRole::kLogits: return "logits";
+    case OpRole::kAttnScores: return "attn_scores";
+    case OpRole::kAttnValues: return "attn_values";
+    case OpRole::kFlashAttention: return "flash_attention";
+    case OpRole::kNorm: return "norm";
+    case OpRole::kSoftmax: return "softmax";
+    case OpRole::kDropout: return "dropout";
+    case OpRole::kActivation: return "activation";
+    case OpRole::kResidual: return "residual";
+    case OpRole::kCrossEntropy: return "cross_entropy";
+    case OpRole::kEmbedding: return "embedding";
+  }
+  return "residual";
+}
+
+bool is_column_parallel(OpRole role) {
+  return role == OpRole::kQkv || role == OpRole::kFc1 || role == OpRole::kLogits;
+}
+
+bool is_row_parallel(OpRole role) { return role == OpRole::kProj || role == OpRole::kFc2; }
 
 LayerOpContext layer_op_context(const PlanSpec& plan) {
   LayerOpContext c;
@@ -54,11 +83,12 @@ std::vector<LayerOp> layer_forward_ops(const ModelSpec& m, const LayerOpContext&
   const double stream = static_cast<double>(tokens) * h * e / (c.sequence_parallel ? t : 1);
 
   std::vector<LayerOp> ops;
-  ops.push_back(elementwise("input_norm", 2.0 * stream));
-  ops.push_back(gemm("qkv", tokens, h / t + 2 * kv, h, 1, true));
+  ops.push_back(elementwise(OpRole::kNorm, "input_norm", 2.0 * stream));
+  ops.push_back(gemm(OpRole::kQkv, "qkv", tokens, h / t + 2 * kv, h, 1, true));
   if (c.flash_attention) {
     LayerOp a;
     a.name = "flash_attention";
+    a.role = OpRole::kFlashAttention;
     a.kind = OpKind::kAttention;
     a.flops = 4.0 * static_cast<double>(b) * heads * s * s * d;  // scores + values
     a.bytes = static_cast<double>(tokens) * (2 * heads * d + 2 * kv) * e;  // Q, K, V in, O out
@@ -69,22 +99,22 @@ std::vector<LayerOp> layer_forward_ops(const ModelSpec& m, const LayerOpContext&
     ops.push_back(a);
   } else {
     const double scores = static_cast<double>(b) * heads * s * s * e;
-    ops.push_back(gemm("attn_scores", s, s, d, b * heads, false, true));
+    ops.push_back(gemm(OpRole::kAttnScores, "attn_scores", s, s, d, b * heads, false, true));
     // Softmax reads and writes the scores; dropout reads them and writes output and mask.
-    ops.push_back(elementwise("softmax", 2.0 * scores, true));
-    if (m.attention_dropout > 0.0) ops.push_back(elementwise("attn_dropout", 2.5 * scores, true));
-    ops.push_back(gemm("attn_values", s, d, s, b * heads, false, true));
+    ops.push_back(elementwise(OpRole::kSoftmax, "softmax", 2.0 * scores, true));
+    if (m.attention_dropout > 0.0) ops.push_back(elementwise(OpRole::kDropout, "attn_dropout", 2.5 * scores, true));
+    ops.push_back(gemm(OpRole::kAttnValues, "attn_values", s, d, s, b * heads, false, true));
   }
-  ops.push_back(gemm("proj", tokens, h, h / t, 1, true));
+  ops.push_back(gemm(OpRole::kProj, "proj", tokens, h, h / t, 1, true));
   // Residual add (+ dropout): reads two streams, writes one (and a 1-byte mask).
-  ops.push_back(elementwise("residual_attn", 3.0 * stream + (m.hidden_dropout > 0 ? stream / e : 0)));
-  ops.push_back(elementwise("post_attn_norm", 2.0 * stream));
-  ops.push_back(gemm("fc1", tokens, fc1, h, 1, true));
+  ops.push_back(elementwise(OpRole::kResidual, "residual_attn", 3.0 * stream + (m.hidden_dropout > 0 ? stream / e : 0)));
+  ops.push_back(elementwise(OpRole::kNorm, "post_attn_norm", 2.0 * stream));
+  ops.push_back(gemm(OpRole::kFc1, "fc1", tokens, fc1, h, 1, true));
   const double act_in = static_cast<double>(tokens) * fc1 * e;
   const double act_out = static_cast<double>(tokens) * f * e;
-  ops.push_back(elementwise(m.swiglu ? "swiglu" : "gelu", act_in + act_out));
-  ops.push_back(gemm("fc2", tokens, h, f, 1, true));
-  ops.push_back(elementwise("residual_mlp", 3.0 * stream + (m.hidden_dropout > 0 ? stream / e : 0)));
+  ops.push_back(elementwise(OpRole::kActivation, m.swiglu ? "swiglu" : "gelu", act_in + act_out));
+  ops.push_back(gemm(OpRole::kFc2, "fc2", tokens, h, f, 1, true));
+  ops.push_back(elementwise(OpRole::kResidual, "residual_mlp", 3.0 * stream + (m.hidden_dropout > 0 ? stream / e : 0)));
   return ops;
 }
 
@@ -94,10 +124,10 @@ std::vector<LayerOp> head_forward_ops(const ModelSpec& m, const LayerOpContext& 
   const double e = dtype_bytes(c.dtype);
   const double stream = static_cast<double>(tokens) * m.hidden_size * e / (c.sequence_parallel ? t : 1);
   std::vector<LayerOp> ops;
-  ops.push_back(elementwise("final_norm", 2.0 * stream));
-  ops.push_back(gemm("logits", tokens, m.vocab_size / t, m.hidden_size, 1, true));
+  ops.push_back(elementwise(OpRole::kNorm, "final_norm", 2.0 * stream));
+  ops.push_back(gemm(OpRole::kLogits, "logits", tokens, m.vocab_size / t, m.hidden_size, 1, true));
   // Vocab-parallel cross-entropy in fp32: reads the logits, writes fp32 softmax.
-  ops.push_back(elementwise("cross_entropy",
+  ops.push_back(elementwise(OpRole::kCrossEntropy, "cross_entropy",
                             static_cast<double>(tokens) * (m.vocab_size / t) * (e + 4.0)));
   return ops;
 }
@@ -106,7 +136,7 @@ std::vector<LayerOp> embedding_forward_ops(const ModelSpec& m, const LayerOpCont
   const i64 tokens = static_cast<i64>(m.seq_length) * c.micro_batch_size;
   const double e = dtype_bytes(c.dtype);
   // Gathers one row per token and writes the stream (before the tp all-reduce).
-  return {elementwise("embedding", 2.0 * static_cast<double>(tokens) * m.hidden_size * e)};
+  return {elementwise(OpRole::kEmbedding, "embedding", 2.0 * static_cast<double>(tokens) * m.hidden_size * e)};
 }
 
 }  // namespace strata

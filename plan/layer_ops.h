@@ -31,8 +31,26 @@ struct GemmShape {
   double flops() const { return 2.0 * static_cast<double>(m) * n * k * batch; }
 };
 
+// What an op is in the layer: the cost side and the placement of tensor-parallel
+// collectives dispatch on it, never on the op's name (which only labels traces).
+enum class OpRole {
+  // GEMMs with a weight; column-parallel (output split over tp): qkv, fc1, logits;
+  // row-parallel (input split over tp): proj, fc2.
+  kQkv, kProj, kFc1, kFc2, kLogits,
+  // Attention's batched GEMMs when not fused.
+  kAttnScores, kAttnValues,
+  // The fused attention core.
+  kFlashAttention,
+  // Memory-bound.
+  kNorm, kSoftmax, kDropout, kActivation, kResidual, kCrossEntropy, kEmbedding,
+};
+const char* to_string(OpRole role);
+bool is_column_parallel(OpRole role);
+bool is_row_parallel(OpRole role);
+
 struct LayerOp {
-  std::string name;       // "qkv", "attn_scores", "softmax", ...
+  std::string name;       // its label: "qkv", "input_norm", "residual_attn", ...
+  OpRole role = OpRole::kResidual;
   OpKind kind = OpKind::kElementwise;
   GemmShape gemm;         // kGemm only
   double flops = 0.0;     // forward FLOPs on this GPU

@@ -1,15 +1,25 @@
 #include "sim/costs/profile_op_costs.h"
 
 namespace strata::sim {
-namespace {
-bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
-}  // namespace
-
-KernelKind kernel_kind_of(const std::string& name) {
-  if (contains(name, "norm")) return KernelKind::kNorm;
-  if (contains(name, "softmax") || contains(name, "cross_entropy")) return KernelKind::kSoftmax;
-  if (contains(name, "gelu") || contains(name, "swiglu")) return KernelKind::kActivation;
-  if (contains(name, "residual")) return KernelKind::kResidual;
+KernelKind kernel_kind_of(OpRole role) {
+  switch (role) {
+    case OpRole::kNorm: return KernelKind::kNorm;
+    case OpRole::kSoftmax:
+    case OpRole::kCrossEntropy: return KernelKind::kSoftmax;  // both a row-wise softmax
+    case OpRole::kActivation: return KernelKind::kActivation;
+    case OpRole::kResidual: return KernelKind::kResidual;
+    case OpRole::kDropout:
+    case OpRole::kEmbedding: return KernelKind::kElementwise;
+    // GEMMs and attention are costed by their own models, not as memory-bound kernels.
+    case OpRole::kQkv:
+    case OpRole::kProj:
+    case OpRole::kFc1:
+    case OpRole::kFc2:
+    case OpRole::kLogits:
+    case OpRole::kAttnScores:
+    case OpRole::kAttnValues:
+    case OpRole::kFlashAttention: break;
+  }
   return KernelKind::kElementwise;
 }
 
@@ -17,8 +27,8 @@ TimeNs ProfileOpCosts::gemm_ns(const GemmShape& s, DType dtype) const {
   return seconds_to_ns(model_.gemm_seconds(GemmQuery{s.m, s.n, s.k, s.batch, dtype}));
 }
 
-TimeNs ProfileOpCosts::elementwise_ns(const std::string& op_name, double bytes, DType dtype) const {
-  return seconds_to_ns(model_.kernel_seconds(kernel_kind_of(op_name), bytes, dtype));
+TimeNs ProfileOpCosts::elementwise_ns(OpRole role, double bytes, DType dtype) const {
+  return seconds_to_ns(model_.kernel_seconds(kernel_kind_of(role), bytes, dtype));
 }
 
 TimeNs ProfileOpCosts::attention_ns(std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim,

@@ -19,7 +19,7 @@ class ProfileOpCosts : public OpCosts {
  public:
   explicit ProfileOpCosts(const CostModel& model) : model_(model) {}
   TimeNs gemm_ns(const GemmShape& shape, DType dtype) const override;
-  TimeNs elementwise_ns(const std::string& op_name, double bytes, DType dtype) const override;
+  TimeNs elementwise_ns(OpRole role, double bytes, DType dtype) const override;
   TimeNs attention_ns(std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim,
                       bool backward, DType dtype) const override;
   TimeNs optimizer_ns(double bytes) const override;
@@ -30,7 +30,7 @@ class ProfileOpCosts : public OpCosts {
   const CostModel& model_;
 };
 
-// The memory-bound kernel kind of a layer op ("input_norm" -> kNorm, ...).
-KernelKind kernel_kind_of(const std::string& op_name);
+// The memory-bound kernel kind of a layer op (kNorm for a norm, ...).
+KernelKind kernel_kind_of(OpRole role);
 
 }  // namespace strata::sim

@@ -19,9 +19,9 @@ class OpCosts {
  public:
   virtual ~OpCosts() = default;
   virtual TimeNs gemm_ns(const GemmShape& shape, DType dtype) const = 0;
-  // A memory-bound op of the layer operation list ("input_norm", "softmax", "gelu",
-  // "residual_attn", "cross_entropy", ...) moving `bytes`.
-  virtual TimeNs elementwise_ns(const std::string& op_name, double bytes, DType dtype) const = 0;
+  // A memory-bound op of the layer operation list (a norm, softmax, activation,
+  // residual add, cross-entropy, ...) moving `bytes`.
+  virtual TimeNs elementwise_ns(OpRole role, double bytes, DType dtype) const = 0;
   // Fused (flash-style) attention over batch_heads heads of seq x head_dim; causal.
   virtual TimeNs attention_ns(std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim,
                               bool backward, DType dtype) const = 0;

@@ -37,7 +37,7 @@ TaskGraph::DetailOp forward_detail(const LayerOp& op, const PlanSpec& p, const O
     case OpKind::kAttention:
       t = c.attention_ns(op.attn_batch_heads, op.attn_seq, op.attn_head_dim, false, p.dtype);
       break;
-    case OpKind::kElementwise: t = c.elementwise_ns(op.name, op.bytes, p.dtype); break;
+    case OpKind::kElementwise: t = c.elementwise_ns(op.role, op.bytes, p.dtype); break;
   }
   return {prefix + op.name, op_category(op), t, op.flops, op.bytes};
 }
@@ -64,7 +64,7 @@ std::vector<TaskGraph::DetailOp> backward_details(const LayerOp& op, const PlanS
       break;
     case OpKind::kElementwise:
       out.push_back({op.name + " bwd", Category::kElementwise,
-                     c.elementwise_ns(op.name, 2.0 * op.bytes, p.dtype), 0.0, 2.0 * op.bytes});
+                     c.elementwise_ns(op.role, 2.0 * op.bytes, p.dtype), 0.0, 2.0 * op.bytes});
       break;
   }
   return out;
@@ -187,8 +187,8 @@ BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCost
   const bool tp = p.tp > 1;
   std::vector<Item> items;
   for (LayerOp& op : layer_forward_ops(m, layer_op_context(p))) {
-    const bool column_parallel = op.name == "qkv" || op.name == "fc1";
-    const bool row_parallel = op.name == "proj" || op.name == "fc2";
+    const bool column_parallel = is_column_parallel(op.role);
+    const bool row_parallel = is_row_parallel(op.role);
     if (tp && column_parallel) items.push_back(before_column_parallel(p, bytes));
     items.push_back(op_item(std::move(op)));
     if (tp && row_parallel) items.push_back(after_row_parallel(p, bytes));
@@ -208,8 +208,8 @@ BlockSegments head_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts
   std::vector<Item> items;
   const double tokens = static_cast<double>(m.seq_length) * p.micro_batch_size;
   for (LayerOp& op : head_forward_ops(m, layer_op_context(p))) {
-    if (p.tp > 1 && op.name == "logits") items.push_back(before_column_parallel(p, stream_bytes(m, p)));
-    const bool loss = op.name == "cross_entropy";
+    if (p.tp > 1 && op.role == OpRole::kLogits) items.push_back(before_column_parallel(p, stream_bytes(m, p)));
+    const bool loss = op.role == OpRole::kCrossEntropy;
     items.push_back(op_item(std::move(op)));
     // Vocabulary-parallel cross-entropy all-reduces the max, the sum of exponentials
     // and the target logit of every token over tp (Megatron-LM, cross_entropy.py): 3 fp32 values.

@@ -101,3 +101,33 @@ TEST(Flops, TensorParallelSplitsLayerFlopsExactly) {
 
 }  // namespace
 }  // namespace strata
+
+namespace strata {
+namespace {
+
+// Each op says what it is: the roles the cost side and the tensor-parallel
+// collectives dispatch on, in Megatron's order (GPT-3: dropout on, no flash).
+TEST(LayerOps, RolesSayWhatEachOpIs) {
+  LayerOpContext c;
+  c.tp = 8;
+  std::vector<OpRole> roles;
+  for (const LayerOp& op : layer_forward_ops(testing::gpt3_175b(), c)) roles.push_back(op.role);
+  EXPECT_EQ(roles, (std::vector<OpRole>{OpRole::kNorm, OpRole::kQkv, OpRole::kAttnScores, OpRole::kSoftmax,
+                                        OpRole::kDropout, OpRole::kAttnValues, OpRole::kProj, OpRole::kResidual,
+                                        OpRole::kNorm, OpRole::kFc1, OpRole::kActivation, OpRole::kFc2,
+                                        OpRole::kResidual}));
+  c.flash_attention = true;
+  EXPECT_EQ(layer_forward_ops(testing::gpt3_175b(), c)[2].role, OpRole::kFlashAttention);
+  std::vector<OpRole> head;
+  for (const LayerOp& op : head_forward_ops(testing::gpt3_175b(), c)) head.push_back(op.role);
+  EXPECT_EQ(head, (std::vector<OpRole>{OpRole::kNorm, OpRole::kLogits, OpRole::kCrossEntropy}));
+  // Megatron's column-parallel layers split their output, the row-parallel ones their input.
+  EXPECT_TRUE(is_column_parallel(OpRole::kQkv) && is_column_parallel(OpRole::kFc1) &&
+              is_column_parallel(OpRole::kLogits));
+  EXPECT_TRUE(is_row_parallel(OpRole::kProj) && is_row_parallel(OpRole::kFc2));
+  EXPECT_FALSE(is_column_parallel(OpRole::kProj) || is_row_parallel(OpRole::kQkv) ||
+               is_column_parallel(OpRole::kAttnScores));
+}
+
+}  // namespace
+}  // namespace strata

@@ -15,7 +15,7 @@ class GemmCountCosts : public OpCosts {
   TimeNs gemm_ns(const GemmShape& s, DType) const override {
     return (s.n == vocab_ || s.k == vocab_ || s.m == vocab_) ? 0 : gemm_ns_;
   }
-  TimeNs elementwise_ns(const std::string&, double, DType) const override { return 0; }
+  TimeNs elementwise_ns(OpRole, double, DType) const override { return 0; }
   TimeNs attention_ns(std::int64_t, std::int64_t, std::int64_t, bool, DType) const override { return 0; }
   TimeNs optimizer_ns(double) const override { return 0; }
   TimeNs host_copy_ns(double) const override { return 0; }
