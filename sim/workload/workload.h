@@ -7,6 +7,12 @@
 // pipeline stage (tp_rank 0, dp_rank 0): tensor-parallel peers and data-parallel
 // replicas are symmetric by construction, so their tasks would be copies; the
 // collectives of the folded ranks are still costed over their whole groups.
+//
+// The builder's rooms: the layer program (layer_program.h: compute and
+// tensor-parallel collectives of each pipeline op), folding (folding.h: which ranks
+// stand for which, how a folded op collapses), data parallelism and ZeRO
+// (data_parallel.h), and the orchestration that ties them with the pipeline
+// transfers (workload.cc); build.h is the state they share.
 #pragma once
 
 #include <vector>

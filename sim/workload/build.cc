@@ -1,0 +1,91 @@
+#include "sim/workload/build.h"
+
+namespace strata::sim {
+
+WorkloadBuild::WorkloadBuild(const ModelSpec& m, const PlanSpec& p, const OpCosts& oc, const CommCosts& cc,
+                             Fidelity f, const WorkloadOptions& o)
+    : model(m), plan(p), layout(p), op_costs(oc), comm_costs(cc), fidelity(f), options(o) {}
+
+std::vector<int> WorkloadBuild::tp_group_gpus(int d, int r) const {
+  std::vector<int> g;
+  for (int t = 0; t < plan.tp; ++t) g.push_back(global(t, d, r));
+  return g;
+}
+
+std::vector<int> WorkloadBuild::dp_group_gpus(int t, int r) const {
+  std::vector<int> g;
+  for (int d = 0; d < plan.dp; ++d) g.push_back(global(t, d, r));
+  return g;
+}
+
+int WorkloadBuild::last_backward_op(int r, int chunk) const {
+  int last = -1;
+  const auto& program = programs[r];
+  for (int i = 0; i < static_cast<int>(program.size()); ++i) {
+    if (program[i].phase == PipelinePhase::kBackward && program[i].chunk == chunk) last = i;
+  }
+  return last;
+}
+
+int WorkloadBuild::first_forward_op(int r, int chunk) const {
+  const auto& program = programs[r];
+  for (int i = 0; i < static_cast<int>(program.size()); ++i) {
+    if (program[i].phase == PipelinePhase::kForward && program[i].chunk == chunk) return i;
+  }
+  return -1;
+}
+
+double WorkloadBuild::activation_bytes() const {
+  // Megatron's scatter/gather optimisation (Narayanan et al. 2021, section 4.1) and
+  // sequence parallelism both send 1/tp of the activation tensor per tensor-parallel rank.
+  return static_cast<double>(model.seq_length) * plan.micro_batch_size * model.hidden_size *
+         dtype_bytes(plan.dtype) / plan.tp;
+}
+
+void WorkloadBuild::build_programs() {
+  const int m = plan.num_microbatches();
+  programs.resize(plan.pp);
+  op_index.resize(plan.pp);
+  buckets.resize(plan.pp);
+  for (int r = 0; r < plan.pp; ++r) {
+    buckets[r] = grad_buckets(model, plan, r);
+    programs[r] = pipeline_program(plan.schedule, plan.pp, plan.vpp, m, r);
+    op_index[r].assign(2 * plan.vpp * m, -1);
+    for (int i = 0; i < static_cast<int>(programs[r].size()); ++i) {
+      const PipelineOp& op = programs[r][i];
+      op_index[r][op_key(op.phase, op.chunk, op.microbatch)] = i;
+    }
+  }
+}
+
+std::int32_t WorkloadBuild::collective(CollectiveOp op, const std::vector<int>& group, double bytes,
+                                       Category category) {
+  auto key = std::make_tuple(static_cast<int>(op), group.front(), group.size() > 1 ? group[1] - group[0] : 0,
+                             static_cast<int>(group.size()), static_cast<long long>(bytes),
+                             static_cast<int>(category));
+  auto it = comm_ids_.find(key);
+  if (it != comm_ids_.end()) return it->second;
+  std::int32_t id = w.graph.add_comm(comm_costs.collective(op, group, bytes, category));
+  comm_ids_.emplace(key, id);
+  return id;
+}
+
+std::int32_t WorkloadBuild::p2p(int src_gpu, int dst_gpu) {
+  auto key = std::make_pair(src_gpu, dst_gpu);
+  auto it = p2p_ids_.find(key);
+  if (it != p2p_ids_.end()) return it->second;
+  std::int32_t id = w.graph.add_comm(comm_costs.p2p(src_gpu, dst_gpu, activation_bytes()));
+  p2p_ids_.emplace(key, id);
+  return id;
+}
+
+std::int32_t WorkloadBuild::label(const std::string& name, Category category, Phase phase) {
+  auto key = std::make_tuple(name, static_cast<int>(category), static_cast<int>(phase));
+  auto it = label_ids_.find(key);
+  if (it != label_ids_.end()) return it->second;
+  std::int32_t id = w.graph.add_label({name, category, phase});
+  label_ids_.emplace(key, id);
+  return id;
+}
+
+}  // namespace strata::sim

@@ -1,0 +1,95 @@
+// The state one workload build shares between its rooms: the layer program
+// (layer_program.h), folding (folding.h), data parallelism and ZeRO
+// (data_parallel.h), and the orchestration that ties them (workload.cc).
+//
+// It holds what the step is (model, plan, rank layout, each pipeline rank's
+// program and gradient buckets), which ranks are simulated, the graph being
+// built, where each op's and block's tasks are (marks, for the dependencies the
+// later passes add), and the interning of collectives and labels, so equal ones
+// share one entry.
+#pragma once
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "plan/bucket_plan.h"
+#include "plan/model_spec.h"
+#include "plan/pipeline_schedule.h"
+#include "plan/plan_spec.h"
+#include "plan/rank_layout.h"
+#include "sim/workload/costs.h"
+#include "sim/workload/workload.h"
+
+namespace strata::sim {
+
+// First and last task of a piece of a rank's program.
+struct Mark {
+  TaskId first = -1;
+  TaskId last = -1;
+  void add(TaskId t) {
+    if (first < 0) first = t;
+    last = t;
+  }
+};
+
+// Which block of an op a task belongs to: a chunk-local layer index (>= 0), or one
+// of these.
+inline constexpr int kEmbeddingBlock = -1;
+inline constexpr int kHeadBlock = -2;
+
+class WorkloadBuild {
+ public:
+  WorkloadBuild(const ModelSpec& m, const PlanSpec& p, const OpCosts& oc, const CommCosts& cc, Fidelity fidelity,
+                const WorkloadOptions& o);
+
+  const ModelSpec& model;
+  const PlanSpec& plan;
+  const RankLayout layout;
+  const OpCosts& op_costs;
+  const CommCosts& comm_costs;
+  const Fidelity fidelity;
+  const WorkloadOptions options;
+  Workload w;
+
+  std::vector<int> sim_of_global;                 // global rank -> simulated rank, -1 if folded away
+  std::vector<std::vector<PipelineOp>> programs;  // [pipeline rank]
+  std::vector<std::vector<int>> op_index;         // [pipeline rank][op_key] -> index in its program
+  std::vector<std::vector<GradBucket>> buckets;   // [pipeline rank]
+  std::vector<std::vector<Mark>> op_marks;        // [rank][op]
+  std::vector<std::vector<Mark>> layer_marks;     // [rank][op * chunk_layers + layer]
+  std::vector<std::vector<Mark>> head_marks;      // [rank][op]: the head block
+  std::vector<TaskId> last_task;                  // [rank]: its program's last task
+
+  int global(int t, int d, int r) const { return layout.rank({.tp = t, .dp = d, .pp = r}); }
+  int sim_index(int global_rank) const { return sim_of_global[global_rank]; }
+  int chunk_layers() const { return model.num_layers / (plan.pp * plan.vpp); }
+  int num_virtual_stages() const { return plan.pp * plan.vpp; }
+  int op_key(PipelinePhase phase, int chunk, int mb) const {
+    return ((phase == PipelinePhase::kForward ? 0 : 1) * plan.vpp + chunk) * plan.num_microbatches() + mb;
+  }
+  std::vector<int> tp_group_gpus(int d, int r) const;
+  std::vector<int> dp_group_gpus(int t, int r) const;
+  int last_backward_op(int r, int chunk) const;
+  int first_forward_op(int r, int chunk) const;
+  // Bytes of one activation tensor a pipeline stage sends one tensor-parallel peer.
+  double activation_bytes() const;
+
+  // Each pipeline rank's program and buckets.
+  void build_programs();
+  // The CommSpec of a collective, interned so repeated collectives share one entry.
+  std::int32_t collective(CollectiveOp op, const std::vector<int>& group, double bytes, Category category);
+  // The CommSpec of a pipeline transfer of one activation tensor, interned.
+  std::int32_t p2p(int src_gpu, int dst_gpu);
+  // A task label, interned.
+  std::int32_t label(const std::string& name, Category category, Phase phase);
+
+ private:
+  std::map<std::tuple<int, int, int, int, long long, int>, std::int32_t> comm_ids_;
+  std::map<std::tuple<std::string, int, int>, std::int32_t> label_ids_;
+  std::map<std::pair<int, int>, std::int32_t> p2p_ids_;
+};
+
+}  // namespace strata::sim

@@ -1,0 +1,291 @@
+#include "sim/workload/data_parallel.h"
+
+#include <algorithm>
+
+#include "plan/params.h"
+
+namespace strata::sim {
+namespace {
+
+class DataParallelPass {
+ public:
+  explicit DataParallelPass(WorkloadBuild& b)
+      : b_(b), m_(b.model), p_(b.plan), oc_(b.op_costs), cc_(b.comm_costs) {}
+
+  // The tasks of a bucket's edge block in one op: the block that finishes last in
+  // the backward and is used first in the forward (the embedding is at the op's end
+  // or start).
+  const Mark& edge_mark(int member, int op, const GradBucket& b) const {
+    const BlockRef& edge = b.blocks.back();
+    switch (edge.kind) {
+      case ParamBlock::kLayer: return b_.layer_marks[member][op * b_.chunk_layers() + edge.layer];
+      case ParamBlock::kFinalNorm:
+      case ParamBlock::kOutputLayer: return b_.head_marks[member][op];
+      case ParamBlock::kWordEmbedding:
+      case ParamBlock::kPositionEmbedding: break;
+    }
+    return b_.op_marks[member][op];
+  }
+
+  // The task after which a bucket's gradients of one backward op are final.
+  TaskId bucket_ready(int member, int op, const GradBucket& b) const { return edge_mark(member, op, b).last; }
+
+  // The first task that needs a bucket's weights in a forward op.
+  TaskId bucket_first_use(int member, int op, const GradBucket& b) const { return edge_mark(member, op, b).first; }
+
+  TaskId dp_comm(const std::vector<int>& members, std::int32_t comm, std::int32_t lbl,
+                 const TaskInfo& info) {
+    std::vector<std::pair<int, StreamKind>> slots;
+    for (int member : members) slots.emplace_back(member, StreamKind::kDpComm);
+    return b_.w.graph.add_comm_task(slots, comm, lbl, info);
+  }
+
+  // Pass 3: gradient reduction, ZeRO gathers, the optimizer step.
+  void run() {
+    const double e = dtype_bytes(p_.dtype);  // weights (parameter gathers)
+    const double g = p_.grad_bytes();        // gradients (reductions)
+    const std::size_t n = b_.w.global_rank.size();
+    std::vector<TaskId> last_dp(n, -1);  // each rank's last gradient-reduction task
+
+    const std::int32_t lbl_ar = b_.label("grad all_reduce", Category::kDp, Phase::kBackward);
+    const std::int32_t lbl_rs = b_.label("grad reduce_scatter", Category::kDp, Phase::kBackward);
+    const std::int32_t lbl_ag = b_.label("param all_gather", Category::kZero, Phase::kStep);
+    const std::int32_t lbl_ag_fwd = b_.label("param all_gather", Category::kZero, Phase::kForward);
+    const std::int32_t lbl_ag_bwd = b_.label("param all_gather", Category::kZero, Phase::kBackward);
+
+    for (int r = 0; r < p_.pp; ++r) {
+      for (int t = 0; t < p_.tp; ++t) {
+        std::vector<int> members;
+        for (int d = 0; d < p_.dp; ++d) {
+          int s = b_.sim_index(b_.global(t, d, r));
+          if (s >= 0) members.push_back(s);
+        }
+        if (members.empty() || p_.dp == 1) continue;
+        const std::vector<int> group = b_.dp_group_gpus(t, r);
+        const std::vector<GradBucket>& buckets = b_.buckets[r];
+        const auto& program = b_.programs[r];
+
+        if (p_.zero_stage == 3) {
+          add_zero3(members, group, r, last_dp, lbl_ag_fwd, lbl_ag_bwd, lbl_rs);
+          continue;
+        }
+        // ZeRO-1/2: the weights updated by the last step are gathered at this step's
+        // start, overlapped with the forward (Megatron's --overlap-param-gather), each
+        // bucket before its first use.
+        if (p_.zero_stage >= 1 && p_.overlap_param_gather) {
+          // Forward order: chunk by chunk, each chunk's buckets in reverse.
+          std::vector<const GradBucket*> forward_order;
+          for (auto it = buckets.rbegin(); it != buckets.rend(); ++it) forward_order.push_back(&*it);
+          std::stable_sort(forward_order.begin(), forward_order.end(),
+                           [](const GradBucket* a, const GradBucket* b) { return a->chunk < b->chunk; });
+          for (const GradBucket* bucket : forward_order) {
+            const GradBucket& b = *bucket;
+            const double bytes = static_cast<double>(b.params) * e;
+            TaskInfo info;
+            info.chunk = b.chunk;
+            info.bytes = bytes;
+            TaskId ag = dp_comm(members, b_.collective(CollectiveOp::kAllGather, group, bytes, Category::kZero),
+                                lbl_ag_fwd, info);
+            const int op = b_.first_forward_op(r, b.chunk);
+            for (int member : members) b_.w.graph.add_dependency(ag, bucket_first_use(member, op, b));
+          }
+        }
+        // Gradient reduction: all-reduce (ZeRO-0) or reduce-scatter (ZeRO-1) once per
+        // step after the last micro-batch; ZeRO-2 reduce-scatters every micro-batch.
+        const CollectiveOp reduce = p_.zero_stage == 0 ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter;
+        const std::int32_t lbl = p_.zero_stage == 0 ? lbl_ar : lbl_rs;
+        if (p_.zero_stage == 2) {
+          for (std::size_t oi = 0; oi < program.size(); ++oi) {
+            const PipelineOp& op = program[oi];
+            if (op.phase != PipelinePhase::kBackward) continue;
+            for (const GradBucket& b : buckets) {
+              if (b.chunk != op.chunk) continue;
+              const double bytes = static_cast<double>(b.params) * g;
+              TaskInfo info;
+              info.microbatch = op.microbatch;
+              info.chunk = op.chunk;
+              info.bytes = bytes;
+              TaskId rs = dp_comm(members, b_.collective(reduce, group, bytes, Category::kDp), lbl, info);
+              for (int member : members) {
+                TaskId ready = p_.overlap_grad_reduce ? bucket_ready(member, static_cast<int>(oi), b)
+                                                      : b_.op_marks[member][oi].last;
+                b_.w.graph.add_dependency(ready, rs);
+                last_dp[member] = rs;
+              }
+            }
+          }
+        } else {
+          for (const GradBucket& b : buckets) {
+            const double bytes = static_cast<double>(b.params) * g;
+            TaskInfo info;
+            info.chunk = b.chunk;
+            info.bytes = bytes;
+            TaskId red = dp_comm(members, b_.collective(reduce, group, bytes, Category::kDp), lbl, info);
+            const int op = b_.last_backward_op(r, b.chunk);
+            for (int member : members) {
+              TaskId ready = p_.overlap_grad_reduce ? bucket_ready(member, op, b) : b_.last_task[member];
+              b_.w.graph.add_dependency(ready, red);
+              last_dp[member] = red;
+            }
+          }
+        }
+        if (p_.zero_stage >= 1 && !p_.overlap_param_gather) {
+          for (const GradBucket& b : buckets) {
+            const double bytes = static_cast<double>(b.params) * e;
+            TaskInfo info;
+            info.chunk = b.chunk;
+            info.bytes = bytes;
+            step_gathers_.push_back({members, b_.collective(CollectiveOp::kAllGather, group, bytes, Category::kZero), info});
+          }
+        }
+      }
+    }
+    add_embedding_sync(last_dp);
+    add_step(last_dp, lbl_ag);
+  }
+
+  // ZeRO-3: every layer's weights are gathered before its forward and again before its
+  // backward, and its gradients reduce-scattered after its backward, every micro-batch.
+  void add_zero3(const std::vector<int>& members, const std::vector<int>& group, int r,
+                 std::vector<TaskId>& last_dp, std::int32_t lbl_ag_fwd, std::int32_t lbl_ag_bwd,
+                 std::int32_t lbl_rs) {
+    const double e = dtype_bytes(p_.dtype);
+    const double layer_params = static_cast<double>(layer_params_per_gpu(m_, p_.tp));
+    const double layer_bytes = layer_params * e;
+    const std::int32_t ag = b_.collective(CollectiveOp::kAllGather, group, layer_bytes, Category::kZero);
+    const std::int32_t rs = b_.collective(CollectiveOp::kReduceScatter, group, layer_params * p_.grad_bytes(), Category::kDp);
+    const int lc = b_.chunk_layers();
+    const auto& program = b_.programs[r];
+    for (std::size_t oi = 0; oi < program.size(); ++oi) {
+      const PipelineOp& op = program[oi];
+      const bool forward = op.phase == PipelinePhase::kForward;
+      // Layers in execution order within this op.
+      for (int step = 0; step < lc; ++step) {
+        const int j = forward ? step : lc - 1 - step;
+        TaskInfo info;
+        info.microbatch = op.microbatch;
+        info.chunk = op.chunk;
+        info.layer = virtual_stage(p_.pp, r, op.chunk) * lc + j;
+        info.bytes = layer_bytes;
+        TaskId gather = dp_comm(members, ag, forward ? lbl_ag_fwd : lbl_ag_bwd, info);
+        // Prefetch: with overlap the gather of a layer may start once the layer two
+        // before it has finished (two layers' weights live); without, once the previous
+        // layer has finished.
+        const int wait_steps = p_.overlap_param_gather ? 2 : 1;
+        const int prev_step = step - wait_steps;
+        for (int member : members) {
+          if (prev_step >= 0) {
+            const int pj = forward ? prev_step : lc - 1 - prev_step;
+            b_.w.graph.add_dependency(b_.layer_marks[member][oi * lc + pj].last, gather);
+          }
+          b_.w.graph.add_dependency(gather, b_.layer_marks[member][oi * lc + j].first);
+        }
+        if (!forward) {
+          TaskId red = dp_comm(members, rs, lbl_rs, info);
+          for (int member : members) {
+            b_.w.graph.add_dependency(b_.layer_marks[member][oi * lc + j].last, red);
+            last_dp[member] = red;
+          }
+        }
+      }
+    }
+  }
+
+  // Tied embeddings with pp > 1: the first and last stages all-reduce the word
+  // embedding's gradient (Megatron-LM's embedding group).
+  void add_embedding_sync(std::vector<TaskId>& last_dp) {
+    if (m_.untie_embeddings_and_output_weights || p_.pp == 1) return;
+    const double bytes = static_cast<double>(m_.vocab_size) * m_.hidden_size / p_.tp * p_.grad_bytes();
+    const std::int32_t lbl = b_.label("embedding grad all_reduce", Category::kDp, Phase::kBackward);
+    for (int d = 0; d < p_.dp; ++d) {
+      for (int t = 0; t < p_.tp; ++t) {
+        const int a = b_.sim_index(b_.global(t, d, 0));
+        const int b = b_.sim_index(b_.global(t, d, p_.pp - 1));
+        if (a < 0 || b < 0) continue;
+        TaskInfo info;
+        info.bytes = bytes;
+        std::int32_t comm = b_.collective(CollectiveOp::kAllReduce, {b_.global(t, d, 0), b_.global(t, d, p_.pp - 1)},
+                                       bytes, Category::kDp);
+        TaskId task = b_.w.graph.add_comm_task({{a, StreamKind::kDpComm}, {b, StreamKind::kDpComm}}, comm, lbl, info);
+        for (int s : {a, b}) {
+          b_.w.graph.add_dependency(b_.last_task[s], task);
+          last_dp[s] = task;
+        }
+      }
+    }
+  }
+
+  // The end of the step: a global gradient-norm all-reduce (gradient clipping), the
+  // optimizer update of each rank's shard, and the weight gathers not overlapped.
+  void add_step(std::vector<TaskId>& last_dp, std::int32_t lbl_ag) {
+    const std::size_t n = b_.w.global_rank.size();
+    const int world = b_.layout.world();
+    TaskId norm = -1;
+    if (world > 1) {
+      std::vector<int> everyone(world);
+      for (int g = 0; g < world; ++g) everyone[g] = g;
+      // One fp32 partial norm per rank (Megatron-LM's clip_grad_norm_fp32).
+      const CommSpec spec = cc_.latency_bound(CollectiveOp::kAllReduce, everyone, 4.0, Category::kDp);
+      std::vector<std::pair<int, StreamKind>> slots;
+      for (std::size_t i = 0; i < n; ++i) slots.emplace_back(static_cast<int>(i), StreamKind::kDpComm);
+      TaskInfo info;
+      info.bytes = 4.0;
+      norm = b_.w.graph.add_comm_task(slots, b_.w.graph.add_comm(spec),
+                                    b_.label("grad norm all_reduce", Category::kDp, Phase::kStep), info);
+      for (std::size_t i = 0; i < n; ++i) {
+        b_.w.graph.add_dependency(b_.last_task[i], norm);
+        if (last_dp[i] >= 0) b_.w.graph.add_dependency(last_dp[i], norm);
+      }
+    }
+    const std::int32_t lbl_opt = b_.label("optimizer step", Category::kOptimizer, Phase::kStep);
+    const std::int32_t lbl_d2h = b_.label("gradients to host", Category::kCopy, Phase::kStep);
+    const std::int32_t lbl_host = b_.label("host optimizer step", Category::kOptimizer, Phase::kStep);
+    const std::int32_t lbl_h2d = b_.label("weights to device", Category::kCopy, Phase::kStep);
+    std::vector<TaskId> updated(n, -1);
+    for (std::size_t i = 0; i < n; ++i) {
+      const double params = static_cast<double>(stage_params_per_gpu(m_, p_, b_.w.stage[i]));
+      const double shard = p_.zero_stage >= 1 ? params / p_.dp : params;
+      TaskInfo info;
+      const int rank = static_cast<int>(i);
+      if (p_.offload_optimizer) {
+        info.bytes = shard * dtype_bytes(p_.dtype);
+        TaskId d2h = b_.w.graph.add_compute(rank, StreamKind::kCopy, oc_.host_copy_ns(info.bytes), lbl_d2h, info);
+        // The three run back to back on the copy stream: gradients down, the host's
+        // Adam update, weights back up.
+        b_.w.graph.add_compute(rank, StreamKind::kCopy, oc_.host_optimizer_ns(shard), lbl_host, info);
+        TaskId h2d = b_.w.graph.add_compute(rank, StreamKind::kCopy, oc_.host_copy_ns(info.bytes), lbl_h2d, info);
+        b_.w.graph.add_dependency(norm >= 0 ? norm : b_.last_task[i], d2h);
+        updated[i] = h2d;
+      } else {
+        // The update reads the gradient in its accumulation dtype.
+        info.bytes = shard * (b_.options.optimizer_bytes_per_param - dtype_bytes(p_.dtype) + p_.grad_bytes());
+        TaskId opt = b_.w.graph.add_compute(rank, StreamKind::kCompute, oc_.optimizer_ns(info.bytes), lbl_opt, info);
+        if (norm >= 0) b_.w.graph.add_dependency(norm, opt);
+        updated[i] = opt;
+      }
+    }
+    for (const GatherSpec& g : step_gathers_) {
+      TaskId ag = dp_comm(g.members, g.comm, lbl_ag, g.info);
+      for (int member : g.members) b_.w.graph.add_dependency(updated[member], ag);
+    }
+  }
+
+  struct GatherSpec {
+    std::vector<int> members;
+    std::int32_t comm;
+    TaskInfo info;
+  };
+
+  WorkloadBuild& b_;
+  const ModelSpec& m_;
+  const PlanSpec& p_;
+  const OpCosts& oc_;
+  const CommCosts& cc_;
+  std::vector<GatherSpec> step_gathers_;  // ZeRO-1/2 weight gathers after the update (no overlap)
+};
+
+}  // namespace
+
+void add_data_parallel_and_step(WorkloadBuild& b) { DataParallelPass(b).run(); }
+
+}  // namespace strata::sim

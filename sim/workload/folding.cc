@@ -1,0 +1,110 @@
+#include "sim/workload/folding.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace strata::sim {
+
+void place_ranks(WorkloadBuild& b) {
+  const PlanSpec& p = b.plan;
+  b.sim_of_global.assign(b.layout.world(), -1);
+  for (int r = 0; r < p.pp; ++r) {
+    for (int d = 0; d < p.dp; ++d) {
+      for (int t = 0; t < p.tp; ++t) {
+        if (b.fidelity == Fidelity::kFolded && (t != 0 || d != 0)) continue;
+        const int g = b.global(t, d, r);
+        b.sim_of_global[g] = static_cast<int>(b.w.global_rank.size());
+        b.w.global_rank.push_back(g);
+        b.w.stage.push_back(r);
+        b.w.tp_rank.push_back(t);
+        b.w.dp_rank.push_back(d);
+      }
+    }
+  }
+  b.w.fidelity = b.fidelity;
+  const std::size_t n = b.w.global_rank.size();
+  b.op_marks.resize(n);
+  b.layer_marks.resize(n);
+  b.head_marks.resize(n);
+  b.last_task.assign(n, -1);
+}
+
+namespace {
+
+void set_boundary(Boundaries& bounds, bool forward, int op, int lc, const BlockRef& block) {
+  if (block.kind == ParamBlock::kLayer) {
+    (forward ? bounds.before : bounds.after)[op * lc + block.layer] = 1;
+  } else if (block.kind == ParamBlock::kFinalNorm || block.kind == ParamBlock::kOutputLayer) {
+    (forward ? bounds.head_before : bounds.head_after)[op] = 1;
+  }
+}
+
+}  // namespace
+
+Boundaries collapse_boundaries(const WorkloadBuild& b, int r) {
+  const PlanSpec& p = b.plan;
+  const auto& program = b.programs[r];
+  const int lc = b.chunk_layers();
+  Boundaries bounds;
+  bounds.before.assign(program.size() * lc, 0);
+  bounds.after.assign(program.size() * lc, 0);
+  bounds.head_before.assign(program.size(), 0);
+  bounds.head_after.assign(program.size(), 0);
+  if (p.dp > 1 && p.zero_stage == 3) {
+    std::fill(bounds.before.begin(), bounds.before.end(), 1);
+    std::fill(bounds.after.begin(), bounds.after.end(), 1);
+    return bounds;
+  }
+  if (p.dp == 1) return bounds;
+  for (const GradBucket& bucket : b.buckets[r]) {
+    const BlockRef& edge = bucket.blocks.back();  // first used in the forward, last final in the backward
+    if (p.zero_stage >= 1 && p.overlap_param_gather) {
+      set_boundary(bounds, true, b.first_forward_op(r, bucket.chunk), lc, edge);
+    }
+    if (!p.overlap_grad_reduce) continue;
+    for (int oi = 0; oi < static_cast<int>(program.size()); ++oi) {
+      const PipelineOp& op = program[oi];
+      if (op.phase != PipelinePhase::kBackward || op.chunk != bucket.chunk) continue;
+      if (p.zero_stage == 2 || oi == b.last_backward_op(r, bucket.chunk)) set_boundary(bounds, false, oi, lc, edge);
+    }
+  }
+  return bounds;
+}
+
+TimeNs collapsed_comm_ns(const CommSpec& spec) {
+  TimeNs ns = spec.fixed_ns;
+  if (spec.bytes > 0.0 && spec.rate_cap_bytes_per_s > 0.0) ns += seconds_to_ns(spec.bytes / spec.rate_cap_bytes_per_s);
+  return ns;
+}
+
+const CollapsedStretches::BlockSummary& CollapsedStretches::summary(const std::vector<Segment>& segs,
+                                                                    const std::vector<int>& group) {
+  auto it = block_summaries_.find(&segs);
+  if (it != block_summaries_.end()) return it->second;
+  BlockSummary sum;
+  for (const Segment& s : segs) {
+    if (s.is_comm) {
+      sum.ns += collapsed_comm_ns(b_.w.graph.comm(b_.collective(s.op, group, s.comm_bytes, Category::kTp)));
+      continue;
+    }
+    for (const TaskGraph::DetailOp& op : s.ops) {
+      sum.ns += op.duration_ns;
+      sum.bytes += op.bytes;
+    }
+  }
+  return block_summaries_.emplace(&segs, sum).first->second;
+}
+
+std::int32_t CollapsedStretches::label(bool forward, int first, int last) {
+  const auto key = std::make_tuple(forward, first, last);
+  auto it = stretch_label_ids_.find(key);
+  if (it != stretch_label_ids_.end()) return it->second;
+  const char* phase = forward ? "forward" : "backward";
+  const std::string name = first < 0 ? std::string(phase) : fmt::format("{} layers {}-{}", phase, first, last);
+  const std::int32_t id = b_.label(name, Category::kGemm, forward ? Phase::kForward : Phase::kBackward);
+  stretch_label_ids_.emplace(key, id);
+  return id;
+}
+
+}  // namespace strata::sim

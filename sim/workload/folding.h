@@ -1,0 +1,78 @@
+// Folding: which ranks a build simulates, and how a folded op collapses.
+//
+// Full fidelity simulates every rank. Folded simulates one rank per pipeline
+// stage (tp_rank 0, dp_rank 0): tensor-parallel peers and data-parallel replicas
+// are symmetric by construction, so their tasks would be copies; the collectives
+// of the folded ranks are still costed over their whole groups. A folded op's
+// blocks collapse into one task per stretch between boundaries, a boundary being
+// where a later pass attaches a dependency (a bucket's gradients final, its
+// weights first used); its tensor-parallel collectives are statically costed.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/workload/build.h"
+#include "sim/workload/segments.h"
+
+namespace strata::sim {
+
+// Chooses the simulated ranks (all, or one per stage) and sizes the marks.
+void place_ranks(WorkloadBuild& b);
+
+// Where a collapsed op must start or end a task: before a block whose first task
+// receives a dependency, after a block whose last task gives one. Layers are
+// indexed [op * chunk_layers + layer], the head [op], for one stage's program; the
+// embedding is at an op's start or end, always a boundary.
+struct Boundaries {
+  std::vector<char> before;
+  std::vector<char> after;
+  std::vector<char> head_before;
+  std::vector<char> head_after;
+};
+Boundaries collapse_boundaries(const WorkloadBuild& b, int stage);
+
+// A collective's time inside a collapsed stretch: statically costed, its
+// contention already in the rate (TopologyCommCosts::folded).
+TimeNs collapsed_comm_ns(const CommSpec& spec);
+
+// What collapsed stretches share: each block's summed time on a tensor-parallel
+// group, one detail per stretch shape, one label per layer range.
+class CollapsedStretches {
+ public:
+  explicit CollapsedStretches(WorkloadBuild& b) : b_(b) {}
+
+  struct BlockSummary {
+    TimeNs ns = 0;
+    double bytes = 0.0;
+  };
+  // A block's time and bytes with its collectives costed on `group`; the cache
+  // holds one tensor-parallel group's (start_group clears it).
+  const BlockSummary& summary(const std::vector<Segment>& segs, const std::vector<int>& group);
+  void start_group() { block_summaries_.clear(); }
+
+  // Stretches of the same shape share one detail; `make_ops` runs only for a
+  // shape not seen before.
+  template <typename MakeOps>
+  std::int32_t detail(std::uint64_t key, MakeOps make_ops) {
+    auto it = detail_ids_.find(key);
+    if (it != detail_ids_.end()) return it->second;
+    std::int32_t id = b_.w.graph.add_detail(make_ops());
+    detail_ids_.emplace(key, id);
+    return id;
+  }
+
+  // The label of a collapsed stretch: "forward layers 3-5" (first < 0: no layer).
+  std::int32_t label(bool forward, int first, int last);
+
+ private:
+  WorkloadBuild& b_;
+  std::unordered_map<std::uint64_t, std::int32_t> detail_ids_;
+  std::map<std::tuple<bool, int, int>, std::int32_t> stretch_label_ids_;
+  std::unordered_map<const std::vector<Segment>*, BlockSummary> block_summaries_;
+};
+
+}  // namespace strata::sim

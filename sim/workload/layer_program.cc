@@ -1,0 +1,273 @@
+#include "sim/workload/layer_program.h"
+
+#include <algorithm>
+#include <string>
+
+namespace strata::sim {
+namespace {
+
+std::string segment_name(const Segment& s) {
+  if (s.is_comm) return to_string(s.op);
+  if (s.ops.size() == 1) return s.ops.front().name;
+  return s.ops.front().name + ".." + s.ops.back().name;
+}
+
+using SegmentIds = LayerProgram::SegmentIds;
+using PendingBlock = LayerProgram::PendingBlock;
+
+// Emits one pipeline op for the simulated members of a tensor-parallel group.
+class OpEmitter {
+ public:
+  // `shape`: which blocks the op has (its phase, and whether its chunk holds the
+  // embedding or the head), 3 bits.
+  OpEmitter(WorkloadBuild& b, CollapsedStretches& stretches, std::vector<PendingBlock>& pending,
+            std::vector<int>& pending_layers, const std::vector<int>& members, const std::vector<int>& group, int oi,
+            const PipelineOp& op, int chunk_first_layer, int shape, bool collapse)
+      : b_(b), stretches_(stretches), members_(members), group_(group), oi_(oi), op_(op),
+        chunk_first_layer_(chunk_first_layer), collapse_(collapse), pending_(pending),
+        pending_layers_(pending_layers), shape_(shape) {}
+
+  // One block: layer j of the chunk (j >= 0), kEmbeddingBlock or kHeadBlock.
+  // Blocks are numbered in the op's order: a collapsed stretch is the range of
+  // blocks [first, last] of an op of its shape, which names its detail.
+  void block(const std::vector<Segment>& segs, const SegmentIds& ids, int j, bool split_before, bool split_after) {
+    if (collapse_) {
+      if (split_before) flush();
+      if (stretch_first_ < 0) stretch_first_ = block_count_;
+      stretch_last_ = block_count_++;
+      collect(segs, j);
+      if (j >= 0) pending_layers_.push_back(j);
+      if (j == kHeadBlock) pending_head_ = true;
+      if (split_after) flush();
+      return;
+    }
+    for (std::size_t k = 0; k < segs.size(); ++k) {
+      if (segs[k].is_comm) {
+        comm_task(segs[k], ids.label[k], j);
+      } else {
+        compute_task(segs[k], ids, k, j);
+      }
+    }
+  }
+
+  void finish() {
+    if (collapse_) flush();
+  }
+
+ private:
+  TaskInfo info_for(int j) const {
+    TaskInfo info;
+    info.microbatch = op_.microbatch;
+    info.chunk = op_.chunk;
+    info.layer = j >= 0 ? chunk_first_layer_ + j : -1;
+    return info;
+  }
+
+  void mark(TaskId t, int j) {
+    for (int member : members_) {
+      b_.op_marks[member][oi_].add(t);
+      if (j >= 0) b_.layer_marks[member][oi_ * b_.chunk_layers() + j].add(t);
+      if (j == kHeadBlock) b_.head_marks[member][oi_].add(t);
+    }
+  }
+
+  void compute_task(const Segment& s, const SegmentIds& ids, std::size_t k, int j) {
+    TaskInfo info = info_for(j);
+    info.detail = ids.detail[k];
+    info.bytes = s.bytes;
+    TaskId t = b_.w.graph.add_shared_compute(members_, s.duration_ns, ids.label[k], info);
+    if (prev_ >= 0 && prev_comm_) b_.w.graph.add_dependency(prev_, t);
+    prev_ = t;
+    prev_comm_ = false;
+    mark(t, j);
+  }
+
+  // A tensor-parallel collective (segments have them only when tp > 1).
+  void comm_task(const Segment& s, std::int32_t label, int j) {
+    TaskInfo info = info_for(j);
+    info.bytes = s.comm_bytes;
+    std::vector<std::pair<int, StreamKind>> slots;
+    for (int member : members_) slots.emplace_back(member, StreamKind::kTpComm);
+    TaskId t = b_.w.graph.add_comm_task(slots, b_.collective(s.op, group_, s.comm_bytes, Category::kTp), label, info);
+    if (prev_ >= 0) b_.w.graph.add_dependency(prev_, t);
+    prev_ = t;
+    prev_comm_ = true;
+    mark(t, j);
+  }
+
+  // Folded fidelity: remembers the block and adds up its time; the ops of a
+  // stretch are only copied out (flush) the first time its shape is seen.
+  void collect(const std::vector<Segment>& segs, int j) {
+    const CollapsedStretches::BlockSummary& sum = stretches_.summary(segs, group_);
+    pending_.push_back({&segs, j >= 0 ? j : -1});
+    pending_ns_ += sum.ns;
+    pending_bytes_ += sum.bytes;
+  }
+
+  // The ops of the pending stretch, for its detail.
+  std::vector<TaskGraph::DetailOp> pending_ops() const {
+    std::vector<TaskGraph::DetailOp> ops;
+    for (const PendingBlock& p : pending_) {
+      for (const Segment& s : *p.segments) {
+        if (s.is_comm) {
+          const CommSpec& spec = b_.w.graph.comm(b_.collective(s.op, group_, s.comm_bytes, Category::kTp));
+          ops.push_back({to_string(s.op), Category::kTp, collapsed_comm_ns(spec), 0.0, s.comm_bytes,
+                         StreamKind::kTpComm, p.layer});
+          continue;
+        }
+        for (TaskGraph::DetailOp op : s.ops) {
+          op.layer_offset = p.layer;
+          ops.push_back(std::move(op));
+        }
+      }
+    }
+    return ops;
+  }
+
+  void flush() {
+    if (pending_.empty()) {
+      pending_layers_.clear();
+      pending_head_ = false;
+      stretch_first_ = -1;
+      return;
+    }
+    const bool forward = op_.phase == PipelinePhase::kForward;
+    TaskInfo info = info_for(0);  // layer offsets count from the chunk's first layer
+    // Same group, op shape and block range: the same ops (group < 2^24 GPUs,
+    // blocks per op < 2^16).
+    const std::uint64_t key = static_cast<std::uint64_t>(group_.front()) << 40 |
+                              static_cast<std::uint64_t>(shape_) << 32 |
+                              static_cast<std::uint64_t>(stretch_first_) << 16 |
+                              static_cast<std::uint64_t>(stretch_last_);
+    info.detail = stretches_.detail(key, [this] { return pending_ops(); });
+    info.bytes = pending_bytes_;
+    int first = -1, last = -1;
+    if (!pending_layers_.empty()) {
+      first = chunk_first_layer_ + std::min(pending_layers_.front(), pending_layers_.back());
+      last = chunk_first_layer_ + std::max(pending_layers_.front(), pending_layers_.back());
+    }
+    const std::int32_t label = stretches_.label(forward, first, last);
+    TaskId t = b_.w.graph.add_shared_compute(members_, pending_ns_, label, info);
+    prev_ = t;
+    prev_comm_ = false;
+    for (int member : members_) b_.op_marks[member][oi_].add(t);
+    for (int j : pending_layers_) {
+      for (int member : members_) b_.layer_marks[member][oi_ * b_.chunk_layers() + j].add(t);
+    }
+    if (pending_head_) {
+      for (int member : members_) b_.head_marks[member][oi_].add(t);
+    }
+    pending_head_ = false;
+    pending_.clear();
+    pending_ns_ = 0;
+    pending_bytes_ = 0.0;
+    pending_layers_.clear();
+    stretch_first_ = -1;
+  }
+
+  WorkloadBuild& b_;
+  CollapsedStretches& stretches_;
+  const std::vector<int>& members_;
+  const std::vector<int>& group_;
+  int oi_;
+  PipelineOp op_;
+  int chunk_first_layer_;
+  bool collapse_;
+  TaskId prev_ = -1;
+  bool prev_comm_ = false;
+  // The pending stretch.
+  std::vector<PendingBlock>& pending_;
+  TimeNs pending_ns_ = 0;
+  double pending_bytes_ = 0.0;
+  std::vector<int>& pending_layers_;
+  bool pending_head_ = false;  // the pending stretch holds the head block
+  int shape_;                  // phase, first virtual stage, last virtual stage (3 bits)
+  int block_count_ = 0;        // blocks seen in this op
+  int stretch_first_ = -1;     // the pending stretch's blocks
+  int stretch_last_ = -1;
+};
+
+}  // namespace
+
+LayerProgram::LayerProgram(WorkloadBuild& b) : b_(b), stretches_(b) {
+  layer_ = layer_segments(b.model, b.plan, b.op_costs);
+  embedding_ = embedding_segments(b.model, b.plan, b.op_costs);
+  head_ = head_segments(b.model, b.plan, b.op_costs);
+  layer_ids_ = register_block(layer_);
+  embedding_ids_ = register_block(embedding_);
+  head_ids_ = register_block(head_);
+}
+
+std::size_t LayerProgram::segments_per_layer() const {
+  return layer_.forward.size() + layer_.backward.size() + layer_.recompute.size();
+}
+
+LayerProgram::SegmentIds LayerProgram::register_segments(const std::vector<Segment>& segs, Phase phase) {
+  SegmentIds ids;
+  for (const Segment& s : segs) {
+    TaskLabel label{segment_name(s), s.is_comm ? Category::kTp : s.category, phase};
+    ids.label.push_back(b_.w.graph.add_label(label));
+    ids.detail.push_back(s.is_comm ? -1 : b_.w.graph.add_detail(s.ops));
+  }
+  return ids;
+}
+
+LayerProgram::BlockIds LayerProgram::register_block(const BlockSegments& block) {
+  BlockIds ids;
+  ids.forward = register_segments(block.forward, Phase::kForward);
+  ids.backward = register_segments(block.backward, Phase::kBackward);
+  ids.recompute = register_segments(block.recompute, Phase::kRecompute);
+  return ids;
+}
+
+void LayerProgram::emit_tp_group(int d, int r) {
+  const PlanSpec& p = b_.plan;
+  std::vector<int> members;
+  for (int t = 0; t < p.tp; ++t) {
+    int s = b_.sim_index(b_.global(t, d, r));
+    if (s >= 0) members.push_back(s);
+  }
+  const std::vector<int> group = b_.tp_group_gpus(d, r);
+  stretches_.start_group();  // the block summaries hold this group's collective times
+  const auto& program = b_.programs[r];
+  const int lc = b_.chunk_layers();
+  for (int member : members) {
+    b_.op_marks[member].assign(program.size(), Mark{});
+    b_.layer_marks[member].assign(program.size() * lc, Mark{});
+    b_.head_marks[member].assign(program.size(), Mark{});
+  }
+  const bool collapse = b_.fidelity == Fidelity::kFolded;
+  const Boundaries bounds = collapse ? collapse_boundaries(b_, r) : Boundaries{};
+  auto before = [&](std::size_t oi, int j) { return collapse && bounds.before[oi * lc + j] != 0; };
+  auto after = [&](std::size_t oi, int j) { return collapse && bounds.after[oi * lc + j] != 0; };
+  auto head_before = [&](std::size_t oi) { return collapse && bounds.head_before[oi] != 0; };
+  auto head_after = [&](std::size_t oi) { return collapse && bounds.head_after[oi] != 0; };
+  const int last_vs = b_.num_virtual_stages() - 1;
+  for (std::size_t oi = 0; oi < program.size(); ++oi) {
+    const PipelineOp& op = program[oi];
+    const int vs = virtual_stage(p.pp, r, op.chunk);
+    const int shape = (op.phase == PipelinePhase::kForward ? 1 : 0) | (vs == 0 ? 2 : 0) | (vs == last_vs ? 4 : 0);
+    OpEmitter e(b_, stretches_, pending_blocks_, pending_layers_, members, group, static_cast<int>(oi), op, vs * lc,
+                shape, collapse);
+    if (op.phase == PipelinePhase::kForward) {
+      if (vs == 0) e.block(embedding_.forward, embedding_ids_.forward, kEmbeddingBlock, false, false);
+      for (int j = 0; j < lc; ++j) {
+        e.block(layer_.forward, layer_ids_.forward, j, before(oi, j), after(oi, j));
+      }
+      if (vs == last_vs) e.block(head_.forward, head_ids_.forward, kHeadBlock, head_before(oi), false);
+    } else {
+      if (vs == last_vs) e.block(head_.backward, head_ids_.backward, kHeadBlock, false, head_after(oi));
+      for (int j = lc - 1; j >= 0; --j) {
+        e.block(layer_.recompute, layer_ids_.recompute, j, before(oi, j), false);
+        e.block(layer_.backward, layer_ids_.backward, j, false, after(oi, j));
+      }
+      if (vs == 0) e.block(embedding_.backward, embedding_ids_.backward, kEmbeddingBlock, false, false);
+    }
+    e.finish();
+  }
+  for (int member : members) {
+    if (!program.empty()) b_.last_task[member] = b_.op_marks[member].back().last;
+  }
+}
+
+}  // namespace strata::sim

@@ -1,0 +1,199 @@
+// The workload builder's data-parallel side, op by op: which tasks ZeRO-2,
+// ZeRO-3, optimizer offload and the tied embedding's sum add, with their bytes,
+// ranks and dependencies, against hand counts.
+//
+// The model: GPT-style, 2 layers, h 64, ffn 256, vocabulary 128, 32 learned
+// positions, LayerNorm and biases, tied embeddings. A layer holds 49,984
+// parameters (QKV 64x192 + 192, projection 64x64 + 64, fc1 64x256 + 256, fc2
+// 256x64 + 64, two norms of 2x64), the word embedding 8,192, the positions 2,048,
+// the final norm 128: 110,336 in all, one bucket at Megatron's 40M. bf16 weights,
+// bf16 gradients (no fp32 accumulation): 2 bytes each.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "fake_costs.h"
+#include "sim/workload/workload.h"
+
+namespace strata::sim {
+namespace {
+
+using testing::FreeComm;
+using testing::GemmCountCosts;
+
+constexpr double kLayer = 49984;
+constexpr double kModel = 2 * kLayer + 8192 + 2048 + 128;
+
+ModelSpec model() {
+  ModelSpec m;
+  m.name = "small";
+  m.num_layers = 2;
+  m.hidden_size = 64;
+  m.num_attention_heads = 4;
+  m.num_query_groups = 4;
+  m.ffn_hidden_size = 256;
+  m.seq_length = 32;
+  m.vocab_size = 128;
+  return m;
+}
+
+PlanSpec plan(int pp, int dp, int zero) {
+  PlanSpec p;
+  p.pp = pp;
+  p.dp = dp;
+  p.zero_stage = zero;
+  p.micro_batch_size = 1;
+  p.global_batch_size = 2 * dp;  // two micro-batches
+  p.schedule = Schedule::kOneFOneB;
+  p.accumulate_allreduce_grads_in_fp32 = false;
+  return p;
+}
+
+Workload build(const PlanSpec& p, const ModelSpec& m = model()) {
+  const GemmCountCosts costs(1000, m.vocab_size);
+  const FreeComm comm;
+  return build_workload(m, p, costs, comm, Fidelity::kFull);
+}
+
+std::vector<TaskId> named(const Workload& w, const std::string& name, Phase phase) {
+  std::vector<TaskId> out;
+  for (TaskId t = 0; t < w.graph.num_tasks(); ++t) {
+    const TaskLabel& l = w.graph.label(w.graph.label_of(t));
+    if (l.name == name && l.phase == phase) out.push_back(t);
+  }
+  return out;
+}
+
+std::set<int> ranks_of(const Workload& w, TaskId t) {
+  std::set<int> ranks;
+  for (const std::int32_t* s = w.graph.slots_begin(t); s != w.graph.slots_end(t); ++s) ranks.insert(*s / kNumStreamKinds);
+  return ranks;
+}
+
+std::map<TaskId, std::set<TaskId>> predecessors(const Workload& w) {
+  std::map<TaskId, std::set<TaskId>> pred;
+  for (TaskId t = 0; t < w.graph.num_tasks(); ++t) {
+    for (const TaskId* s = w.graph.successors_begin(t); s != w.graph.successors_end(t); ++s) pred[*s].insert(t);
+  }
+  return pred;
+}
+
+// The last compute task of rank r's backward of micro-batch mb (program order).
+TaskId last_backward_task(const Workload& w, int r, int mb) {
+  TaskId last = -1;
+  for (TaskId t : w.graph.stream(r, StreamKind::kCompute)) {
+    const TaskLabel& l = w.graph.label(w.graph.label_of(t));
+    if (l.phase == Phase::kBackward && w.graph.info(t).microbatch == mb) last = t;
+  }
+  return last;
+}
+
+TEST(Workload, ZeroTwoReduceScattersEveryMicroBatchAndGathersBeforeTheForward) {
+  const Workload w = build(plan(1, 2, 2));
+  const auto pred = predecessors(w);
+  const std::vector<TaskId> rs = named(w, "grad reduce_scatter", Phase::kBackward);
+  ASSERT_EQ(rs.size(), 2u);  // one bucket, two micro-batches
+  for (int mb = 0; mb < 2; ++mb) {
+    EXPECT_EQ(ranks_of(w, rs[mb]), (std::set<int>{0, 1}));
+    EXPECT_EQ(w.graph.info(rs[mb]).bytes, kModel * 2);
+    EXPECT_EQ(w.graph.info(rs[mb]).microbatch, mb);
+    // Ready when the backward of that micro-batch ends (the bucket ends with the embedding).
+    for (int r : {0, 1}) EXPECT_TRUE(pred.at(rs[mb]).count(last_backward_task(w, r, mb))) << "mb " << mb;
+  }
+  // The weights updated last step, gathered before the first forward uses them.
+  const std::vector<TaskId> ag = named(w, "param all_gather", Phase::kForward);
+  ASSERT_EQ(ag.size(), 1u);
+  EXPECT_EQ(w.graph.info(ag[0]).bytes, kModel * 2);
+  const TaskId first = w.graph.stream(0, StreamKind::kCompute).front();
+  EXPECT_TRUE(pred.at(first).count(ag[0]));
+  EXPECT_TRUE(named(w, "grad all_reduce", Phase::kBackward).empty());
+  // Each rank updates its half: 28 bytes of Adam traffic per parameter with the
+  // 2-byte gradient read in its own dtype.
+  const std::vector<TaskId> opt = named(w, "optimizer step", Phase::kStep);
+  ASSERT_EQ(opt.size(), 2u);
+  EXPECT_EQ(w.graph.info(opt[0]).bytes, kModel / 2 * 28);
+}
+
+TEST(Workload, ZeroThreeGathersEachLayerTwiceAndReduceScattersItOnce) {
+  const Workload w = build(plan(1, 2, 3));
+  const auto pred = predecessors(w);
+  const std::vector<TaskId> fwd = named(w, "param all_gather", Phase::kForward);
+  const std::vector<TaskId> bwd = named(w, "param all_gather", Phase::kBackward);
+  const std::vector<TaskId> rs = named(w, "grad reduce_scatter", Phase::kBackward);
+  // 2 layers x 2 micro-batches each.
+  ASSERT_EQ(fwd.size(), 4u);
+  ASSERT_EQ(bwd.size(), 4u);
+  ASSERT_EQ(rs.size(), 4u);
+  for (TaskId t : fwd) EXPECT_EQ(w.graph.info(t).bytes, kLayer * 2);
+  for (TaskId t : rs) EXPECT_EQ(w.graph.info(t).bytes, kLayer * 2);
+  // A layer's gather precedes its first task; its reduce-scatter follows its last.
+  for (TaskId g : fwd) {
+    const TaskInfo& gi = w.graph.info(g);
+    bool feeds_layer = false;
+    for (const TaskId* s = w.graph.successors_begin(g); s != w.graph.successors_end(g); ++s) {
+      const TaskInfo& si = w.graph.info(*s);
+      feeds_layer = feeds_layer || (si.layer == gi.layer && si.microbatch == gi.microbatch);
+    }
+    EXPECT_TRUE(feeds_layer) << "layer " << gi.layer;
+  }
+  for (TaskId t : rs) {
+    bool after_layer = false;
+    for (TaskId p : pred.at(t)) after_layer = after_layer || w.graph.info(p).layer == w.graph.info(t).layer;
+    EXPECT_TRUE(after_layer);
+  }
+  // No bucket-wise reduction or step-time gather besides.
+  EXPECT_TRUE(named(w, "param all_gather", Phase::kStep).empty());
+  EXPECT_TRUE(named(w, "grad all_reduce", Phase::kBackward).empty());
+}
+
+TEST(Workload, OffloadRunsTheUpdateOnTheHostAfterTheGradientNorm) {
+  PlanSpec p = plan(1, 2, 1);
+  p.offload_optimizer = true;
+  const Workload w = build(p);
+  const auto pred = predecessors(w);
+  EXPECT_TRUE(named(w, "optimizer step", Phase::kStep).empty());
+  const std::vector<TaskId> norm = named(w, "grad norm all_reduce", Phase::kStep);
+  ASSERT_EQ(norm.size(), 1u);
+  for (int r : {0, 1}) {
+    std::vector<std::string> copy_stream;
+    for (TaskId t : w.graph.stream(r, StreamKind::kCopy)) copy_stream.push_back(w.graph.label(w.graph.label_of(t)).name);
+    EXPECT_EQ(copy_stream, (std::vector<std::string>{"gradients to host", "host optimizer step", "weights to device"}));
+    const TaskId d2h = w.graph.stream(r, StreamKind::kCopy).front();
+    EXPECT_EQ(w.graph.info(d2h).bytes, kModel / 2 * 2);  // this rank's shard, in bf16
+    EXPECT_TRUE(pred.at(d2h).count(norm[0]));
+  }
+}
+
+TEST(Workload, TiedEmbeddingIsSummedBetweenFirstAndLastStage) {
+  const Workload w = build(plan(2, 1, 0));
+  const auto pred = predecessors(w);
+  const std::vector<TaskId> sync = named(w, "embedding grad all_reduce", Phase::kBackward);
+  ASSERT_EQ(sync.size(), 1u);
+  EXPECT_EQ(ranks_of(w, sync[0]), (std::set<int>{0, 1}));
+  EXPECT_EQ(w.graph.info(sync[0]).bytes, 8192 * 2);
+  // After each stage's last backward (micro-batch 1 is last on both).
+  for (int r : {0, 1}) EXPECT_TRUE(pred.at(sync[0]).count(last_backward_task(w, r, 1)));
+  const std::vector<TaskId> norm = named(w, "grad norm all_reduce", Phase::kStep);
+  ASSERT_EQ(norm.size(), 1u);
+  EXPECT_TRUE(pred.at(norm[0]).count(sync[0]));
+  // Untied, or on one stage, there is nothing to sum.
+  ModelSpec untied = model();
+  untied.untie_embeddings_and_output_weights = true;
+  EXPECT_TRUE(named(build(plan(2, 1, 0), untied), "embedding grad all_reduce", Phase::kBackward).empty());
+  EXPECT_TRUE(named(build(plan(1, 2, 0)), "embedding grad all_reduce", Phase::kBackward).empty());
+}
+
+TEST(Workload, DistributedOptimizerReducesTheSharedEmbeddingAsItsOwnBucket) {
+  // pp 2, dp 2, ZeRO-1: stage 1's buckets are the output layer alone (8,192) and
+  // the final norm with its layer; stage 0's its layer with the positions, then
+  // the word embedding alone (plan/bucket_plan.h).
+  const Workload w = build(plan(2, 2, 1));
+  std::multiset<double> bytes;
+  for (TaskId t : named(w, "grad reduce_scatter", Phase::kBackward)) bytes.insert(w.graph.info(t).bytes);
+  EXPECT_EQ(bytes, (std::multiset<double>{8192 * 2, 8192 * 2, (128 + kLayer) * 2, (kLayer + 2048) * 2}));
+}
+
+}  // namespace
+}  // namespace strata::sim
