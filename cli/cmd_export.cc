@@ -11,7 +11,6 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/units.h"
-#include "runtime/mpi_launch.h"
 #include "sim/export.h"
 #include "sim/simulate.h"
 
@@ -73,10 +72,6 @@ void run_export(const ExportArgs& args) {
   o.backend = args.backend;
   o.timeout_s = args.timeout_s;
   o.force = args.force;
-  o.mpirun_env = rt::mpirun_environment();
-  // The flags between `mpirun -n N` and the command (runtime/mpi_launch.h).
-  const std::vector<std::string> argv = rt::mpirun_argv("mpirun", 1, {"CMD"});
-  for (std::size_t i = 3; i + 1 < argv.size(); ++i) o.mpirun_flags.push_back(argv[i]);
   o.command_line = command_line(args.argv);
   if (o.training.timing_warmup_steps >= o.training.steps) {
     throw InputError("", "--warmup-steps", fmt::format("must be less than --steps ({})", o.training.steps));

@@ -150,7 +150,7 @@ std::string log_tail(const std::string& log, std::size_t lines) {
 
 void run_step(const std::vector<std::string>& argv, const std::string& log, const std::string& what,
               std::chrono::seconds timeout) {
-  const int rc = run_logged(argv, rt::mpirun_environment(), log, timeout);
+  const int rc = run_logged(argv, mpirun_environment(), log, timeout);
   if (rc != 0) {
     throw InternalError(fmt::format("{} failed ({}); the end of {}:\n{}", what,
                                     rc == 124 ? fmt::format("no result within {} s", timeout.count())

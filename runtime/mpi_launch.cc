@@ -48,21 +48,10 @@ std::vector<std::string> mpirun_argv(const std::string& mpirun, int ranks,
                                      const std::vector<std::string>& command) {
   if (ranks < 1) throw InternalError(fmt::format("mpirun_argv: {} ranks", ranks));
   if (command.empty()) throw InternalError("mpirun_argv: empty command");
-  std::vector<std::string> argv = {
-      mpirun, "-n", std::to_string(ranks), "--oversubscribe",
-      // Ranks beyond the cores must give their core away while they wait.
-      "--mca", "mpi_yield_when_idle", "1",
-      // CMA (process_vm_readv) is blocked in many containers; copy through shared memory.
-      "--mca", "btl_vader_single_copy_mechanism", "none"};
+  std::vector<std::string> argv = {mpirun, "-n", std::to_string(ranks)};
+  for (std::string& flag : mpirun_flags()) argv.push_back(std::move(flag));
   argv.insert(argv.end(), command.begin(), command.end());
   return argv;
-}
-
-std::vector<std::pair<std::string, std::string>> mpirun_environment() {
-  return {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
-          {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
-          {"OMPI_MCA_mpi_yield_when_idle", "1"},
-          {"OMPI_MCA_btl_vader_single_copy_mechanism", "none"}};
 }
 
 std::string mpirun_shell_command(const std::string& mpirun, int ranks,

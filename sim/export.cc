@@ -8,6 +8,7 @@
 #include "core/data_paths.h"
 #include "core/error.h"
 #include "core/json_reader.h"
+#include "core/mpirun_settings.h"
 #include "core/units.h"
 
 namespace strata::sim {
@@ -21,11 +22,12 @@ std::string backend_of(const Scenario& s, const ExportOptions& o) {
   return o.backend.empty() ? s.profile.device.backend : o.backend;
 }
 
-std::string mpirun_line(const ExportOptions& o, int ranks, const std::string& command) {
+// The launch line with the settings of core/mpirun_settings.h.
+std::string mpirun_line(int ranks, const std::string& command) {
   std::string line = "exec env";
-  for (const auto& [k, v] : o.mpirun_env) line += " " + k + "=" + v;
+  for (const auto& [k, v] : mpirun_environment()) line += " " + k + "=" + v;
   line += fmt::format(" \\\n  \"${{MPIRUN:-mpirun}}\" -n {}", ranks);
-  for (const std::string& f : o.mpirun_flags) line += " " + f;
+  for (const std::string& f : mpirun_flags()) line += " " + f;
   line += " ${HOSTFILE:+--hostfile \"$HOSTFILE\"} \\\n  " + command + "\n";
   return line;
 }
@@ -308,7 +310,7 @@ std::string mpirun_script(const Scenario& s, const ExportOptions& o) {
   out += "# (docs/runtime.md). Several nodes: HOSTFILE=hosts bash launch-mpirun.sh\n";
   out += "set -euo pipefail\n";
   out += "HERE=\"$(cd \"$(dirname \"${BASH_SOURCE[0]}\")\" && pwd)\"\n";
-  out += mpirun_line(o, s.plan.num_gpus(), "\"${STRATA:-strata}\" run \"$HERE/strata-run.json\" --out \"$HERE\"");
+  out += mpirun_line(s.plan.num_gpus(), "\"${STRATA:-strata}\" run \"$HERE/strata-run.json\" --out \"$HERE\"");
   return out;
 }
 

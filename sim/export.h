@@ -32,10 +32,6 @@ struct ExportOptions {
   std::string backend;               // "cpu" | "cuda"; empty: the profile's device backend
   double timeout_s = 20.0;           // longest wait on a peer before every rank stops
   bool force = false;                // export a plan that does not fit in memory
-  // How the launch scripts start OpenMPI ranks (runtime/mpi_launch.h supplies
-  // them): environment and the flags between `mpirun -n N` and the command.
-  std::vector<std::pair<std::string, std::string>> mpirun_env;
-  std::vector<std::string> mpirun_flags;
   std::string command_line;          // recorded as the files' source
 };
 

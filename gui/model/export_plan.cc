@@ -5,7 +5,6 @@
 #include "calib/model/profile.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "runtime/mpi_launch.h"
 #include "sim/export.h"
 #include "sim/simulate.h"
 
@@ -22,13 +21,8 @@ ExportedPlan export_plan_to(const Scenario& scenario, const std::string& dir,
   } catch (const sim::Cancelled&) {
     throw Cancelled();
   }
-  // strata export's defaults (cli/cmd_export.cc): ExportOptions' own, plus the
-  // mpirun settings of the launch scripts.
+  // strata export's defaults (cli/cmd_export.cc): ExportOptions' own.
   sim::ExportOptions o;
-  o.mpirun_env = rt::mpirun_environment();
-  const std::vector<std::string> argv = rt::mpirun_argv("mpirun", 1, {"CMD"});
-  // argv is {mpirun, -n, 1, flags..., CMD}: keep the flags.
-  for (std::size_t i = 3; i + 1 < argv.size(); ++i) o.mpirun_flags.push_back(argv[i]);
   o.command_line = "strata-gui (File > Export Plan)";
   const sim::ExportResult exported = sim::export_plan(scenario, result, o);
 

@@ -23,7 +23,7 @@ struct ExportedPlan {
 
 // Simulates scenario (full fidelity, as `strata export` by default) and writes the
 // export files into dir with `strata export`'s defaults (10 steps, 2 warm-up, seed
-// 1234, the profile's backend, mpirun settings of runtime/mpi_launch.h); launch
+// 1234, the profile's backend, mpirun settings of core/mpirun_settings.h); launch
 // scripts are made executable. progress covers the simulation (false cancels:
 // Cancelled). Throws InputError when the plan does not fit in memory (naming the
 // stage; nothing is written) or dir cannot be written.

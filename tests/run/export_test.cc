@@ -256,8 +256,6 @@ TEST(Export, FilesAreByteIdenticalAndScriptsLaunchEveryRank) {
   const Scenario s = scenario(dir, "tiny", R"({"tp": 2, "pp": 2, "micro_batch_size": 1, "global_batch_size": 8})",
                               "dgx-h100-1node");
   ExportOptions o;
-  o.mpirun_env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}};
-  o.mpirun_flags = {"--oversubscribe"};
   const ExportResult a = export_plan(s, folded(s), o);
   const ExportResult b = export_plan(s, folded(s), o);
   ASSERT_EQ(a.files.size(), b.files.size());
