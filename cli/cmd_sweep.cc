@@ -56,12 +56,13 @@ struct Loaded {
 
 Loaded load(const SweepArgs& a) {
   Loaded l;
-  l.model_file = resolve_data_file(a.model, "scenarios/models", "model");
-  l.model = read_model_spec(json::parse_file(l.model_file), l.model_file);
+  Scenario inputs = load_scenario_inputs(a.model, a.cluster, a.profile);
+  l.model = std::move(inputs.model);
+  l.model_file = std::move(inputs.model_file);
   if (a.seq_length > 0) l.model.seq_length = a.seq_length;
-  l.cluster_file = resolve_data_file(a.cluster, "scenarios/clusters", "cluster");
-  l.cluster = read_cluster_spec(json::parse_file(l.cluster_file), l.cluster_file);
-  l.profile = load_profile(a.profile.empty() ? l.cluster.profile : a.profile);
+  l.cluster = std::move(inputs.cluster);
+  l.cluster_file = std::move(inputs.cluster_file);
+  l.profile = std::move(inputs.profile);
   l.request.global_batch_size =
       a.global_batch_size > 0 ? a.global_batch_size : default_global_batch(l.model.seq_length, l.cluster.num_gpus());
   l.request.allow_cross_node_tp = a.allow_cross_node_tp;

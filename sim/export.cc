@@ -409,14 +409,8 @@ Scenario scenario_from_sweep(const std::string& sweep_file, int rank, bool allow
       s.cluster_file = resolve_data_file(args.cluster, "scenarios/clusters", "cluster");
       s.cluster = read_cluster_spec(json::parse_file(s.cluster_file), s.cluster_file);
     }
-    s.plan_file = sweep_file;
-    s.plan = read_plan_spec(plans[i]["plan"], sweep_file, at + ".plan");
-    s.profile = load_profile(args.profile.empty() ? s.cluster.profile : args.profile);
-    PlanContext context;
-    context.num_gpus = s.cluster.num_gpus();
-    context.gpus_per_node = s.cluster.gpus_per_node;
-    context.allow_cross_node_tp = allow_cross_node_tp;
-    resolve_and_check_plan(s.plan, s.model, context, sweep_file, at + ".plan");
+    s.profile = load_scenario_profile(s.cluster, s.cluster_file, args.profile);
+    read_scenario_plan(s, plans[i]["plan"], sweep_file, at + ".plan", allow_cross_node_tp);
     return s;
   }
   throw InputError(sweep_file, "$.plans",

@@ -6,34 +6,42 @@
 
 namespace strata {
 
-void check_plan(PlanSpec& plan, const ModelSpec& model, const ClusterSpec& cluster,
-                bool allow_cross_node_tp, const std::string& plan_file) {
+Profile load_scenario_profile(const ClusterSpec& cluster, const std::string& cluster_file,
+                              const std::string& profile) {
+  if (!profile.empty()) return load_profile(profile);
+  try {
+    return load_profile(cluster.profile);
+  } catch (const InputError& e) {
+    if (e.file() != cluster.profile) throw;  // the profile file itself is at fault
+    throw InputError(cluster_file, "$.profile", e.message());
+  }
+}
+
+Scenario load_scenario_inputs(const std::string& model, const std::string& cluster, const std::string& profile) {
+  Scenario s;
+  s.model_file = resolve_data_file(model, "scenarios/models", "model");
+  s.model = read_model_spec(json::parse_file(s.model_file), s.model_file);
+  s.cluster_file = resolve_data_file(cluster, "scenarios/clusters", "cluster");
+  s.cluster = read_cluster_spec(json::parse_file(s.cluster_file), s.cluster_file);
+  s.profile = load_scenario_profile(s.cluster, s.cluster_file, profile);
+  return s;
+}
+
+void read_scenario_plan(Scenario& s, const nlohmann::json& doc, const std::string& file, const std::string& path,
+                        bool allow_cross_node_tp) {
+  s.plan_file = file;
+  s.plan = read_plan_spec(doc, file, path);
   PlanContext context;
-  context.num_gpus = cluster.num_gpus();
-  context.gpus_per_node = cluster.gpus_per_node;
+  context.num_gpus = s.cluster.num_gpus();
+  context.gpus_per_node = s.cluster.gpus_per_node;
   context.allow_cross_node_tp = allow_cross_node_tp;
-  resolve_and_check_plan(plan, model, context, plan_file);
+  resolve_and_check_plan(s.plan, s.model, context, file, path);
 }
 
 Scenario load_scenario(const ScenarioArgs& args) {
-  Scenario s;
-  s.model_file = resolve_data_file(args.model, "scenarios/models", "model");
-  s.model = read_model_spec(json::parse_file(s.model_file), s.model_file);
-  s.cluster_file = resolve_data_file(args.cluster, "scenarios/clusters", "cluster");
-  s.cluster = read_cluster_spec(json::parse_file(s.cluster_file), s.cluster_file);
-  s.plan_file = resolve_data_file(args.plan, "scenarios/plans", "plan");
-  s.plan = read_plan_spec(json::parse_file(s.plan_file), s.plan_file);
-  if (!args.profile.empty()) {
-    s.profile = load_profile(args.profile);
-  } else {
-    try {
-      s.profile = load_profile(s.cluster.profile);
-    } catch (const InputError& e) {
-      if (e.file() != s.cluster.profile) throw;  // the profile file itself is at fault
-      throw InputError(s.cluster_file, "$.profile", e.message());
-    }
-  }
-  check_plan(s.plan, s.model, s.cluster, args.allow_cross_node_tp, s.plan_file);
+  Scenario s = load_scenario_inputs(args.model, args.cluster, args.profile);
+  const std::string plan_file = resolve_data_file(args.plan, "scenarios/plans", "plan");
+  read_scenario_plan(s, json::parse_file(plan_file), plan_file, "$", args.allow_cross_node_tp);
   return s;
 }
 

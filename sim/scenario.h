@@ -1,5 +1,8 @@
 // A scenario: the model, plan, cluster and device profile one prediction is for,
-// read and checked against each other.
+// read and checked against each other. The one loader every front-end uses
+// (simulate, sweep, export, validate, the GUI): a shipped name or a path for each
+// input, the cluster's profile unless one is named (its errors at the cluster's
+// $.profile), the plan checked against model and cluster.
 #pragma once
 
 #include <string>
@@ -35,9 +38,20 @@ struct Scenario {
 // Throws InputError naming the file and JSON path at fault.
 Scenario load_scenario(const ScenarioArgs& args);
 
-// Checks a plan against an already loaded model and cluster (used by sweeps).
-void check_plan(PlanSpec& plan, const ModelSpec& model, const ClusterSpec& cluster,
-                bool allow_cross_node_tp, const std::string& plan_file);
+// The model, cluster and profile of a scenario, without a plan (a sweep's inputs,
+// or a sweep's row before its plan is read).
+Scenario load_scenario_inputs(const std::string& model, const std::string& cluster, const std::string& profile);
+
+// The profile named, else the cluster's: an error in the cluster's profile file
+// is reported there, a name the cluster gives that does not resolve at the
+// cluster's $.profile.
+Profile load_scenario_profile(const ClusterSpec& cluster, const std::string& cluster_file,
+                              const std::string& profile);
+
+// Reads the scenario's plan from `doc` (at `path` of `file`) and checks it
+// against the scenario's model and cluster.
+void read_scenario_plan(Scenario& s, const nlohmann::json& doc, const std::string& file,
+                        const std::string& path, bool allow_cross_node_tp);
 
 // The inputs echoed into outputs.
 nlohmann::ordered_json inputs_json(const Scenario& s);

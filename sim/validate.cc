@@ -20,9 +20,9 @@ ValidationCase read_validation_case(const nlohmann::json& doc, const std::string
   r.allow_text("notes");
   r.allow_text("confidence");
   Scenario& s = c.scenario;
-  s.model_file = s.plan_file = s.cluster_file = file;
+  s.model_file = s.cluster_file = file;
   s.model = read_model_spec(r.raw("model"), file, "$.model");
-  s.plan = read_plan_spec(r.raw("plan"), file, "$.plan");
+  const nlohmann::json& plan = r.raw("plan");
   s.cluster = read_cluster_spec(r.raw("cluster"), file, "$.cluster");
   json::ObjectReader pub = r.object("published");
   c.metric = pub.choice("metric", {"hw_tflops_per_gpu", "tflops_per_gpu", "step_time_s", "mfu", "hfu"});
@@ -35,7 +35,7 @@ ValidationCase read_validation_case(const nlohmann::json& doc, const std::string
   } catch (const InputError& e) {
     throw InputError(file, "$.cluster.profile", e.message());
   }
-  check_plan(s.plan, s.model, s.cluster, false, file);
+  read_scenario_plan(s, plan, file, "$.plan", /*allow_cross_node_tp=*/false);
   return c;
 }
 

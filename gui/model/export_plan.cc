@@ -53,7 +53,6 @@ Scenario scenario_from_result(const ResultData& r) {
   }
   Scenario s;
   s.model = read_model_spec(in["model"], r.file, "$.inputs.model");
-  s.plan = read_plan_spec(in["plan"], r.file, "$.inputs.plan");
   // The echoed cluster writes fabric keys left to the preset as 0 (tiers,
   // efficiency, latency_us), which the cluster reader rejects as given values:
   // dropped, they mean what they meant in the original cluster.json.
@@ -72,9 +71,9 @@ Scenario scenario_from_result(const ResultData& r) {
     throw InputError(r.file, "$.inputs.profile.name", "missing: the device profile's name");
   }
   s.profile = load_profile(profile["name"].get<std::string>());
-  s.model_file = s.plan_file = s.cluster_file = r.file;
+  s.model_file = s.cluster_file = r.file;
   // The simulator checked this plan; cross-node TP was allowed if it was used.
-  check_plan(s.plan, s.model, s.cluster, /*allow_cross_node_tp=*/true, r.file);
+  read_scenario_plan(s, in["plan"], r.file, "$.inputs.plan", /*allow_cross_node_tp=*/true);
   return s;
 }
 

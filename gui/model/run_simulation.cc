@@ -48,17 +48,9 @@ Scenario scenario_for_sweep_plan(const SweepData& sweep, const SweepRow& row) {
                      "this needs the sweep's model and cluster: open the sweep.json written "
                      "beside sweep.csv");
   }
-  Scenario s;
-  s.model = load_model_spec(model);
-  s.model_file = model;
-  s.cluster = load_cluster_spec(cluster);
-  s.cluster_file = cluster;
-  const std::string profile = request_string(sweep, "profile");
-  s.profile = load_profile(profile.empty() ? s.cluster.profile : profile);
-  s.plan = read_plan_spec(row.plan, sweep.file);
-  s.plan_file = sweep.file;
+  Scenario s = load_scenario_inputs(model, cluster, request_string(sweep, "profile"));
   // The sweep already checked its plans, cross-node TP included when it was asked for.
-  check_plan(s.plan, s.model, s.cluster, /*allow_cross_node_tp=*/true, sweep.file);
+  read_scenario_plan(s, row.plan, sweep.file, "$", /*allow_cross_node_tp=*/true);
   return s;
 }
 

@@ -28,12 +28,11 @@ int default_global_batch(int seq_length, int gpus) {
 }  // namespace
 
 SweepOutput run_sweep(const SweepRequest& a, const ProgressFn& progress) {
-  const std::string model_file = resolve_data_file(a.model, "scenarios/models", "model");
-  const ModelSpec model = read_model_spec(json::parse_file(model_file), model_file);
-  const std::string cluster_file = resolve_data_file(a.cluster, "scenarios/clusters", "cluster");
-  const ClusterSpec cluster = read_cluster_spec(json::parse_file(cluster_file), cluster_file);
+  const Scenario inputs = load_scenario_inputs(a.model, a.cluster, a.profile);
+  const ModelSpec& model = inputs.model;
+  const ClusterSpec& cluster = inputs.cluster;
+  const Profile& profile = inputs.profile;
   const std::string profile_name = a.profile.empty() ? cluster.profile : a.profile;
-  const Profile profile = load_profile(profile_name);
   const std::optional<DType> dtype = parse_dtype(a.dtype);
   if (!dtype) throw InputError("", "dtype", "expected bf16, fp16 or fp32, got \"" + a.dtype + "\"");
 

@@ -177,5 +177,24 @@ TEST(BadInput, UnknownShippedNameListsShippedOnes) {
   EXPECT_NE(r.err.find("gpt3-175b"), std::string::npos) << r.err;
 }
 
+// Every front-end loads a scenario the same way (sim/scenario.h): a cluster whose
+// profile does not resolve is an error at the cluster's $.profile, for a sweep as
+// for a single plan.
+TEST(BadInput, EveryCommandNamesTheClustersProfile) {
+  TempDir dir;
+  const std::string cluster = dir.write("cluster.json", R"({"name": "c", "nodes": 1, "gpus_per_node": 8,
+    "node": "dgx-a100", "profile": "tpu-v5"})");
+  const std::vector<std::vector<std::string>> commands = {
+      {"memory", "--model", "tiny", "--plan", "tiny-2", "--cluster", cluster},
+      {"simulate", "--model", "tiny", "--plan", "tiny-2", "--cluster", cluster, "--out", dir.file("sim")},
+      {"sweep", "--model", "tiny", "--cluster", cluster, "--out", dir.file("sweep")}};
+  for (const auto& args : commands) {
+    CommandResult r = run_strata(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0];
+    EXPECT_NE(r.err.find("cluster.json"), std::string::npos) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("$.profile"), std::string::npos) << args[0] << ": " << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace strata::testing
