@@ -31,13 +31,14 @@ const char* to_string(CommKind k) {
 
 StepMetrics step_metrics(const Workload& w, const RunResult& run) {
   const TaskGraph& g = w.graph;
+  const TaskAnnotations& notes = w.notes;
   StepMetrics out;
   const TimeNs makespan = run.makespan_ns;
   out.step_time_s = ns_to_seconds(makespan);
   const int n = g.num_ranks();
   out.ranks.resize(n);
 
-  auto kind = [&](TaskId t) { return kind_of(g.label(g.label_of(t)).category); };
+  auto kind = [&](TaskId t) { return kind_of(notes.label_of_task(t).category); };
 
   for (int r = 0; r < n; ++r) {
     RankMetrics& rm = out.ranks[r];
@@ -71,13 +72,13 @@ StepMetrics step_metrics(const Workload& w, const RunResult& run) {
       }
     };
 
-    const auto& compute = g.stream(r, StreamKind::kCompute);
+    const auto& compute = w.stream(r, StreamKind::kCompute);
     TimeNs cursor = 0;
     for (TaskId t : compute) {
       // Collectives collapsed into a block (folded fidelity) run synchronously, as
       // Megatron's do: exposed tensor-parallel time.
-      const std::int32_t detail = g.info(t).detail;
-      const TimeNs tp_ns = detail >= 0 ? g.detail_comm_ns(detail) : 0;
+      const std::int32_t detail = notes.info(t).detail;
+      const TimeNs tp_ns = detail >= 0 ? notes.detail_comm_ns(detail) : 0;
       rm.compute_s += ns_to_seconds(run.end_ns[t] - run.start_ns[t] - tp_ns);
       rm.exposed_s[static_cast<int>(CommKind::kTp)] += ns_to_seconds(tp_ns);
       if (run.start_ns[t] > cursor) attribute(cursor, run.start_ns[t], run.blocker[t]);
@@ -88,7 +89,7 @@ StepMetrics step_metrics(const Workload& w, const RunResult& run) {
     if (makespan > cursor) {
       std::vector<std::pair<TimeNs, TimeNs>> busy[kNumCommKinds];
       for (StreamKind s : {StreamKind::kTpComm, StreamKind::kDpComm, StreamKind::kPpSend, StreamKind::kCopy}) {
-        for (TaskId t : g.stream(r, s)) {
+        for (TaskId t : w.stream(r, s)) {
           const int k = kind(t);
           if (k < 0 || run.end_ns[t] <= cursor) continue;
           busy[k].emplace_back(std::max(cursor, run.start_ns[t]), run.end_ns[t]);

@@ -33,15 +33,15 @@ void for_each_event(const Workload& w, const RunResult* run, const TraceOptions&
   const std::vector<char> sel = selected_ranks(w, o);
   for (TaskId t = 0; t < g.num_tasks(); ++t) {
     for (const std::int32_t* s = g.slots_begin(t); s != g.slots_end(t); ++s) {
-      const int rank = *s / kNumStreamKinds;
-      const int tid = *s % kNumStreamKinds;
-      const TaskInfo& info = g.info(t);
+      const int rank = g.rank_of_slot(*s);
+      const int tid = *s % g.streams_per_rank();
+      const TaskInfo& info = w.notes.info(t);
       const TimeNs start = run ? run->start_ns[t] : 0;
       const TimeNs end = run ? run->end_ns[t] : 0;
       if (sel[rank]) {
         if (o.expand_ops && info.detail >= 0) {
           TimeNs at = start;
-          const auto& ops = g.detail(info.detail);
+          const auto& ops = w.notes.detail(info.detail);
           for (int k = 0; k < static_cast<int>(ops.size()); ++k) {
             fn(Event{rank, static_cast<int>(ops[k].lane), at, ops[k].duration_ns, t, k});
             at += ops[k].duration_ns;
@@ -99,15 +99,15 @@ std::string trace_json(const Workload& w, const RunResult& run, const TraceOptio
     }
   }
   for (const Event& e : events) {
-    const TaskInfo& info = g.info(e.task);
-    const TaskLabel& label = g.label(g.label_of(e.task));
+    const TaskInfo& info = w.notes.info(e.task);
+    const TaskLabel& label = w.notes.label_of_task(e.task);
     std::string name;
     Category category;
     double flops;
     double bytes;
     int layer = info.layer;
     if (e.op >= 0) {
-      const auto& op = g.detail(info.detail)[e.op];
+      const auto& op = w.notes.detail(info.detail)[e.op];
       name = op.name;
       category = op.category;
       flops = op.flops;
@@ -116,7 +116,7 @@ std::string trace_json(const Workload& w, const RunResult& run, const TraceOptio
     } else {
       name = label.name;
       category = label.category;
-      flops = info.detail >= 0 ? g.detail_flops(info.detail) : 0.0;
+      flops = info.detail >= 0 ? w.notes.detail_flops(info.detail) : 0.0;
       bytes = info.bytes;
     }
     sep();

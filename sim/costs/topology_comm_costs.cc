@@ -224,8 +224,7 @@ CommSpec TopologyCommCosts::folded(CollectiveOp op, const std::vector<int>& grou
   return own;
 }
 
-CommSpec TopologyCommCosts::collective(CollectiveOp op, const std::vector<int>& group, double bytes,
-                                       Category) const {
+CommSpec TopologyCommCosts::collective(CollectiveOp op, const std::vector<int>& group, double bytes) const {
   // Full fidelity costs do not depend on the plan's shape.
   const bool folded_costs = fidelity_ == Fidelity::kFolded;
   CommCostCache::Key key{static_cast<int>(fidelity_), folded_costs ? plan_.tp : 0,
@@ -238,8 +237,7 @@ CommSpec TopologyCommCosts::collective(CollectiveOp op, const std::vector<int>& 
   return spec;
 }
 
-CommSpec TopologyCommCosts::latency_bound(CollectiveOp op, const std::vector<int>& group, double bytes,
-                                          Category) const {
+CommSpec TopologyCommCosts::latency_bound(CollectiveOp op, const std::vector<int>& group, double bytes) const {
   CommCostCache::Key key{-1, 0, 0, static_cast<int>(op), group, bytes};
   CommSpec spec;
   if (cache_.find(key, spec)) return spec;
@@ -254,7 +252,7 @@ CommSpec TopologyCommCosts::latency_bound(CollectiveOp op, const std::vector<int
 }
 
 CommSpec TopologyCommCosts::p2p(int src_gpu, int dst_gpu, double bytes) const {
-  return collective(CollectiveOp::kSendRecv, {src_gpu, dst_gpu}, bytes, Category::kPp);
+  return collective(CollectiveOp::kSendRecv, {src_gpu, dst_gpu}, bytes);
 }
 
 }  // namespace strata::sim

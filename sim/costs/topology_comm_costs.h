@@ -76,13 +76,11 @@ class TopologyCommCosts : public CommCosts {
   TopologyCommCosts(const topo::Topology& topology, const topo::CollectiveModel& collectives,
                     const CostModel& cost_model, const PlanSpec& plan, Fidelity fidelity,
                     CommCostCache& cache);
-  CommSpec collective(CollectiveOp op, const std::vector<int>& group, double bytes,
-                      Category category) const override;
+  CommSpec collective(CollectiveOp op, const std::vector<int>& group, double bytes) const override;
   CommSpec p2p(int src_gpu, int dst_gpu, double bytes) const override;
   // NCCL's estimate (or the profile's measured time) as a fixed time: no flows, no
   // symmetric copies (a gradient norm over 1,024 GPUs would build thousands).
-  CommSpec latency_bound(CollectiveOp op, const std::vector<int>& group, double bytes,
-                         Category category) const override;
+  CommSpec latency_bound(CollectiveOp op, const std::vector<int>& group, double bytes) const override;
 
  private:
   CommSpec from_flows(CollectiveOp op, const std::vector<int>& group, double bytes) const;

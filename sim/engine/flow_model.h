@@ -1,7 +1,8 @@
 // What the event engine needs from a network: flows over links whose rates are
 // shared max-min fairly and change whenever a flow starts or ends. The topology
-// part's FlowSharing implements it (sim/engine/topology_flow_model.h adapts it);
-// tests use simple models with hand-computable rates.
+// part's FlowSharing implements it (TopologyFlowModel in
+// sim/costs/topology_comm_costs.h adapts it); tests use simple models with
+// hand-computable rates.
 #pragma once
 
 #include <cstdint>

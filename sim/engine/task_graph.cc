@@ -4,99 +4,32 @@
 
 namespace strata::sim {
 
-const char* to_string(StreamKind s) {
-  switch (s) {
-    case StreamKind::kCompute: return "compute";
-    case StreamKind::kTpComm: return "tp-comm";
-    case StreamKind::kDpComm: return "dp-comm";
-    case StreamKind::kPpSend: return "pp-send";
-    case StreamKind::kPpRecv: return "pp-recv";
-    case StreamKind::kCopy: return "copy";
-  }
-  return "compute";
-}
-
-const char* to_string(Category c) {
-  switch (c) {
-    case Category::kGemm: return "gemm";
-    case Category::kAttention: return "attention";
-    case Category::kElementwise: return "elementwise";
-    case Category::kTp: return "tp";
-    case Category::kPp: return "pp";
-    case Category::kDp: return "dp";
-    case Category::kZero: return "zero";
-    case Category::kOptimizer: return "optimizer";
-    case Category::kCopy: return "copy";
-  }
-  return "elementwise";
-}
-
-bool is_communication(Category c) {
-  return c == Category::kTp || c == Category::kPp || c == Category::kDp || c == Category::kZero;
-}
-
-const char* to_string(Phase p) {
-  switch (p) {
-    case Phase::kForward: return "fwd";
-    case Phase::kBackward: return "bwd";
-    case Phase::kRecompute: return "recompute";
-    case Phase::kStep: return "step";
-  }
-  return "fwd";
-}
-
-TaskGraph::TaskGraph(int num_ranks) : num_ranks_(num_ranks) {}
-
-std::int32_t TaskGraph::add_label(TaskLabel label) {
-  labels_.push_back(std::move(label));
-  return static_cast<std::int32_t>(labels_.size() - 1);
-}
+TaskGraph::TaskGraph(int num_ranks, int streams_per_rank)
+    : num_ranks_(num_ranks), streams_per_rank_(streams_per_rank) {}
 
 std::int32_t TaskGraph::add_comm(CommSpec comm) {
   comms_.push_back(std::move(comm));
   return static_cast<std::int32_t>(comms_.size() - 1);
 }
 
-std::int32_t TaskGraph::add_detail(std::vector<DetailOp> ops) {
-  double flops = 0.0;
-  TimeNs comm_ns = 0;
-  for (const DetailOp& op : ops) {
-    flops += op.flops;
-    if (op.lane != StreamKind::kCompute) comm_ns += op.duration_ns;
-  }
-  detail_flops_.push_back(flops);
-  detail_comm_ns_.push_back(comm_ns);
-  details_.push_back(std::move(ops));
-  return static_cast<std::int32_t>(details_.size() - 1);
-}
-
-TaskId TaskGraph::new_task(TimeNs duration_ns, std::int32_t comm, std::int32_t label,
-                           const TaskInfo& info) {
+TaskId TaskGraph::new_task(TimeNs duration_ns, std::int32_t comm) {
   if (finalized_) throw InternalError("task graph: task added after finalize()");
   duration_ns_.push_back(duration_ns);
   comm_.push_back(comm);
-  label_.push_back(label);
-  info_.push_back(info);
   num_deps_.push_back(0);
   return static_cast<TaskId>(duration_ns_.size() - 1);
 }
 
-TaskId TaskGraph::add_compute(int rank, StreamKind stream, TimeNs duration_ns, std::int32_t label,
-                              const TaskInfo& info) {
-  TaskId t = new_task(duration_ns, -1, label, info);
-  std::int32_t slot = rank * kNumStreamKinds + static_cast<int>(stream);
-  slots_.push_back(slot);
+TaskId TaskGraph::add_compute(int rank, int stream, TimeNs duration_ns) {
+  TaskId t = new_task(duration_ns, -1);
+  slots_.push_back(slot(rank, stream));
   slot_offset_.push_back(static_cast<std::int32_t>(slots_.size()));
   return t;
 }
 
-TaskId TaskGraph::add_shared_compute(const std::vector<int>& ranks, TimeNs duration_ns,
-                                     std::int32_t label, const TaskInfo& info) {
-  TaskId t = new_task(duration_ns, -1, label, info);
-  for (int rank : ranks) {
-    std::int32_t slot = rank * kNumStreamKinds + static_cast<int>(StreamKind::kCompute);
-    slots_.push_back(slot);
-  }
+TaskId TaskGraph::add_shared_compute(const std::vector<int>& ranks, int stream, TimeNs duration_ns) {
+  TaskId t = new_task(duration_ns, -1);
+  for (int rank : ranks) slots_.push_back(slot(rank, stream));
   slot_offset_.push_back(static_cast<std::int32_t>(slots_.size()));
   return t;
 }
@@ -104,8 +37,6 @@ TaskId TaskGraph::add_shared_compute(const std::vector<int>& ranks, TimeNs durat
 void TaskGraph::reserve(std::size_t tasks, std::size_t slots, std::size_t dependencies) {
   duration_ns_.reserve(tasks);
   comm_.reserve(tasks);
-  label_.reserve(tasks);
-  info_.reserve(tasks);
   num_deps_.reserve(tasks);
   slot_offset_.reserve(tasks + 1);
   slots_.reserve(slots);
@@ -114,18 +45,14 @@ void TaskGraph::reserve(std::size_t tasks, std::size_t slots, std::size_t depend
 
 bool TaskGraph::runs_on(TaskId t, int rank) const {
   for (const std::int32_t* s = slots_begin(t); s != slots_end(t); ++s) {
-    if (*s / kNumStreamKinds == rank) return true;
+    if (rank_of_slot(*s) == rank) return true;
   }
   return false;
 }
 
-TaskId TaskGraph::add_comm_task(const std::vector<std::pair<int, StreamKind>>& slots,
-                                std::int32_t comm, std::int32_t label, const TaskInfo& info) {
-  TaskId t = new_task(comms_[comm].fixed_ns, comm, label, info);
-  for (const auto& [rank, stream] : slots) {
-    std::int32_t slot = rank * kNumStreamKinds + static_cast<int>(stream);
-    slots_.push_back(slot);
-  }
+TaskId TaskGraph::add_comm_task(const std::vector<std::pair<int, int>>& slots, std::int32_t comm) {
+  TaskId t = new_task(comms_[comm].fixed_ns, comm);
+  for (const auto& [rank, stream] : slots) slots_.push_back(slot(rank, stream));
   slot_offset_.push_back(static_cast<std::int32_t>(slots_.size()));
   return t;
 }

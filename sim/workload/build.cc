@@ -58,14 +58,35 @@ void WorkloadBuild::build_programs() {
   }
 }
 
-std::int32_t WorkloadBuild::collective(CollectiveOp op, const std::vector<int>& group, double bytes,
-                                       Category category) {
+TaskId WorkloadBuild::compute(int rank, StreamKind stream, TimeNs ns, std::int32_t label, const TaskInfo& info) {
+  const TaskId t = w.graph.add_compute(rank, stream_index(stream), ns);
+  w.notes.add(t, label, info);
+  return t;
+}
+
+TaskId WorkloadBuild::shared_compute(const std::vector<int>& ranks, TimeNs ns, std::int32_t label,
+                                     const TaskInfo& info) {
+  const TaskId t = w.graph.add_shared_compute(ranks, stream_index(StreamKind::kCompute), ns);
+  w.notes.add(t, label, info);
+  return t;
+}
+
+TaskId WorkloadBuild::comm_task(const std::vector<std::pair<int, StreamKind>>& slots, std::int32_t comm,
+                                std::int32_t label, const TaskInfo& info) {
+  std::vector<std::pair<int, int>> at;
+  at.reserve(slots.size());
+  for (const auto& [rank, stream] : slots) at.emplace_back(rank, stream_index(stream));
+  const TaskId t = w.graph.add_comm_task(at, comm);
+  w.notes.add(t, label, info);
+  return t;
+}
+
+std::int32_t WorkloadBuild::collective(CollectiveOp op, const std::vector<int>& group, double bytes) {
   auto key = std::make_tuple(static_cast<int>(op), group.front(), group.size() > 1 ? group[1] - group[0] : 0,
-                             static_cast<int>(group.size()), static_cast<long long>(bytes),
-                             static_cast<int>(category));
+                             static_cast<int>(group.size()), static_cast<long long>(bytes));
   auto it = comm_ids_.find(key);
   if (it != comm_ids_.end()) return it->second;
-  std::int32_t id = w.graph.add_comm(comm_costs.collective(op, group, bytes, category));
+  std::int32_t id = w.graph.add_comm(comm_costs.collective(op, group, bytes));
   comm_ids_.emplace(key, id);
   return id;
 }
@@ -83,7 +104,7 @@ std::int32_t WorkloadBuild::label(const std::string& name, Category category, Ph
   auto key = std::make_tuple(name, static_cast<int>(category), static_cast<int>(phase));
   auto it = label_ids_.find(key);
   if (it != label_ids_.end()) return it->second;
-  std::int32_t id = w.graph.add_label({name, category, phase});
+  std::int32_t id = w.notes.add_label({name, category, phase});
   label_ids_.emplace(key, id);
   return id;
 }

@@ -79,15 +79,21 @@ class WorkloadBuild {
 
   // Each pipeline rank's program and buckets.
   void build_programs();
+  // Tasks, added to the graph and annotated.
+  TaskId compute(int rank, StreamKind stream, TimeNs ns, std::int32_t label, const TaskInfo& info);
+  TaskId shared_compute(const std::vector<int>& ranks, TimeNs ns, std::int32_t label, const TaskInfo& info);
+  TaskId comm_task(const std::vector<std::pair<int, StreamKind>>& slots, std::int32_t comm, std::int32_t label,
+                   const TaskInfo& info);
+
   // The CommSpec of a collective, interned so repeated collectives share one entry.
-  std::int32_t collective(CollectiveOp op, const std::vector<int>& group, double bytes, Category category);
+  std::int32_t collective(CollectiveOp op, const std::vector<int>& group, double bytes);
   // The CommSpec of a pipeline transfer of one activation tensor, interned.
   std::int32_t p2p(int src_gpu, int dst_gpu);
   // A task label, interned.
   std::int32_t label(const std::string& name, Category category, Phase phase);
 
  private:
-  std::map<std::tuple<int, int, int, int, long long, int>, std::int32_t> comm_ids_;
+  std::map<std::tuple<int, int, int, int, long long>, std::int32_t> comm_ids_;
   std::map<std::tuple<std::string, int, int>, std::int32_t> label_ids_;
   std::map<std::pair<int, int>, std::int32_t> p2p_ids_;
 };

@@ -11,6 +11,7 @@
 #include "core/dtype.h"
 #include "core/units.h"
 #include "sim/engine/task_graph.h"
+#include "sim/workload/task_annotations.h"
 #include "plan/layer_ops.h"
 
 namespace strata::sim {
@@ -37,17 +38,15 @@ class CommCosts {
  public:
   virtual ~CommCosts() = default;
   // A collective over `group` (global GPU indices in rank order) of `bytes`
-  // (nccl-tests' convention), with its category for traces and metrics.
-  virtual CommSpec collective(CollectiveOp op, const std::vector<int>& group, double bytes,
-                              Category category) const = 0;
+  // (nccl-tests' convention).
+  virtual CommSpec collective(CollectiveOp op, const std::vector<int>& group, double bytes) const = 0;
   // A point-to-point transfer (pipeline activations or gradients).
   virtual CommSpec p2p(int src_gpu, int dst_gpu, double bytes) const = 0;
   // A collective of a few bytes (the gradient norm's scalars), whose time is its
   // latency: costed without the network (no links), and where a model can, without
   // building its flows.
-  virtual CommSpec latency_bound(CollectiveOp op, const std::vector<int>& group, double bytes,
-                                 Category category) const {
-    CommSpec spec = collective(op, group, bytes, category);
+  virtual CommSpec latency_bound(CollectiveOp op, const std::vector<int>& group, double bytes) const {
+    CommSpec spec = collective(op, group, bytes);
     spec.links.clear();
     return spec;
   }

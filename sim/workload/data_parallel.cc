@@ -37,7 +37,7 @@ class DataParallelPass {
                  const TaskInfo& info) {
     std::vector<std::pair<int, StreamKind>> slots;
     for (int member : members) slots.emplace_back(member, StreamKind::kDpComm);
-    return b_.w.graph.add_comm_task(slots, comm, lbl, info);
+    return b_.comm_task(slots, comm, lbl, info);
   }
 
   // Pass 3: gradient reduction, ZeRO gathers, the optimizer step.
@@ -84,7 +84,7 @@ class DataParallelPass {
             TaskInfo info;
             info.chunk = b.chunk;
             info.bytes = bytes;
-            TaskId ag = dp_comm(members, b_.collective(CollectiveOp::kAllGather, group, bytes, Category::kZero),
+            TaskId ag = dp_comm(members, b_.collective(CollectiveOp::kAllGather, group, bytes),
                                 lbl_ag_fwd, info);
             const int op = b_.first_forward_op(r, b.chunk);
             for (int member : members) b_.w.graph.add_dependency(ag, bucket_first_use(member, op, b));
@@ -105,7 +105,7 @@ class DataParallelPass {
               info.microbatch = op.microbatch;
               info.chunk = op.chunk;
               info.bytes = bytes;
-              TaskId rs = dp_comm(members, b_.collective(reduce, group, bytes, Category::kDp), lbl, info);
+              TaskId rs = dp_comm(members, b_.collective(reduce, group, bytes), lbl, info);
               for (int member : members) {
                 TaskId ready = p_.overlap_grad_reduce ? bucket_ready(member, static_cast<int>(oi), b)
                                                       : b_.op_marks[member][oi].last;
@@ -120,7 +120,7 @@ class DataParallelPass {
             TaskInfo info;
             info.chunk = b.chunk;
             info.bytes = bytes;
-            TaskId red = dp_comm(members, b_.collective(reduce, group, bytes, Category::kDp), lbl, info);
+            TaskId red = dp_comm(members, b_.collective(reduce, group, bytes), lbl, info);
             const int op = b_.last_backward_op(r, b.chunk);
             for (int member : members) {
               TaskId ready = p_.overlap_grad_reduce ? bucket_ready(member, op, b) : b_.last_task[member];
@@ -135,7 +135,7 @@ class DataParallelPass {
             TaskInfo info;
             info.chunk = b.chunk;
             info.bytes = bytes;
-            step_gathers_.push_back({members, b_.collective(CollectiveOp::kAllGather, group, bytes, Category::kZero), info});
+            step_gathers_.push_back({members, b_.collective(CollectiveOp::kAllGather, group, bytes), info});
           }
         }
       }
@@ -152,8 +152,8 @@ class DataParallelPass {
     const double e = dtype_bytes(p_.dtype);
     const double layer_params = static_cast<double>(layer_params_per_gpu(m_, p_.tp));
     const double layer_bytes = layer_params * e;
-    const std::int32_t ag = b_.collective(CollectiveOp::kAllGather, group, layer_bytes, Category::kZero);
-    const std::int32_t rs = b_.collective(CollectiveOp::kReduceScatter, group, layer_params * p_.grad_bytes(), Category::kDp);
+    const std::int32_t ag = b_.collective(CollectiveOp::kAllGather, group, layer_bytes);
+    const std::int32_t rs = b_.collective(CollectiveOp::kReduceScatter, group, layer_params * p_.grad_bytes());
     const int lc = b_.chunk_layers();
     const auto& program = b_.programs[r];
     for (std::size_t oi = 0; oi < program.size(); ++oi) {
@@ -205,8 +205,8 @@ class DataParallelPass {
         TaskInfo info;
         info.bytes = bytes;
         std::int32_t comm = b_.collective(CollectiveOp::kAllReduce, {b_.global(t, d, 0), b_.global(t, d, p_.pp - 1)},
-                                       bytes, Category::kDp);
-        TaskId task = b_.w.graph.add_comm_task({{a, StreamKind::kDpComm}, {b, StreamKind::kDpComm}}, comm, lbl, info);
+                                       bytes);
+        TaskId task = b_.comm_task({{a, StreamKind::kDpComm}, {b, StreamKind::kDpComm}}, comm, lbl, info);
         for (int s : {a, b}) {
           b_.w.graph.add_dependency(b_.last_task[s], task);
           last_dp[s] = task;
@@ -225,12 +225,12 @@ class DataParallelPass {
       std::vector<int> everyone(world);
       for (int g = 0; g < world; ++g) everyone[g] = g;
       // One fp32 partial norm per rank (Megatron-LM's clip_grad_norm_fp32).
-      const CommSpec spec = cc_.latency_bound(CollectiveOp::kAllReduce, everyone, 4.0, Category::kDp);
+      const CommSpec spec = cc_.latency_bound(CollectiveOp::kAllReduce, everyone, 4.0);
       std::vector<std::pair<int, StreamKind>> slots;
       for (std::size_t i = 0; i < n; ++i) slots.emplace_back(static_cast<int>(i), StreamKind::kDpComm);
       TaskInfo info;
       info.bytes = 4.0;
-      norm = b_.w.graph.add_comm_task(slots, b_.w.graph.add_comm(spec),
+      norm = b_.comm_task(slots, b_.w.graph.add_comm(spec),
                                     b_.label("grad norm all_reduce", Category::kDp, Phase::kStep), info);
       for (std::size_t i = 0; i < n; ++i) {
         b_.w.graph.add_dependency(b_.last_task[i], norm);
@@ -249,17 +249,17 @@ class DataParallelPass {
       const int rank = static_cast<int>(i);
       if (p_.offload_optimizer) {
         info.bytes = shard * dtype_bytes(p_.dtype);
-        TaskId d2h = b_.w.graph.add_compute(rank, StreamKind::kCopy, oc_.host_copy_ns(info.bytes), lbl_d2h, info);
+        TaskId d2h = b_.compute(rank, StreamKind::kCopy, oc_.host_copy_ns(info.bytes), lbl_d2h, info);
         // The three run back to back on the copy stream: gradients down, the host's
         // Adam update, weights back up.
-        b_.w.graph.add_compute(rank, StreamKind::kCopy, oc_.host_optimizer_ns(shard), lbl_host, info);
-        TaskId h2d = b_.w.graph.add_compute(rank, StreamKind::kCopy, oc_.host_copy_ns(info.bytes), lbl_h2d, info);
+        b_.compute(rank, StreamKind::kCopy, oc_.host_optimizer_ns(shard), lbl_host, info);
+        TaskId h2d = b_.compute(rank, StreamKind::kCopy, oc_.host_copy_ns(info.bytes), lbl_h2d, info);
         b_.w.graph.add_dependency(norm >= 0 ? norm : b_.last_task[i], d2h);
         updated[i] = h2d;
       } else {
         // The update reads the gradient in its accumulation dtype.
         info.bytes = shard * (b_.options.optimizer_bytes_per_param - dtype_bytes(p_.dtype) + p_.grad_bytes());
-        TaskId opt = b_.w.graph.add_compute(rank, StreamKind::kCompute, oc_.optimizer_ns(info.bytes), lbl_opt, info);
+        TaskId opt = b_.compute(rank, StreamKind::kCompute, oc_.optimizer_ns(info.bytes), lbl_opt, info);
         if (norm >= 0) b_.w.graph.add_dependency(norm, opt);
         updated[i] = opt;
       }

@@ -85,10 +85,10 @@ const CollapsedStretches::BlockSummary& CollapsedStretches::summary(const std::v
   BlockSummary sum;
   for (const Segment& s : segs) {
     if (s.is_comm) {
-      sum.ns += collapsed_comm_ns(b_.w.graph.comm(b_.collective(s.op, group, s.comm_bytes, Category::kTp)));
+      sum.ns += collapsed_comm_ns(b_.w.graph.comm(b_.collective(s.op, group, s.comm_bytes)));
       continue;
     }
-    for (const TaskGraph::DetailOp& op : s.ops) {
+    for (const DetailOp& op : s.ops) {
       sum.ns += op.duration_ns;
       sum.bytes += op.bytes;
     }

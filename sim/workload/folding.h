@@ -60,7 +60,7 @@ class CollapsedStretches {
   std::int32_t detail(std::uint64_t key, MakeOps make_ops) {
     auto it = detail_ids_.find(key);
     if (it != detail_ids_.end()) return it->second;
-    std::int32_t id = b_.w.graph.add_detail(make_ops());
+    std::int32_t id = b_.w.notes.add_detail(make_ops());
     detail_ids_.emplace(key, id);
     return id;
   }

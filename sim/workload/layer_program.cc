@@ -75,7 +75,7 @@ class OpEmitter {
     TaskInfo info = info_for(j);
     info.detail = ids.detail[k];
     info.bytes = s.bytes;
-    TaskId t = b_.w.graph.add_shared_compute(members_, s.duration_ns, ids.label[k], info);
+    TaskId t = b_.shared_compute(members_, s.duration_ns, ids.label[k], info);
     if (prev_ >= 0 && prev_comm_) b_.w.graph.add_dependency(prev_, t);
     prev_ = t;
     prev_comm_ = false;
@@ -88,7 +88,7 @@ class OpEmitter {
     info.bytes = s.comm_bytes;
     std::vector<std::pair<int, StreamKind>> slots;
     for (int member : members_) slots.emplace_back(member, StreamKind::kTpComm);
-    TaskId t = b_.w.graph.add_comm_task(slots, b_.collective(s.op, group_, s.comm_bytes, Category::kTp), label, info);
+    TaskId t = b_.comm_task(slots, b_.collective(s.op, group_, s.comm_bytes), label, info);
     if (prev_ >= 0) b_.w.graph.add_dependency(prev_, t);
     prev_ = t;
     prev_comm_ = true;
@@ -105,17 +105,17 @@ class OpEmitter {
   }
 
   // The ops of the pending stretch, for its detail.
-  std::vector<TaskGraph::DetailOp> pending_ops() const {
-    std::vector<TaskGraph::DetailOp> ops;
+  std::vector<DetailOp> pending_ops() const {
+    std::vector<DetailOp> ops;
     for (const PendingBlock& p : pending_) {
       for (const Segment& s : *p.segments) {
         if (s.is_comm) {
-          const CommSpec& spec = b_.w.graph.comm(b_.collective(s.op, group_, s.comm_bytes, Category::kTp));
+          const CommSpec& spec = b_.w.graph.comm(b_.collective(s.op, group_, s.comm_bytes));
           ops.push_back({to_string(s.op), Category::kTp, collapsed_comm_ns(spec), 0.0, s.comm_bytes,
                          StreamKind::kTpComm, p.layer});
           continue;
         }
-        for (TaskGraph::DetailOp op : s.ops) {
+        for (DetailOp op : s.ops) {
           op.layer_offset = p.layer;
           ops.push_back(std::move(op));
         }
@@ -147,7 +147,7 @@ class OpEmitter {
       last = chunk_first_layer_ + std::max(pending_layers_.front(), pending_layers_.back());
     }
     const std::int32_t label = stretches_.label(forward, first, last);
-    TaskId t = b_.w.graph.add_shared_compute(members_, pending_ns_, label, info);
+    TaskId t = b_.shared_compute(members_, pending_ns_, label, info);
     prev_ = t;
     prev_comm_ = false;
     for (int member : members_) b_.op_marks[member][oi_].add(t);
@@ -206,8 +206,8 @@ LayerProgram::SegmentIds LayerProgram::register_segments(const std::vector<Segme
   SegmentIds ids;
   for (const Segment& s : segs) {
     TaskLabel label{segment_name(s), s.is_comm ? Category::kTp : s.category, phase};
-    ids.label.push_back(b_.w.graph.add_label(label));
-    ids.detail.push_back(s.is_comm ? -1 : b_.w.graph.add_detail(s.ops));
+    ids.label.push_back(b_.w.notes.add_label(label));
+    ids.detail.push_back(s.is_comm ? -1 : b_.w.notes.add_detail(s.ops));
   }
   return ids;
 }

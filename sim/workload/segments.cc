@@ -29,7 +29,7 @@ Category op_category(const LayerOp& op) {
   return Category::kElementwise;
 }
 
-TaskGraph::DetailOp forward_detail(const LayerOp& op, const PlanSpec& p, const OpCosts& c,
+DetailOp forward_detail(const LayerOp& op, const PlanSpec& p, const OpCosts& c,
                                    const std::string& prefix = "") {
   TimeNs t = 0;
   switch (op.kind) {
@@ -46,9 +46,9 @@ TaskGraph::DetailOp forward_detail(const LayerOp& op, const PlanSpec& p, const O
 // and dB = A^T dC a k x n x m one (both for weights and for attention's batched GEMMs);
 // memory-bound ops read the input and the incoming gradient and write a gradient:
 // twice their forward traffic.
-std::vector<TaskGraph::DetailOp> backward_details(const LayerOp& op, const PlanSpec& p,
+std::vector<DetailOp> backward_details(const LayerOp& op, const PlanSpec& p,
                                                   const OpCosts& c) {
-  std::vector<TaskGraph::DetailOp> out;
+  std::vector<DetailOp> out;
   switch (op.kind) {
     case OpKind::kGemm: {
       GemmShape dgrad{op.gemm.m, op.gemm.k, op.gemm.n, op.gemm.batch};
@@ -74,7 +74,7 @@ std::vector<TaskGraph::DetailOp> backward_details(const LayerOp& op, const PlanS
 // consecutive details into one compute segment.
 class SegmentSink {
  public:
-  void add(TaskGraph::DetailOp op) { pending_.push_back(std::move(op)); }
+  void add(DetailOp op) { pending_.push_back(std::move(op)); }
   void add_comm(CollectiveOp op, double bytes) {
     flush();
     Segment s;
@@ -106,7 +106,7 @@ class SegmentSink {
     pending_.clear();
     out_.push_back(std::move(s));
   }
-  std::vector<TaskGraph::DetailOp> pending_;
+  std::vector<DetailOp> pending_;
   std::vector<Segment> out_;
 };
 

@@ -26,7 +26,7 @@ namespace strata::sim {
 struct Segment {
   bool is_comm = false;
   // Compute segment.
-  std::vector<TaskGraph::DetailOp> ops;
+  std::vector<DetailOp> ops;
   TimeNs duration_ns = 0;
   double flops = 0.0;
   double bytes = 0.0;

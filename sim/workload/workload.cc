@@ -25,6 +25,7 @@ void reserve(WorkloadBuild& b, const LayerProgram& layer) {
   const std::size_t tasks = groups * (ops * (b.chunk_layers() * per_layer / 2 + 8)) + ranks * (ops + 64);
   const std::size_t ranks_per_group = b.fidelity == Fidelity::kFolded ? 1 : p.tp;
   b.w.graph.reserve(tasks, tasks * ranks_per_group, tasks + ranks * ops * 2);
+  b.w.notes.reserve(tasks);
 }
 
 // Pass 2: activations and gradients between pipeline stages, in each sender's order.
@@ -55,7 +56,7 @@ void add_pipeline_transfers(WorkloadBuild& b) {
       info.bytes = b.activation_bytes();
       info.peer = j;
       std::int32_t comm = b.p2p(b.w.global_rank[i], to_global);
-      TaskId t = b.w.graph.add_comm_task({{static_cast<int>(i), StreamKind::kPpSend}}, comm,
+      TaskId t = b.comm_task({{static_cast<int>(i), StreamKind::kPpSend}}, comm,
                                         forward ? send_act : send_grad, info);
       b.w.graph.add_dependency(b.op_marks[i][oi].last, t);
       b.w.graph.add_dependency(t, b.op_marks[j][to_op].first);
@@ -71,7 +72,7 @@ Workload build_workload(const ModelSpec& model, const PlanSpec& plan, const OpCo
   if (plan.dp <= 0) throw InternalError("build_workload: the plan's dp is not resolved");
   WorkloadBuild b(model, plan, op_costs, comm_costs, fidelity, options);
   place_ranks(b);
-  b.w.graph = TaskGraph(static_cast<int>(b.w.global_rank.size()));
+  b.w.graph = TaskGraph(static_cast<int>(b.w.global_rank.size()), kNumStreamKinds);
   LayerProgram layer(b);
   b.build_programs();
   reserve(b, layer);

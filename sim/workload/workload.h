@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "sim/engine/task_graph.h"
+#include "sim/workload/task_annotations.h"
 #include "plan/model_spec.h"
 #include "plan/plan_spec.h"
 #include "sim/workload/costs.h"
@@ -34,12 +35,15 @@ struct WorkloadOptions {
 };
 
 struct Workload {
-  TaskGraph graph{0};
+  TaskGraph graph{0, kNumStreamKinds};
+  TaskAnnotations notes;  // what each task is, for traces and metrics
   Fidelity fidelity = Fidelity::kFull;
   std::vector<int> global_rank;  // simulated rank -> global rank (= GPU index)
   std::vector<int> stage;        // simulated rank -> pipeline rank
   std::vector<int> tp_rank;
   std::vector<int> dp_rank;
+  // Rank r's tasks on one of its streams, in program order.
+  std::span<const TaskId> stream(int rank, StreamKind s) const { return graph.stream(rank, stream_index(s)); }
 };
 
 Workload build_workload(const ModelSpec& model, const PlanSpec& plan, const OpCosts& op_costs,

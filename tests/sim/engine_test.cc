@@ -46,7 +46,7 @@ struct Span {
 
 std::vector<Span> busy_spans(const Workload& w, const RunResult& run, int rank) {
   std::vector<Span> spans;
-  for (TaskId t : w.graph.stream(rank, StreamKind::kCompute)) {
+  for (TaskId t : w.stream(rank, StreamKind::kCompute)) {
     if (run.end_ns[t] == run.start_ns[t]) continue;  // free tasks (embedding, head)
     if (!spans.empty() && spans.back().end == run.start_ns[t]) {
       spans.back().end = run.end_ns[t];  // merge back-to-back work of one F or B
@@ -86,15 +86,15 @@ TEST(Engine, TwoStageOneFOneBMatchesHandDrawnTimeline) {
   EXPECT_EQ(run.makespan_ns, 15 * u);
   // Task by task: each layer's first forward GEMM segment starts where drawn.
   std::vector<TimeNs> f_starts0, b_starts1;
-  for (TaskId t : w.graph.stream(0, StreamKind::kCompute)) {
-    const TaskLabel& l = w.graph.label(w.graph.label_of(t));
-    if (l.phase == Phase::kForward && w.graph.info(t).layer == 0 && l.name.rfind("input_norm", 0) == 0) {
+  for (TaskId t : w.stream(0, StreamKind::kCompute)) {
+    const TaskLabel& l = w.notes.label_of_task(t);
+    if (l.phase == Phase::kForward && w.notes.info(t).layer == 0 && l.name.rfind("input_norm", 0) == 0) {
       f_starts0.push_back(run.start_ns[t]);
     }
   }
-  for (TaskId t : w.graph.stream(1, StreamKind::kCompute)) {
-    const TaskLabel& l = w.graph.label(w.graph.label_of(t));
-    if (l.phase == Phase::kBackward && w.graph.info(t).layer == 1 &&
+  for (TaskId t : w.stream(1, StreamKind::kCompute)) {
+    const TaskLabel& l = w.notes.label_of_task(t);
+    if (l.phase == Phase::kBackward && w.notes.info(t).layer == 1 &&
         w.graph.duration_ns(t) > 0 && run.start_ns[t] % u == 0) {
       b_starts1.push_back(run.start_ns[t]);
     }
@@ -167,9 +167,9 @@ TEST(Engine, GradReduceOverlapHidesTheReduction) {
   ModelSpec mm = m;
   Workload w = build_workload(m, p, costs, comm, Fidelity::kFull);
   double reduce_s = 0;
-  for (TaskId t : w.graph.stream(0, StreamKind::kDpComm)) {
+  for (TaskId t : w.stream(0, StreamKind::kDpComm)) {
     const CommSpec& c = w.graph.comm(w.graph.comm_of(t));
-    if (w.graph.label(w.graph.label_of(t)).name == "grad all_reduce") {
+    if (w.notes.label_of_task(t).name == "grad all_reduce") {
       reduce_s += ns_to_seconds(c.fixed_ns) + c.bytes / c.rate_cap_bytes_per_s;
     }
   }

@@ -29,7 +29,7 @@ class GemmCountCosts : public OpCosts {
 // Communication that takes no time.
 class FreeComm : public CommCosts {
  public:
-  CommSpec collective(CollectiveOp, const std::vector<int>&, double, Category) const override { return {}; }
+  CommSpec collective(CollectiveOp, const std::vector<int>&, double) const override { return {}; }
   CommSpec p2p(int, int, double) const override { return {}; }
 };
 
@@ -37,7 +37,7 @@ class FreeComm : public CommCosts {
 class AlphaBetaComm : public CommCosts {
  public:
   AlphaBetaComm(TimeNs alpha_ns, double bytes_per_s) : alpha_(alpha_ns), bw_(bytes_per_s) {}
-  CommSpec collective(CollectiveOp, const std::vector<int>&, double bytes, Category) const override {
+  CommSpec collective(CollectiveOp, const std::vector<int>&, double bytes) const override {
     return spec(bytes);
   }
   CommSpec p2p(int, int, double bytes) const override { return spec(bytes); }

@@ -46,9 +46,9 @@ std::vector<CommSpec> costs_in_order(Fixture& f, Fidelity fidelity, const std::v
   for (int t = 0; t < f.s.plan.tp; ++t) tp_group.push_back(t);
   std::vector<CommSpec> out;
   for (double bytes : sizes) {
-    out.push_back(costs.collective(CollectiveOp::kAllReduce, dp_group, bytes, Category::kDp));
-    out.push_back(costs.collective(CollectiveOp::kReduceScatter, dp_group, bytes, Category::kDp));
-    out.push_back(costs.collective(CollectiveOp::kAllReduce, tp_group, bytes, Category::kTp));
+    out.push_back(costs.collective(CollectiveOp::kAllReduce, dp_group, bytes));
+    out.push_back(costs.collective(CollectiveOp::kReduceScatter, dp_group, bytes));
+    out.push_back(costs.collective(CollectiveOp::kAllReduce, tp_group, bytes));
   }
   return out;
 }
@@ -85,7 +85,7 @@ TEST(TopologyCommCosts, UncontendedTimeIsTheNcclEstimateAtEverySize) {
   std::vector<int> dp_group;
   for (int d = 0; d < f.s.plan.dp; ++d) dp_group.push_back(d * f.s.plan.tp);
   for (double bytes : kSizes) {
-    const CommSpec c = costs.collective(CollectiveOp::kAllReduce, dp_group, bytes, Category::kDp);
+    const CommSpec c = costs.collective(CollectiveOp::kAllReduce, dp_group, bytes);
     const double seconds = ns_to_seconds(c.fixed_ns) + (c.bytes > 0 ? c.bytes / c.rate_cap_bytes_per_s : 0.0);
     const double nccl = f.collectives.estimate(CollectiveOp::kAllReduce, dp_group, bytes).time_s;
     EXPECT_NEAR(seconds / nccl, 1.0, 0.01) << bytes << " B";
@@ -100,17 +100,17 @@ TEST(TopologyCommCosts, LatencyBoundCollectiveIsTheNcclEstimateWithoutLinks) {
   TopologyCommCosts costs(f.topology, f.collectives, f.cost_model, f.s.plan, Fidelity::kFull, cache);
   std::vector<int> everyone(static_cast<std::size_t>(f.s.plan.tp * f.s.plan.dp * f.s.plan.pp));
   for (std::size_t g = 0; g < everyone.size(); ++g) everyone[g] = static_cast<int>(g);
-  const CommSpec norm = costs.latency_bound(CollectiveOp::kAllReduce, everyone, 4.0, Category::kDp);
+  const CommSpec norm = costs.latency_bound(CollectiveOp::kAllReduce, everyone, 4.0);
   const double nccl = f.collectives.estimate(CollectiveOp::kAllReduce, everyone, 4.0).time_s;
   EXPECT_EQ(norm.fixed_ns, seconds_to_ns(nccl));
   EXPECT_GT(nccl, 10e-6);  // latency of a tree over 128 nodes, not free
   EXPECT_EQ(norm.bytes, 0.0);
   EXPECT_TRUE(norm.links.empty());
-  const CommSpec flows = costs.collective(CollectiveOp::kAllReduce, everyone, 4.0, Category::kDp);
+  const CommSpec flows = costs.collective(CollectiveOp::kAllReduce, everyone, 4.0);
   const double flow_seconds = ns_to_seconds(flows.fixed_ns) + flows.bytes / flows.rate_cap_bytes_per_s;
   EXPECT_NEAR(ns_to_seconds(norm.fixed_ns) / flow_seconds, 1.0, 0.01);
   // One rank: nothing to reduce.
-  EXPECT_EQ(costs.latency_bound(CollectiveOp::kAllReduce, {5}, 4.0, Category::kDp).fixed_ns, 0);
+  EXPECT_EQ(costs.latency_bound(CollectiveOp::kAllReduce, {5}, 4.0).fixed_ns, 0);
 }
 
 // Where the profile measured the collective (op, group size, placement), its time
@@ -131,7 +131,7 @@ TEST(TopologyCommCosts, LatencyBoundCollectiveTakesTheMeasuredTime) {
   TopologyCommCosts costs(f.topology, f.collectives, f.cost_model, f.s.plan, Fidelity::kFolded, cache);
   std::vector<int> everyone(static_cast<std::size_t>(world));
   for (std::size_t g = 0; g < everyone.size(); ++g) everyone[g] = static_cast<int>(g);
-  const CommSpec c = costs.latency_bound(CollectiveOp::kAllReduce, everyone, 4096.0, Category::kDp);
+  const CommSpec c = costs.latency_bound(CollectiveOp::kAllReduce, everyone, 4096.0);
   EXPECT_EQ(c.fixed_ns, seconds_to_ns(40e-6 + 4096 / 5e9));
   EXPECT_NE(c.fixed_ns, seconds_to_ns(f.collectives.estimate(CollectiveOp::kAllReduce, everyone, 4096.0).time_s));
   EXPECT_TRUE(c.links.empty());

@@ -60,7 +60,7 @@ Workload build(const PlanSpec& p, const ModelSpec& m = model()) {
 std::vector<TaskId> named(const Workload& w, const std::string& name, Phase phase) {
   std::vector<TaskId> out;
   for (TaskId t = 0; t < w.graph.num_tasks(); ++t) {
-    const TaskLabel& l = w.graph.label(w.graph.label_of(t));
+    const TaskLabel& l = w.notes.label_of_task(t);
     if (l.name == name && l.phase == phase) out.push_back(t);
   }
   return out;
@@ -68,7 +68,7 @@ std::vector<TaskId> named(const Workload& w, const std::string& name, Phase phas
 
 std::set<int> ranks_of(const Workload& w, TaskId t) {
   std::set<int> ranks;
-  for (const std::int32_t* s = w.graph.slots_begin(t); s != w.graph.slots_end(t); ++s) ranks.insert(*s / kNumStreamKinds);
+  for (const std::int32_t* s = w.graph.slots_begin(t); s != w.graph.slots_end(t); ++s) ranks.insert(w.graph.rank_of_slot(*s));
   return ranks;
 }
 
@@ -83,9 +83,9 @@ std::map<TaskId, std::set<TaskId>> predecessors(const Workload& w) {
 // The last compute task of rank r's backward of micro-batch mb (program order).
 TaskId last_backward_task(const Workload& w, int r, int mb) {
   TaskId last = -1;
-  for (TaskId t : w.graph.stream(r, StreamKind::kCompute)) {
-    const TaskLabel& l = w.graph.label(w.graph.label_of(t));
-    if (l.phase == Phase::kBackward && w.graph.info(t).microbatch == mb) last = t;
+  for (TaskId t : w.stream(r, StreamKind::kCompute)) {
+    const TaskLabel& l = w.notes.label_of_task(t);
+    if (l.phase == Phase::kBackward && w.notes.info(t).microbatch == mb) last = t;
   }
   return last;
 }
@@ -97,23 +97,23 @@ TEST(Workload, ZeroTwoReduceScattersEveryMicroBatchAndGathersBeforeTheForward) {
   ASSERT_EQ(rs.size(), 2u);  // one bucket, two micro-batches
   for (int mb = 0; mb < 2; ++mb) {
     EXPECT_EQ(ranks_of(w, rs[mb]), (std::set<int>{0, 1}));
-    EXPECT_EQ(w.graph.info(rs[mb]).bytes, kModel * 2);
-    EXPECT_EQ(w.graph.info(rs[mb]).microbatch, mb);
+    EXPECT_EQ(w.notes.info(rs[mb]).bytes, kModel * 2);
+    EXPECT_EQ(w.notes.info(rs[mb]).microbatch, mb);
     // Ready when the backward of that micro-batch ends (the bucket ends with the embedding).
     for (int r : {0, 1}) EXPECT_TRUE(pred.at(rs[mb]).count(last_backward_task(w, r, mb))) << "mb " << mb;
   }
   // The weights updated last step, gathered before the first forward uses them.
   const std::vector<TaskId> ag = named(w, "param all_gather", Phase::kForward);
   ASSERT_EQ(ag.size(), 1u);
-  EXPECT_EQ(w.graph.info(ag[0]).bytes, kModel * 2);
-  const TaskId first = w.graph.stream(0, StreamKind::kCompute).front();
+  EXPECT_EQ(w.notes.info(ag[0]).bytes, kModel * 2);
+  const TaskId first = w.stream(0, StreamKind::kCompute).front();
   EXPECT_TRUE(pred.at(first).count(ag[0]));
   EXPECT_TRUE(named(w, "grad all_reduce", Phase::kBackward).empty());
   // Each rank updates its half: 28 bytes of Adam traffic per parameter with the
   // 2-byte gradient read in its own dtype.
   const std::vector<TaskId> opt = named(w, "optimizer step", Phase::kStep);
   ASSERT_EQ(opt.size(), 2u);
-  EXPECT_EQ(w.graph.info(opt[0]).bytes, kModel / 2 * 28);
+  EXPECT_EQ(w.notes.info(opt[0]).bytes, kModel / 2 * 28);
 }
 
 TEST(Workload, ZeroThreeGathersEachLayerTwiceAndReduceScattersItOnce) {
@@ -126,21 +126,21 @@ TEST(Workload, ZeroThreeGathersEachLayerTwiceAndReduceScattersItOnce) {
   ASSERT_EQ(fwd.size(), 4u);
   ASSERT_EQ(bwd.size(), 4u);
   ASSERT_EQ(rs.size(), 4u);
-  for (TaskId t : fwd) EXPECT_EQ(w.graph.info(t).bytes, kLayer * 2);
-  for (TaskId t : rs) EXPECT_EQ(w.graph.info(t).bytes, kLayer * 2);
+  for (TaskId t : fwd) EXPECT_EQ(w.notes.info(t).bytes, kLayer * 2);
+  for (TaskId t : rs) EXPECT_EQ(w.notes.info(t).bytes, kLayer * 2);
   // A layer's gather precedes its first task; its reduce-scatter follows its last.
   for (TaskId g : fwd) {
-    const TaskInfo& gi = w.graph.info(g);
+    const TaskInfo& gi = w.notes.info(g);
     bool feeds_layer = false;
     for (const TaskId* s = w.graph.successors_begin(g); s != w.graph.successors_end(g); ++s) {
-      const TaskInfo& si = w.graph.info(*s);
+      const TaskInfo& si = w.notes.info(*s);
       feeds_layer = feeds_layer || (si.layer == gi.layer && si.microbatch == gi.microbatch);
     }
     EXPECT_TRUE(feeds_layer) << "layer " << gi.layer;
   }
   for (TaskId t : rs) {
     bool after_layer = false;
-    for (TaskId p : pred.at(t)) after_layer = after_layer || w.graph.info(p).layer == w.graph.info(t).layer;
+    for (TaskId p : pred.at(t)) after_layer = after_layer || w.notes.info(p).layer == w.notes.info(t).layer;
     EXPECT_TRUE(after_layer);
   }
   // No bucket-wise reduction or step-time gather besides.
@@ -158,10 +158,10 @@ TEST(Workload, OffloadRunsTheUpdateOnTheHostAfterTheGradientNorm) {
   ASSERT_EQ(norm.size(), 1u);
   for (int r : {0, 1}) {
     std::vector<std::string> copy_stream;
-    for (TaskId t : w.graph.stream(r, StreamKind::kCopy)) copy_stream.push_back(w.graph.label(w.graph.label_of(t)).name);
+    for (TaskId t : w.stream(r, StreamKind::kCopy)) copy_stream.push_back(w.notes.label_of_task(t).name);
     EXPECT_EQ(copy_stream, (std::vector<std::string>{"gradients to host", "host optimizer step", "weights to device"}));
-    const TaskId d2h = w.graph.stream(r, StreamKind::kCopy).front();
-    EXPECT_EQ(w.graph.info(d2h).bytes, kModel / 2 * 2);  // this rank's shard, in bf16
+    const TaskId d2h = w.stream(r, StreamKind::kCopy).front();
+    EXPECT_EQ(w.notes.info(d2h).bytes, kModel / 2 * 2);  // this rank's shard, in bf16
     EXPECT_TRUE(pred.at(d2h).count(norm[0]));
   }
 }
@@ -172,7 +172,7 @@ TEST(Workload, TiedEmbeddingIsSummedBetweenFirstAndLastStage) {
   const std::vector<TaskId> sync = named(w, "embedding grad all_reduce", Phase::kBackward);
   ASSERT_EQ(sync.size(), 1u);
   EXPECT_EQ(ranks_of(w, sync[0]), (std::set<int>{0, 1}));
-  EXPECT_EQ(w.graph.info(sync[0]).bytes, 8192 * 2);
+  EXPECT_EQ(w.notes.info(sync[0]).bytes, 8192 * 2);
   // After each stage's last backward (micro-batch 1 is last on both).
   for (int r : {0, 1}) EXPECT_TRUE(pred.at(sync[0]).count(last_backward_task(w, r, 1)));
   const std::vector<TaskId> norm = named(w, "grad norm all_reduce", Phase::kStep);
@@ -191,7 +191,7 @@ TEST(Workload, DistributedOptimizerReducesTheSharedEmbeddingAsItsOwnBucket) {
   // the word embedding alone (plan/bucket_plan.h).
   const Workload w = build(plan(2, 2, 1));
   std::multiset<double> bytes;
-  for (TaskId t : named(w, "grad reduce_scatter", Phase::kBackward)) bytes.insert(w.graph.info(t).bytes);
+  for (TaskId t : named(w, "grad reduce_scatter", Phase::kBackward)) bytes.insert(w.notes.info(t).bytes);
   EXPECT_EQ(bytes, (std::multiset<double>{8192 * 2, 8192 * 2, (128 + kLayer) * 2, (kLayer + 2048) * 2}));
 }
 

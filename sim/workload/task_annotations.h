@@ -1,0 +1,92 @@
+// What the tasks of a training step are, for traces and metrics: the workload's
+// side tables beside the engine's TaskGraph, which knows only durations,
+// communications, streams and dependencies.
+//
+// Every rank has the streams of StreamKind: its compute stream, a tensor-parallel
+// and a data-parallel comm stream, pipeline send and receive streams, and a copy
+// stream (host offload). Tasks carry a label (name, category, phase; shared by
+// many tasks) and a TaskInfo (micro-batch, layer, chunk, bytes, ...).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/units.h"
+#include "sim/engine/task_graph.h"
+
+namespace strata::sim {
+
+enum class StreamKind : std::uint8_t { kCompute, kTpComm, kDpComm, kPpSend, kPpRecv, kCopy };
+inline constexpr int kNumStreamKinds = 6;
+const char* to_string(StreamKind s);
+inline int stream_index(StreamKind s) { return static_cast<int>(s); }
+
+// Trace categories (docs/formats.md, trace.json).
+enum class Category : std::uint8_t {
+  kGemm, kAttention, kElementwise, kTp, kPp, kDp, kZero, kOptimizer, kCopy
+};
+const char* to_string(Category c);
+bool is_communication(Category c);
+
+enum class Phase : std::uint8_t { kForward, kBackward, kRecompute, kStep };
+const char* to_string(Phase p);
+
+// What a task is. Several tasks share one label.
+struct TaskLabel {
+  std::string name;  // "fwd L3 attention", "all_reduce", ...
+  Category category = Category::kElementwise;
+  Phase phase = Phase::kForward;
+};
+
+// Kept small: a 1,024-GPU step has millions of tasks. A compute task's FLOPs come
+// from its detail (TaskAnnotations::detail_flops).
+struct TaskInfo {
+  std::int32_t microbatch = -1;
+  std::int32_t layer = -1;   // global layer index, -1 when none
+  std::int32_t chunk = 0;
+  std::int32_t detail = -1;  // index into TaskAnnotations::detail (per-op breakdown), -1 when none
+  std::int32_t peer = -1;    // pipeline transfers: the receiving rank
+  double bytes = 0.0;
+};
+
+// Sub-steps of a task: the ops a compute block is made of, back to back. A
+// collapsed block (folded fidelity) also holds the tensor-parallel collectives
+// between its ops, on the tp-comm lane.
+struct DetailOp {
+  std::string name;
+  Category category;
+  TimeNs duration_ns;
+  double flops;
+  double bytes;
+  StreamKind lane = StreamKind::kCompute;
+  std::int32_t layer_offset = 0;  // added to TaskInfo::layer; -1: no layer (embedding, head)
+};
+
+class TaskAnnotations {
+ public:
+  std::int32_t add_label(TaskLabel label);
+  std::int32_t add_detail(std::vector<DetailOp> ops);
+  // Annotates the next task; tasks are annotated in the order the graph made them.
+  void add(TaskId task, std::int32_t label, const TaskInfo& info);
+  void reserve(std::size_t tasks);
+
+  std::int32_t label_of(TaskId t) const { return label_[t]; }
+  const TaskLabel& label(std::int32_t id) const { return labels_[id]; }
+  const TaskLabel& label_of_task(TaskId t) const { return labels_[label_[t]]; }
+  const TaskInfo& info(TaskId t) const { return info_[t]; }
+  const std::vector<DetailOp>& detail(std::int32_t id) const { return details_[id]; }
+  double detail_flops(std::int32_t id) const { return detail_flops_[id]; }
+  // Time of a detail's ops on the tp-comm lane (collectives inside a collapsed block).
+  TimeNs detail_comm_ns(std::int32_t id) const { return detail_comm_ns_[id]; }
+
+ private:
+  std::vector<std::int32_t> label_;
+  std::vector<TaskInfo> info_;
+  std::vector<TaskLabel> labels_;
+  std::vector<std::vector<DetailOp>> details_;
+  std::vector<double> detail_flops_;
+  std::vector<TimeNs> detail_comm_ns_;
+};
+
+}  // namespace strata::sim
