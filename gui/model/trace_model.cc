@@ -8,54 +8,31 @@
 
 namespace strata::gui {
 
-namespace {
-// string_views: parse_category runs once per task; comparing views costs no strlen.
-constexpr std::string_view kCategoryNames[kNumCategories] = {
-    "gemm", "attention", "elementwise", "tp", "pp", "dp", "zero", "optimizer", "copy"};
-// docs/formats.md ("trace.json"): thread ids 0..5.
-constexpr const char* kStreamNames[] = {"compute", "tp-comm", "dp-comm",
-                                        "pp-send", "pp-recv", "copy"};
-}  // namespace
-
-const char* to_string(Category c) { return kCategoryNames[static_cast<int>(c)].data(); }
-
-bool parse_category(std::string_view s, Category* out) {
-  for (int i = 0; i < kNumCategories; ++i) {
-    if (s == kCategoryNames[i]) {
-      *out = static_cast<Category>(i);
-      return true;
-    }
-  }
-  return false;
-}
-
 const char* to_string(Phase p) {
   switch (p) {
-    case Phase::kNone:
-      return "";
-    case Phase::kFwd:
-      return "fwd";
-    case Phase::kBwd:
-      return "bwd";
-    case Phase::kRecompute:
-      return "recompute";
-    case Phase::kStep:
-      return "step";
+    case Phase::kNone: return "";
+    case Phase::kFwd: return to_string(trace::Phase::kForward);
+    case Phase::kBwd: return to_string(trace::Phase::kBackward);
+    case Phase::kRecompute: return to_string(trace::Phase::kRecompute);
+    case Phase::kStep: return to_string(trace::Phase::kStep);
   }
   return "";
 }
 
 bool parse_phase(std::string_view s, Phase* out) {
-  using namespace std::string_view_literals;
-  if (s == "fwd"sv) return *out = Phase::kFwd, true;
-  if (s == "bwd"sv) return *out = Phase::kBwd, true;
-  if (s == "recompute"sv) return *out = Phase::kRecompute, true;
-  if (s == "step"sv) return *out = Phase::kStep, true;
-  return false;
+  trace::Phase p;
+  if (!trace::parse_phase(s, &p)) return false;
+  switch (p) {
+    case trace::Phase::kForward: *out = Phase::kFwd; break;
+    case trace::Phase::kBackward: *out = Phase::kBwd; break;
+    case trace::Phase::kRecompute: *out = Phase::kRecompute; break;
+    case trace::Phase::kStep: *out = Phase::kStep; break;
+  }
+  return true;
 }
 
 std::string stream_name(int tid) {
-  if (tid >= 0 && tid < static_cast<int>(std::size(kStreamNames))) return kStreamNames[tid];
+  if (tid >= 0 && tid < trace::kNumLanes) return to_string(static_cast<trace::Lane>(tid));
   return "stream " + std::to_string(tid);
 }
 

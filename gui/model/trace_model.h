@@ -20,31 +20,21 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/trace_vocabulary.h"
 #include "core/units.h"
 
 namespace strata::gui {
 
-// Task categories of docs/formats.md ("trace.json"), in the order colors are assigned.
-enum class Category : std::uint8_t {
-  kGemm,
-  kAttention,
-  kElementwise,
-  kTp,
-  kPp,
-  kDp,
-  kZero,
-  kOptimizer,
-  kCopy,
-};
-inline constexpr int kNumCategories = 9;
-
-const char* to_string(Category c);
-// The category named s; false when s is not one of the nine names.
-bool parse_category(std::string_view s, Category* out);
+// Task categories of docs/formats.md ("trace.json", core/trace_vocabulary.h), in
+// the order colors are assigned.
+using Category = trace::Category;
+using trace::kNumCategories;
+using trace::parse_category;
 
 enum class Phase : std::uint8_t { kNone, kFwd, kBwd, kRecompute, kStep };
 const char* to_string(Phase p);
-// The phase named s ("fwd", "bwd", "recompute", "step"); false otherwise.
+// The phase named s (core/trace_vocabulary.h: "fwd", "bwd", "recompute", "step");
+// false otherwise.
 bool parse_phase(std::string_view s, Phase* out);
 
 // The name of stream tid as docs/formats.md numbers them (0 compute ... 5 copy);

@@ -220,7 +220,6 @@ std::string measured_trace_json(const RunConfig& c, const MeasuredRun& run) {
     if (!first) out += ",\n";
     first = false;
   };
-  static const char* kLanes[] = {"compute", "tp-comm", "dp-comm", "pp-send", "pp-recv", "copy"};
   for (const RankReport& r : run.ranks) {
     sep();
     out += fmt::format("{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":\"", r.rank);
@@ -232,7 +231,7 @@ std::string measured_trace_json(const RunConfig& c, const MeasuredRun& run) {
     for (int t = 0; t < kNumLanes; ++t) {
       sep();
       out += fmt::format("{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"{}\"}}}}",
-                         r.rank, t, kLanes[t]);
+                         r.rank, t, to_string(static_cast<Lane>(t)));
     }
   }
   for (const RankReport& r : run.ranks) {

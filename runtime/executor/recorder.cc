@@ -2,43 +2,6 @@
 
 namespace strata::rt {
 
-const char* to_string(Lane lane) {
-  switch (lane) {
-    case Lane::kCompute: return "compute";
-    case Lane::kTpComm: return "tp-comm";
-    case Lane::kDpComm: return "dp-comm";
-    case Lane::kPpSend: return "pp-send";
-    case Lane::kPpRecv: return "pp-recv";
-    case Lane::kCopy: return "copy";
-  }
-  return "compute";
-}
-
-const char* to_string(EventCategory c) {
-  switch (c) {
-    case EventCategory::kGemm: return "gemm";
-    case EventCategory::kAttention: return "attention";
-    case EventCategory::kElementwise: return "elementwise";
-    case EventCategory::kTp: return "tp";
-    case EventCategory::kPp: return "pp";
-    case EventCategory::kDp: return "dp";
-    case EventCategory::kZero: return "zero";
-    case EventCategory::kOptimizer: return "optimizer";
-    case EventCategory::kCopy: return "copy";
-  }
-  return "gemm";
-}
-
-const char* to_string(EventPhase p) {
-  switch (p) {
-    case EventPhase::kForward: return "fwd";
-    case EventPhase::kBackward: return "bwd";
-    case EventPhase::kRecompute: return "recompute";
-    case EventPhase::kStep: return "step";
-  }
-  return "fwd";
-}
-
 Recorder::Recorder(Device& device)
     : device_(device), device_timing_(device.backend() != Backend::kCpu) {
   if (device_timing_) step_start_event_ = device_.create_event();

@@ -19,23 +19,18 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/trace_vocabulary.h"
 #include "core/units.h"
 #include "runtime/device.h"
 
 namespace strata::rt {
 
-// Trace lanes (thread ids): the simulator's streams.
-enum class Lane : std::uint8_t { kCompute = 0, kTpComm, kDpComm, kPpSend, kPpRecv, kCopy };
-inline constexpr int kNumLanes = 6;
-const char* to_string(Lane lane);
-
-enum class EventCategory : std::uint8_t {
-  kGemm, kAttention, kElementwise, kTp, kPp, kDp, kZero, kOptimizer, kCopy
-};
-const char* to_string(EventCategory c);
-
-enum class EventPhase : std::uint8_t { kForward, kBackward, kRecompute, kStep };
-const char* to_string(EventPhase p);
+// The trace's lanes, categories and phases (core/trace_vocabulary.h), as the
+// simulator's traces use them.
+using Lane = trace::Lane;
+using trace::kNumLanes;
+using EventCategory = trace::Category;
+using EventPhase = trace::Phase;
 
 struct MeasuredEvent {
   std::int32_t name = 0;  // index into Recorder::names()

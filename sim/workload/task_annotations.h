@@ -12,25 +12,20 @@
 #include <string>
 #include <vector>
 
+#include "core/trace_vocabulary.h"
 #include "core/units.h"
 #include "sim/engine/task_graph.h"
 
 namespace strata::sim {
 
-enum class StreamKind : std::uint8_t { kCompute, kTpComm, kDpComm, kPpSend, kPpRecv, kCopy };
-inline constexpr int kNumStreamKinds = 6;
-const char* to_string(StreamKind s);
+// A rank's streams are its trace lanes, categories and phases the trace's
+// (core/trace_vocabulary.h).
+using StreamKind = trace::Lane;
+inline constexpr int kNumStreamKinds = trace::kNumLanes;
 inline int stream_index(StreamKind s) { return static_cast<int>(s); }
-
-// Trace categories (docs/formats.md, trace.json).
-enum class Category : std::uint8_t {
-  kGemm, kAttention, kElementwise, kTp, kPp, kDp, kZero, kOptimizer, kCopy
-};
-const char* to_string(Category c);
-bool is_communication(Category c);
-
-enum class Phase : std::uint8_t { kForward, kBackward, kRecompute, kStep };
-const char* to_string(Phase p);
+using Category = trace::Category;
+using Phase = trace::Phase;
+using trace::is_communication;
 
 // What a task is. Several tasks share one label.
 struct TaskLabel {

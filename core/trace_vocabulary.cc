@@ -1,0 +1,56 @@
+#include "core/trace_vocabulary.h"
+
+namespace strata::trace {
+
+namespace {
+
+// In Category's order. string_views: a reader parses one per event, and comparing
+// views costs no strlen.
+constexpr std::string_view kCategoryNames[kNumCategories] = {
+    "gemm", "attention", "elementwise", "tp", "pp", "dp", "zero", "optimizer", "copy"};
+// In Phase's order.
+constexpr std::string_view kPhaseNames[] = {"fwd", "bwd", "recompute", "step"};
+
+}  // namespace
+
+const char* to_string(Category c) { return kCategoryNames[static_cast<int>(c)].data(); }
+
+bool parse_category(std::string_view s, Category* out) {
+  for (int i = 0; i < kNumCategories; ++i) {
+    if (s == kCategoryNames[i]) {
+      *out = static_cast<Category>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool is_communication(Category c) {
+  return c == Category::kTp || c == Category::kPp || c == Category::kDp || c == Category::kZero;
+}
+
+const char* to_string(Lane lane) {
+  switch (lane) {
+    case Lane::kCompute: return "compute";
+    case Lane::kTpComm: return "tp-comm";
+    case Lane::kDpComm: return "dp-comm";
+    case Lane::kPpSend: return "pp-send";
+    case Lane::kPpRecv: return "pp-recv";
+    case Lane::kCopy: return "copy";
+  }
+  return "compute";
+}
+
+const char* to_string(Phase p) { return kPhaseNames[static_cast<int>(p)].data(); }
+
+bool parse_phase(std::string_view s, Phase* out) {
+  for (int i = 0; i < 4; ++i) {
+    if (s == kPhaseNames[i]) {
+      *out = static_cast<Phase>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace strata::trace
