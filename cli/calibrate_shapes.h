@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "calib/model/cost_queries.h"
+#include "costmodel/cost_queries.h"
 #include "plan/model_spec.h"
 
 namespace strata::cli {

@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "calib/bench/calibration.h"
-#include "calib/model/fitting.h"
+#include "costmodel/fitting.h"
 #include "cli/calibrate_shapes.h"
 #include "cli/commands.h"
 #include "core/atomic_file.h"
@@ -22,10 +22,10 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/progress.h"
-#include "runtime/backend.h"
-#include "runtime/communicator.h"
-#include "runtime/device.h"
-#include "runtime/mpi_env.h"
+#include "runtime/device/backend.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/device/device.h"
+#include "runtime/launch/mpi_env.h"
 #include "plan/model_spec.h"
 
 #ifndef STRATA_VERSION

@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/units.h"
-#include "sim/export.h"
+#include "export/export.h"
 #include "sim/simulate.h"
 
 namespace strata::cli {

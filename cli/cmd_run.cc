@@ -15,11 +15,11 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/units.h"
-#include "runtime/backend.h"
-#include "runtime/communicator.h"
+#include "runtime/device/backend.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/executor/measured.h"
 #include "runtime/executor/run_config.h"
-#include "runtime/mpi_env.h"
+#include "runtime/launch/mpi_env.h"
 
 namespace strata::cli {
 namespace {

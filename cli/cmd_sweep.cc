@@ -13,10 +13,10 @@
 #include "core/error.h"
 #include "core/json_reader.h"
 #include "core/progress.h"
-#include "runtime/mpi_env.h"
+#include "runtime/launch/mpi_env.h"
 #include "sim/scenario.h"
-#include "sim/sweep/sweep.h"
-#include "sim/sweep/sweep_output.h"
+#include "sweep/sweep.h"
+#include "sweep/sweep_output.h"
 
 namespace strata::cli {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "calib/model/cost_model.h"
-#include "calib/model/profile.h"
+#include "costmodel/cost_model.h"
+#include "costmodel/profile.h"
 #include "cli/commands.h"
 #include "core/atomic_file.h"
 #include "core/error.h"

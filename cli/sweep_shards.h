@@ -3,7 +3,7 @@
 // bit-identical to a single process's).
 #pragma once
 
-#include "sim/sweep/sweep.h"
+#include "sweep/sweep.h"
 
 namespace strata::cli {
 

@@ -23,8 +23,8 @@
 #include "core/json_reader.h"
 #include "core/progress.h"
 #include "core/units.h"
-#include "runtime/mpi_launch.h"
-#include "sim/export.h"
+#include "runtime/launch/mpi_launch.h"
+#include "export/export.h"
 #include "sim/simulate.h"
 
 extern char** environ;

@@ -9,7 +9,7 @@
 //   --mca btl_vader_single_copy_mechanism none
 //       single-copy shared memory (CMA, process_vm_readv) is often forbidden in
 //       containers (ptrace restrictions); fall back to copy-in/copy-out.
-// One description for the runtime's launcher (runtime/mpi_launch.h), the
+// One description for the runtime's launcher (runtime/launch/mpi_launch.h), the
 // launch scripts `strata export` writes and the tests.
 #pragma once
 

@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "runtime/communicator.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/cpu/cpu_device.h"
-#include "runtime/device.h"
-#include "runtime/mpi_env.h"
-#include "runtime/self_communicator.h"
+#include "runtime/device/device.h"
+#include "runtime/launch/mpi_env.h"
+#include "runtime/comm/self_communicator.h"
 
 #if defined(STRATA_RT_HAVE_MPI)
 #include "runtime/mpi/mpi_communicator.h"

@@ -2,7 +2,7 @@
 // profile: plan/ knows no profiles, the simulator and its front-ends do.
 #pragma once
 
-#include "calib/model/profile.h"
+#include "costmodel/profile.h"
 #include "plan/memory_model.h"
 
 namespace strata {

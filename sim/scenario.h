@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "calib/model/profile.h"
+#include "costmodel/profile.h"
 #include "plan/model_spec.h"
 #include "plan/plan_spec.h"
 #include "topologies/cluster_spec.h"

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "calib/model/cost_model.h"
+#include "costmodel/cost_model.h"
 #include "sim/engine/engine.h"
 #include "plan/flops.h"
 #include "plan/memory_model.h"

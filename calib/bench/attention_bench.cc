@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "runtime/tensor_io.h"
+#include "runtime/device/tensor_io.h"
 
 namespace strata::calib {
 namespace {

@@ -5,7 +5,7 @@
 // unfused sequence every backend runs: S = Q K^T, P = softmax(S / sqrt(d)),
 // O = P V (forward); dV = P^T dO, dP = dO V^T, dS = softmax'(dP), dQ = dS K,
 // dK = dS^T Q (backward). The cost model relates its time to the FLOPs a fused
-// kernel would do (calib/model/cost_queries.h), so the efficiency recorded is
+// kernel would do (costmodel/cost_queries.h), so the efficiency recorded is
 // what this device achieves for the attention of a layer.
 #pragma once
 
@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "calib/bench/measure.h"
-#include "calib/model/cost_queries.h"
-#include "calib/model/cost_sections.h"
-#include "runtime/device.h"
+#include "costmodel/cost_queries.h"
+#include "costmodel/cost_sections.h"
+#include "runtime/device/device.h"
 
 namespace strata::calib {
 

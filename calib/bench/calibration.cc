@@ -13,10 +13,10 @@
 #include "calib/bench/collective_bench.h"
 #include "calib/bench/gemm_bench.h"
 #include "calib/bench/kernel_bench.h"
-#include "calib/model/fitting.h"
+#include "costmodel/fitting.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "runtime/tensor_io.h"
+#include "runtime/device/tensor_io.h"
 
 namespace strata::calib {
 namespace {

@@ -1,5 +1,5 @@
 // A whole calibration: every microbenchmark on this node, fitted into a device
-// profile (calib/model), and the drift check of an existing profile.
+// profile (costmodel), and the drift check of an existing profile.
 //
 // Every rank runs the device benchmarks at once, as ranks share a node in
 // training (memory bandwidth, caches, power); rank 0's measurements make the
@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "calib/model/cost_model.h"
-#include "calib/model/profile.h"
-#include "runtime/communicator.h"
-#include "runtime/device.h"
+#include "costmodel/cost_model.h"
+#include "costmodel/profile.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/device/device.h"
 
 namespace strata::calib {
 

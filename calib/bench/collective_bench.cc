@@ -7,8 +7,8 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "runtime/random.h"
-#include "runtime/tensor_io.h"
+#include "runtime/device/random.h"
+#include "runtime/device/tensor_io.h"
 
 namespace strata::calib {
 namespace {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "calib/bench/measure.h"
-#include "calib/model/fitting.h"
-#include "runtime/communicator.h"
+#include "costmodel/fitting.h"
+#include "runtime/comm/communicator.h"
 
 namespace strata::calib {
 

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "calib/bench/measure.h"
-#include "calib/model/cost_queries.h"
-#include "calib/model/cost_sections.h"
-#include "runtime/device.h"
+#include "costmodel/cost_queries.h"
+#include "costmodel/cost_sections.h"
+#include "runtime/device/device.h"
 
 namespace strata::calib {
 

@@ -8,7 +8,7 @@
 #include <functional>
 #include <vector>
 
-#include "runtime/device.h"
+#include "runtime/device/device.h"
 
 namespace strata::calib {
 

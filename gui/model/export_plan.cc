@@ -2,10 +2,10 @@
 
 #include <sys/stat.h>
 
-#include "calib/model/profile.h"
+#include "costmodel/profile.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "sim/export.h"
+#include "export/export.h"
 #include "sim/simulate.h"
 
 namespace strata::gui {

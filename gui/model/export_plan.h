@@ -1,5 +1,5 @@
 // Exporting the plan on screen as the files that launch it: the same calls as
-// `strata export` (sim/export.h): the plan is simulated at full fidelity, then
+// `strata export` (export/export.h): the plan is simulated at full fidelity, then
 // sim::export_plan builds strata-run.json, megatron-args.sh, deepspeed.json,
 // launch.slurm, launch-mpirun.sh and prediction.json, written all or nothing.
 // Qt-free: it runs on a worker thread and in tests.

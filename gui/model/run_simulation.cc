@@ -1,6 +1,6 @@
 #include "gui/model/run_simulation.h"
 
-#include "calib/model/profile.h"
+#include "costmodel/profile.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "gui/model/trace_reader.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "calib/model/profile.h"
+#include "costmodel/profile.h"
 #include "core/atomic_file.h"
 #include "core/data_paths.h"
 #include "core/dtype.h"
@@ -11,8 +11,8 @@
 #include "core/json_reader.h"
 #include "sim/scenario.h"
 #include "sim/simulate.h"
-#include "sim/sweep/sweep.h"
-#include "sim/sweep/sweep_output.h"
+#include "sweep/sweep.h"
+#include "sweep/sweep_output.h"
 
 namespace strata::gui {
 namespace {

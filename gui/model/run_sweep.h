@@ -1,5 +1,5 @@
 // Running `strata sweep` from the GUI (Run ▸ Sweep…): the same library calls
-// (sim/sweep/sweep.h, sim/sweep/sweep_output.h) with the same request, in the
+// (sweep/sweep.h, sweep/sweep_output.h) with the same request, in the
 // background with progress and cancel. The sweep library takes no cancel, so the
 // plans are simulated as kSweepChunks shards one after another (the library's own
 // sharding, as under mpirun) and a cancel takes effect between shards; results

@@ -16,8 +16,8 @@
 
 #include "core/error.h"
 #include "runtime/cpu/cpu_device_impl.h"
-#include "runtime/kernel_checks.h"
-#include "runtime/mpi_env.h"
+#include "runtime/device/kernel_checks.h"
+#include "runtime/launch/mpi_env.h"
 
 namespace strata::rt {
 namespace {

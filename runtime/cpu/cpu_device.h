@@ -13,7 +13,7 @@
 
 #include <memory>
 
-#include "runtime/device.h"
+#include "runtime/device/device.h"
 
 namespace strata::rt {
 

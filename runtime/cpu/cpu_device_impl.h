@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "runtime/cpu/host_block_cache.h"
-#include "runtime/device.h"
+#include "runtime/device/device.h"
 
 namespace strata::rt {
 

@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include "runtime/cpu/cpu_device_impl.h"
-#include "runtime/kernel_checks.h"
-#include "runtime/random.h"
+#include "runtime/device/kernel_checks.h"
+#include "runtime/device/random.h"
 
 namespace strata::rt {
 namespace {

@@ -4,7 +4,7 @@
 #include <Eigen/Core>
 
 #include "runtime/cpu/cpu_device_impl.h"
-#include "runtime/kernel_checks.h"
+#include "runtime/device/kernel_checks.h"
 
 namespace strata::rt {
 namespace {

@@ -5,8 +5,8 @@
 #include <memory>
 #include <vector>
 
-#include "runtime/communicator.h"
-#include "runtime/device.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/device/device.h"
 
 namespace strata::rt {
 

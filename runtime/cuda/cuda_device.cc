@@ -11,11 +11,11 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "runtime/backend.h"
+#include "runtime/device/backend.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda/cublas_loader.h"
-#include "runtime/kernel_checks.h"
-#include "runtime/mpi_env.h"
+#include "runtime/device/kernel_checks.h"
+#include "runtime/launch/mpi_env.h"
 
 namespace strata::rt {
 namespace {

@@ -13,7 +13,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include "runtime/device.h"
+#include "runtime/device/device.h"
 
 namespace strata::rt {
 

@@ -1,5 +1,5 @@
 // Elementwise, layout and random-fill kernels on the cuda backend.
-#include "runtime/random.h"
+#include "runtime/device/random.h"
 #include "runtime/cuda/cuda_kernel_util.cuh"
 
 namespace strata::rt {

@@ -11,7 +11,7 @@
 #include <cub/block/block_reduce.cuh>
 
 #include "runtime/cuda/cuda_device_impl.h"
-#include "runtime/kernel_checks.h"
+#include "runtime/device/kernel_checks.h"
 
 namespace strata::rt::cuda_detail {
 

@@ -11,11 +11,11 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
-#include "runtime/comm_checks.h"
+#include "runtime/comm/comm_checks.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda/cuda_device_impl.h"
-#include "runtime/mpi_env.h"
-#include "runtime/poll.h"
+#include "runtime/launch/mpi_env.h"
+#include "runtime/comm/poll.h"
 
 #if defined(STRATA_RT_HAVE_MPI)
 #include <mpi.h>

@@ -13,7 +13,7 @@
 #include "runtime/executor/pipeline_links.h"
 #include "runtime/executor/synthetic_data.h"
 #include "runtime/executor/transformer_layer.h"
-#include "runtime/tensor_io.h"
+#include "runtime/device/tensor_io.h"
 #include "plan/pipeline_schedule.h"
 
 namespace strata::rt {

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/communicator.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/executor/recorder.h"
 #include "plan/model_spec.h"
 #include "plan/plan_spec.h"

@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "core/trace_json.h"
-#include "runtime/tensor_io.h"
+#include "runtime/device/tensor_io.h"
 
 namespace strata::rt {
 namespace {

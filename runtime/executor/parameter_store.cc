@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "runtime/random.h"
+#include "runtime/device/random.h"
 
 namespace strata::rt {
 namespace {

@@ -31,10 +31,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/communicator.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/executor/param_layout.h"
 #include "runtime/executor/recorder.h"
-#include "runtime/process_groups.h"
+#include "runtime/comm/process_groups.h"
 
 namespace strata::rt {
 

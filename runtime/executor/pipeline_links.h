@@ -14,7 +14,7 @@
 #include <memory>
 #include <vector>
 
-#include "runtime/communicator.h"
+#include "runtime/comm/communicator.h"
 #include "plan/pipeline_schedule.h"
 #include "plan/plan_spec.h"
 

@@ -21,7 +21,7 @@
 
 #include "core/trace_vocabulary.h"
 #include "core/units.h"
-#include "runtime/device.h"
+#include "runtime/device/device.h"
 
 namespace strata::rt {
 

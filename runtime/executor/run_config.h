@@ -12,8 +12,8 @@
 #include "plan/model_spec.h"
 #include "plan/plan_spec.h"
 #include "plan/run_spec.h"
-#include "runtime/backend.h"
-#include "runtime/device.h"
+#include "runtime/device/backend.h"
+#include "runtime/device/device.h"
 
 namespace strata::rt {
 

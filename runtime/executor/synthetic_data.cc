@@ -1,6 +1,6 @@
 #include "runtime/executor/synthetic_data.h"
 
-#include "runtime/random.h"
+#include "runtime/device/random.h"
 
 namespace strata::rt {
 

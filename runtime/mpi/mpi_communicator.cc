@@ -12,8 +12,8 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
-#include "runtime/comm_checks.h"
-#include "runtime/poll.h"
+#include "runtime/comm/comm_checks.h"
+#include "runtime/comm/poll.h"
 
 namespace strata::rt {
 namespace {
@@ -26,7 +26,7 @@ std::string mpi_error_text(int code) {
 }
 
 MPI_Datatype mpi_type(const char* op, const TensorView& v) {
-  // Every cpu tensor is fp32 (runtime/device.h); MPI has no bf16/fp16 reduction.
+  // Every cpu tensor is fp32 (runtime/device/device.h); MPI has no bf16/fp16 reduction.
   if (v.dtype == DType::kFp32 || v.dtype == DType::kTf32) return MPI_FLOAT;
   throw InternalError(fmt::format("{}: the MPI communicator moves fp32 tensors, not {}", op,
                                   to_string(v.dtype)));

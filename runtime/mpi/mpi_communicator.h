@@ -1,10 +1,10 @@
 // The cpu backend's Communicator: OpenMPI, non-blocking operations polled
-// against the timeout (runtime/poll.h). Built only with STRATA_WITH_MPI.
+// against the timeout (runtime/comm/poll.h). Built only with STRATA_WITH_MPI.
 #pragma once
 
 #include <memory>
 
-#include "runtime/communicator.h"
+#include "runtime/comm/communicator.h"
 
 namespace strata::rt {
 

@@ -1,8 +1,8 @@
-// OpCosts backed by a device profile's cost model (calib/model/cost_model.h):
+// OpCosts backed by a device profile's cost model (costmodel/cost_model.h):
 // datasheet rooflines for shipped profiles, measured curves after `strata calibrate`.
 #pragma once
 
-#include "calib/model/cost_model.h"
+#include "costmodel/cost_model.h"
 #include "sim/workload/costs.h"
 
 namespace strata::sim {

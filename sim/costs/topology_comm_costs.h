@@ -20,7 +20,7 @@
 #include <mutex>
 #include <tuple>
 
-#include "calib/model/cost_model.h"
+#include "costmodel/cost_model.h"
 #include "sim/engine/flow_model.h"
 #include "plan/plan_spec.h"
 #include "sim/workload/costs.h"

@@ -5,8 +5,8 @@
 
 #include <benchmark/benchmark.h>
 
-#include "calib/model/cost_model.h"
-#include "calib/model/fitting.h"
+#include "costmodel/cost_model.h"
+#include "costmodel/fitting.h"
 
 namespace strata {
 namespace {

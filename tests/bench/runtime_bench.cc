@@ -5,7 +5,7 @@
 // kernels (bytes read + written once).
 #include <benchmark/benchmark.h>
 
-#include "runtime/device.h"
+#include "runtime/device/device.h"
 
 namespace strata::rt {
 namespace {

@@ -10,7 +10,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "calib/model/profile.h"
+#include "costmodel/profile.h"
 #include "sim/scenario.h"
 #include "sim/simulate.h"
 #include "topologies/cluster_spec.h"

@@ -12,7 +12,7 @@
 #include "calib/bench/kernel_bench.h"
 #include "calib/bench/measure.h"
 #include "core/error.h"
-#include "runtime/device.h"
+#include "runtime/device/device.h"
 
 namespace strata::calib {
 namespace {

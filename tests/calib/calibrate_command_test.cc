@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "calib/model/cost_model.h"
+#include "costmodel/cost_model.h"
 #include "cli_test_util.h"
 
 namespace strata::testing {

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "calib/model/cost_model.h"
+#include "costmodel/cost_model.h"
 #include "core/error.h"
 
 namespace strata {

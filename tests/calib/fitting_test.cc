@@ -4,10 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include "calib/model/cost_model.h"
-#include "calib/model/fitting.h"
-#include "calib/model/log_interpolator.h"
-#include "calib/model/size_curve.h"
+#include "costmodel/cost_model.h"
+#include "costmodel/fitting.h"
+#include "costmodel/log_interpolator.h"
+#include "costmodel/size_curve.h"
 
 namespace strata {
 namespace {

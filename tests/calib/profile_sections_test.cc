@@ -2,7 +2,7 @@
 // path and what is allowed; what is written reads back the same.
 #include <gtest/gtest.h>
 
-#include "calib/model/cost_model.h"
+#include "costmodel/cost_model.h"
 #include "core/error.h"
 #include "core/json_reader.h"
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "calib/model/profile.h"
+#include "costmodel/profile.h"
 #include "core/data_paths.h"
 #include "core/error.h"
 #include "sim/scenario.h"

@@ -4,7 +4,7 @@
 #include <QTest>
 #include <cmath>
 
-#include "calib/model/profile.h"
+#include "costmodel/profile.h"
 #include "core/error.h"
 #include "gui/model/file_loader.h"
 #include "gui/model/plan_memory.h"

@@ -181,7 +181,7 @@ class MainWindowTest : public QObject {
     QCOMPARE(back.trace->num_spans(), t.num_spans());
   }
 
-  // File ▸ Export Plan: the files of `strata export` (sim/export.h) for the plan
+  // File ▸ Export Plan: the files of `strata export` (export/export.h) for the plan
   // on screen, from a simulation, from a result.json and from a sweep row.
   void exports_the_plan_on_screen() {
     MainWindow w;
@@ -203,7 +203,7 @@ class MainWindowTest : public QObject {
       QVERIFY2(QFile::exists(dir.filePath(f)), f);
     }
     QVERIFY(QFileInfo(dir.filePath("launch-mpirun.sh")).isExecutable());
-    // The launch script carries strata export's mpirun settings (runtime/mpi_launch.h).
+    // The launch script carries strata export's mpirun settings (runtime/launch/mpi_launch.h).
     QFile script(dir.filePath("launch-mpirun.sh"));
     QVERIFY(script.open(QIODevice::ReadOnly));
     QVERIFY(QString::fromUtf8(script.readAll()).contains("OMPI_ALLOW_RUN_AS_ROOT=1"));

@@ -4,15 +4,15 @@
 #include <QTest>
 #include <atomic>
 
-#include "calib/model/profile.h"
+#include "costmodel/profile.h"
 #include "core/data_paths.h"
 #include "core/error.h"
 #include "core/json_reader.h"
 #include "gui/model/run_sweep.h"
 #include "sim/scenario.h"
 #include "sim/simulate.h"
-#include "sim/sweep/sweep.h"
-#include "sim/sweep/sweep_output.h"
+#include "sweep/sweep.h"
+#include "sweep/sweep_output.h"
 
 namespace strata::gui {
 

@@ -19,10 +19,10 @@
 #include <gtest/gtest.h>
 
 #include "run_test_models.h"
-#include "runtime/communicator.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/executor/executor.h"
-#include "runtime/mpi_env.h"
-#include "runtime/self_communicator.h"
+#include "runtime/launch/mpi_env.h"
+#include "runtime/comm/self_communicator.h"
 
 namespace strata::rt {
 namespace {

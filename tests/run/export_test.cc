@@ -9,7 +9,7 @@
 
 #include "cli_test_util.h"
 #include "core/error.h"
-#include "sim/export.h"
+#include "export/export.h"
 #include "sim/simulate.h"
 
 namespace strata::sim {

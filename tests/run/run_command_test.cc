@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
-#include "runtime/mpi_launch.h"
+#include "runtime/launch/mpi_launch.h"
 
 extern char** environ;
 

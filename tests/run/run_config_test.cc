@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "runtime/executor/run_config.h"
-#include "sim/export.h"
+#include "export/export.h"
 #include "sim/simulate.h"
 
 namespace strata::rt {

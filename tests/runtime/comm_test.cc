@@ -11,11 +11,11 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "runtime/communicator.h"
-#include "runtime/mpi_env.h"
-#include "runtime/process_groups.h"
-#include "runtime/random.h"
-#include "runtime/tensor_io.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/launch/mpi_env.h"
+#include "runtime/comm/process_groups.h"
+#include "runtime/device/random.h"
+#include "runtime/device/tensor_io.h"
 
 namespace strata::rt {
 namespace {

@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "runtime/backend.h"
-#include "runtime/communicator.h"
+#include "runtime/device/backend.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/cpu/host_block_cache.h"
-#include "runtime/device.h"
+#include "runtime/device/device.h"
 
 namespace strata::rt {
 namespace {

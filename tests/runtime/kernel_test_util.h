@@ -14,10 +14,10 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "runtime/backend.h"
-#include "runtime/device.h"
-#include "runtime/random.h"
-#include "runtime/tensor_io.h"
+#include "runtime/device/backend.h"
+#include "runtime/device/device.h"
+#include "runtime/device/random.h"
+#include "runtime/device/tensor_io.h"
 
 namespace strata::rt::testing {
 

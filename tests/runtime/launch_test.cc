@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "runtime/mpi_env.h"
-#include "runtime/mpi_launch.h"
+#include "runtime/launch/mpi_env.h"
+#include "runtime/launch/mpi_launch.h"
 
 namespace strata::rt {
 namespace {

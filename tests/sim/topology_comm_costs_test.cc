@@ -3,8 +3,8 @@
 // costed first (a sweep's threads meet sizes in any order).
 #include <gtest/gtest.h>
 
-#include "calib/model/cost_model.h"
-#include "calib/model/fitting.h"
+#include "costmodel/cost_model.h"
+#include "costmodel/fitting.h"
 #include "sim/costs/topology_comm_costs.h"
 #include "sim/scenario.h"
 #include "topologies/collective_model.h"

@@ -3,12 +3,12 @@
 
 #include <algorithm>
 
-#include "calib/model/profile.h"
+#include "costmodel/profile.h"
 #include "plan/memory_model.h"
 #include "sim/scenario.h"
 #include "sim/simulate.h"
-#include "sim/sweep/sweep.h"
-#include "sim/sweep/sweep_output.h"
+#include "sweep/sweep.h"
+#include "sweep/sweep_output.h"
 #include "topologies/cluster_spec.h"
 #include "sim/device_memory.h"
 

@@ -1,0 +1,420 @@
+#include "export/export.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "core/data_paths.h"
+#include "core/error.h"
+#include "core/json_reader.h"
+#include "core/mpirun_settings.h"
+#include "core/units.h"
+
+namespace strata::sim {
+namespace {
+
+std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / kGiB); }
+
+std::string dtype_name(DType d) { return to_string(d); }
+
+std::string backend_of(const Scenario& s, const ExportOptions& o) {
+  return o.backend.empty() ? s.profile.device.backend : o.backend;
+}
+
+// The launch line with the settings of core/mpirun_settings.h.
+std::string mpirun_line(int ranks, const std::string& command) {
+  std::string line = "exec env";
+  for (const auto& [k, v] : mpirun_environment()) line += " " + k + "=" + v;
+  line += fmt::format(" \\\n  \"${{MPIRUN:-mpirun}}\" -n {}", ranks);
+  for (const std::string& f : mpirun_flags()) line += " " + f;
+  line += " ${HOSTFILE:+--hostfile \"$HOSTFILE\"} \\\n  " + command + "\n";
+  return line;
+}
+
+}  // namespace
+
+std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, std::vector<std::string>* notes) {
+  std::vector<MegatronFlag> f;
+  auto add = [&](const std::string& flag, const std::string& value = "") { f.push_back({flag, value}); };
+  auto note = [&](const std::string& text) {
+    if (notes != nullptr) notes->push_back(text);
+  };
+  // Model shape.
+  add("--num-layers", std::to_string(m.num_layers));
+  add("--hidden-size", std::to_string(m.hidden_size));
+  add("--num-attention-heads", std::to_string(m.num_attention_heads));
+  if (m.num_query_groups != m.num_attention_heads) {
+    add("--group-query-attention");
+    add("--num-query-groups", std::to_string(m.num_query_groups));
+  }
+  add("--ffn-hidden-size", std::to_string(m.ffn_hidden_size));
+  if (m.swiglu) add("--swiglu");
+  add("--normalization", m.normalization == Normalization::kLayerNorm ? "LayerNorm" : "RMSNorm");
+  add("--seq-length", std::to_string(m.seq_length));
+  add("--max-position-embeddings", std::to_string(m.seq_length));
+  switch (m.position_embedding_type) {
+    case PositionEmbedding::kLearnedAbsolute: add("--position-embedding-type", "learned_absolute"); break;
+    case PositionEmbedding::kRope: add("--position-embedding-type", "rope"); break;
+    case PositionEmbedding::kNone: add("--position-embedding-type", "none"); break;
+    case PositionEmbedding::kAlibi:
+      add("--position-embedding-type", "none");
+      note("Megatron-LM has no ALiBi: --position-embedding-type none stands in (same parameters and cost); "
+           "Megatron-DeepSpeed has ALiBi");
+      break;
+  }
+  if (m.untie_embeddings_and_output_weights) add("--untie-embeddings-and-output-weights");
+  if (!m.add_bias_linear) add("--disable-bias-linear");
+  add("--hidden-dropout", fmt::format("{}", m.hidden_dropout));
+  add("--attention-dropout", fmt::format("{}", m.attention_dropout));
+  add("--attention-backend", p.flash_attention ? "flash" : "unfused");
+  // Parallelism.
+  add("--tensor-model-parallel-size", std::to_string(p.tp));
+  add("--pipeline-model-parallel-size", std::to_string(p.pp));
+  // Megatron-Core builds its groups in the order "tp-cp-ep-dp-pp", or "tp-cp-ep-pp-dp"
+  // with --use-tp-pp-dp-mapping; no flag gives any other order.
+  if (p.rank_order == kTpPpDpRankOrder) {
+    add("--use-tp-pp-dp-mapping");
+  } else if (!(p.rank_order == RankOrder{})) {
+    note(fmt::format("rank_order {} has no Megatron-LM flag (it builds tp-cp-ep-dp-pp, or tp-cp-ep-pp-dp with "
+                     "--use-tp-pp-dp-mapping): Megatron will number ranks in its default order",
+                     to_string(p.rank_order)));
+  }
+  if (p.vpp > 1) add("--num-layers-per-virtual-pipeline-stage", std::to_string(m.num_layers / (p.pp * p.vpp)));
+  if (p.pp > 1 && p.schedule == Schedule::kGpipe) {
+    note("Megatron-LM has no GPipe schedule: with pipeline parallelism it runs 1F1B "
+         "(forward_backward_pipelining_without_interleaving), which has the same bubble and holds fewer "
+         "micro-batches' activations");
+  }
+  if (p.sequence_parallel) add("--sequence-parallel");
+  if (p.zero_stage >= 1) add("--use-distributed-optimizer");
+  if (p.zero_stage >= 2) {
+    // Megatron-FSDP (megatron/core/distributed/fsdp): optim_grads is ZeRO-2,
+    // optim_grads_params ZeRO-3.
+    add("--use-megatron-fsdp");
+    add("--data-parallel-sharding-strategy", p.zero_stage == 2 ? "optim_grads" : "optim_grads_params");
+    add("--no-gradient-accumulation-fusion");
+    add("--ckpt-format", "fsdp_dtensor");
+  }
+  if (p.offload_optimizer) add("--optimizer-cpu-offload");
+  if (p.overlap_grad_reduce) add("--overlap-grad-reduce");
+  if (p.overlap_param_gather && p.zero_stage >= 1) add("--overlap-param-gather");
+  add("--ddp-bucket-size", std::to_string(p.ddp_bucket_size));
+  // Batch.
+  add("--micro-batch-size", std::to_string(p.micro_batch_size));
+  add("--global-batch-size", std::to_string(p.global_batch_size));
+  // Recompute.
+  if (p.recompute == Recompute::kSelective) add("--recompute-granularity", "selective");
+  if (p.recompute == Recompute::kFull) {
+    add("--recompute-granularity", "full");
+    add("--recompute-method", "uniform");
+    add("--recompute-num-layers", "1");
+  }
+  // Precision (fp32: neither flag). Megatron turns fp32 gradient accumulation
+  // and reduction on by itself with --bf16; said explicitly, it is the same run.
+  if (p.dtype == DType::kBf16) add("--bf16");
+  if (p.dtype == DType::kFp16) add("--fp16");
+  if (p.accumulate_allreduce_grads_in_fp32 && p.dtype != DType::kFp32) add("--accumulate-allreduce-grads-in-fp32");
+  return f;
+}
+
+std::optional<std::string> deepspeed_unsupported(const PlanSpec& p) {
+  if (p.tp > 1) {
+    return fmt::format("tp {} > 1: DeepSpeed's config has no tensor parallelism for training; it needs "
+                       "Megatron-DeepSpeed's model code (use megatron-args.sh)",
+                       p.tp);
+  }
+  if (p.pp > 1 && p.zero_stage >= 2) {
+    return fmt::format("ZeRO-{} with pp {} > 1: DeepSpeed's pipeline engine supports ZeRO stages 0 and 1 only "
+                       "(ZeRO-2/3 partition the gradients that pipeline micro-batches accumulate)",
+                       p.zero_stage, p.pp);
+  }
+  if (p.pp > 1 && p.schedule != Schedule::kOneFOneB) {
+    return fmt::format("schedule {} with pp {} > 1: DeepSpeed's pipeline engine runs its own 1F1B-style "
+                       "TrainSchedule, with no GPipe or interleaved form",
+                       to_string(p.schedule), p.pp);
+  }
+  return std::nullopt;
+}
+
+nlohmann::ordered_json deepspeed_config(const PlanSpec& p, const ExportOptions& o) {
+  nlohmann::ordered_json j;
+  j["train_batch_size"] = p.global_batch_size;
+  j["train_micro_batch_size_per_gpu"] = p.micro_batch_size;
+  j["gradient_accumulation_steps"] = p.num_microbatches();
+  j["steps_per_print"] = 1;
+  j["gradient_clipping"] = 0.0;
+  j["optimizer"] = {{"type", "AdamW"},
+                    {"params", {{"lr", o.training.lr}, {"betas", {o.training.adam_beta1, o.training.adam_beta2}}, {"eps", o.training.adam_eps},
+                                {"weight_decay", o.training.weight_decay}}}};
+  nlohmann::ordered_json zero;
+  zero["stage"] = p.zero_stage;
+  zero["overlap_comm"] = p.overlap_grad_reduce;
+  zero["contiguous_gradients"] = true;
+  zero["reduce_bucket_size"] = p.ddp_bucket_size;
+  if (p.zero_stage == 1 || p.zero_stage == 2) zero["allgather_bucket_size"] = p.ddp_bucket_size;
+  if (p.offload_optimizer) zero["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};
+  j["zero_optimization"] = zero;
+  j["bf16"] = {{"enabled", p.dtype == DType::kBf16}};
+  if (p.dtype == DType::kFp16) {
+    // Dynamic loss scaling (loss_scale 0), DeepSpeed's recommended fp16 setting.
+    j["fp16"] = {{"enabled", true}, {"loss_scale", 0}, {"initial_scale_power", 16}};
+  } else {
+    j["fp16"] = {{"enabled", false}};
+  }
+  if (p.dtype != DType::kFp32) j["data_types"] = {{"grad_accum_dtype", "fp32"}};
+  j["wall_clock_breakdown"] = false;
+  return j;
+}
+
+nlohmann::ordered_json run_config_json(const Scenario& s, const SimulationResult& r, const ExportOptions& o) {
+  RunSpec spec;
+  if (!o.command_line.empty()) spec.source = o.command_line;
+  spec.model = s.model;
+  spec.plan = s.plan;
+  spec.training = o.training;
+  spec.backend = backend_of(s, o);
+  spec.timeout_s = o.timeout_s;
+  spec.cluster_name = s.cluster.name;
+  spec.nodes = s.cluster.nodes;
+  spec.gpus_per_node = s.cluster.gpus_per_node;
+  spec.rank_map = rank_placements(s.plan, s.cluster.gpus_per_node);
+  nlohmann::ordered_json prediction;
+  prediction["file"] = "prediction.json";
+  prediction["fidelity"] = to_string(r.fidelity);
+  prediction["step_time_s"] = r.metrics.step_time_s;
+  prediction["mfu"] = r.mfu;
+  prediction["peak_bytes"] = r.memory.peak_bytes;
+  prediction["peak_stage"] = r.memory.peak_stage;
+  std::vector<double> per_stage;
+  for (const StageMemory& st : r.memory.stages) per_stage.push_back(st.total_bytes);
+  prediction["memory_per_stage_bytes"] = per_stage;
+  prediction["fits"] = r.memory.fits;
+  spec.prediction = prediction;
+  spec.profile = {{"name", s.profile.name}, {"kind", s.profile.kind}, {"device", s.profile.device.name},
+                  {"file", s.profile.file}};
+  return to_json(spec);
+}
+
+std::optional<std::string> does_not_fit(const Scenario& s, const SimulationResult& r) {
+  if (r.memory.fits) return std::nullopt;
+  std::string why;
+  for (const StageMemory& st : r.memory.stages) {
+    if (st.fits) continue;
+    if (!why.empty()) why += "; ";
+    why += fmt::format("stage {} needs {} of {} (over by {}): parameters {}, gradients {}, optimizer {}, "
+                       "activations {}, buffers {}, reserve {}",
+                       st.stage, gib(st.total_bytes), gib(r.memory.capacity_bytes),
+                       gib(st.total_bytes - r.memory.capacity_bytes), gib(st.params_bytes), gib(st.grads_bytes),
+                       gib(st.optimizer_bytes), gib(st.activations_bytes), gib(st.buffers_bytes),
+                       gib(st.reserve_bytes));
+  }
+  return fmt::format("the plan does not fit in {}'s memory: {}", s.profile.device.name, why);
+}
+
+namespace {
+
+std::string megatron_script(const Scenario& s, const ExportOptions& o, const std::vector<MegatronFlag>& flags,
+                            const std::vector<std::string>& notes) {
+  const ModelSpec& m = s.model;
+  const PlanSpec& p = s.plan;
+  std::string out = "#!/usr/bin/env bash\n";
+  out += fmt::format("# Megatron-LM (pretrain_gpt.py) flags for {} with tp {} pp {} dp {}, written by strata export.\n",
+                     m.name, p.tp, p.pp, p.dp);
+  out += "# Flags and values follow megatron/training/arguments.py; synthetic data (--mock-data), as `strata run` uses.\n";
+  for (const std::string& n : notes) out += "# note: " + n + "\n";
+  out += "# Usage: MEGATRON=/path/to/Megatron-LM bash megatron-args.sh   (one node; set NNODES, NODE_RANK,\n";
+  out += "#        MASTER_ADDR on each node for several). `bash megatron-args.sh --print` prints the flags.\n";
+  out += "set -euo pipefail\n\n";
+  // Groups as Megatron's examples write them.
+  struct Group {
+    const char* name;
+    std::vector<std::string> prefixes;
+  };
+  const std::vector<Group> groups = {
+      {"MODEL_ARGS",
+       {"--num-layers", "--hidden-size", "--num-attention-heads", "--group-query-attention", "--num-query-groups",
+        "--ffn-hidden-size", "--swiglu", "--normalization", "--seq-length", "--max-position-embeddings",
+        "--position-embedding-type", "--untie-embeddings-and-output-weights", "--disable-bias-linear",
+        "--hidden-dropout", "--attention-dropout", "--attention-backend"}},
+      {"PARALLEL_ARGS",
+       {"--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--num-layers-per-virtual-pipeline-stage",
+        "--sequence-parallel", "--use-distributed-optimizer", "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
+        "--no-gradient-accumulation-fusion", "--ckpt-format", "--optimizer-cpu-offload", "--overlap-grad-reduce",
+        "--overlap-param-gather", "--ddp-bucket-size"}},
+      {"BATCH_ARGS", {"--micro-batch-size", "--global-batch-size"}},
+      {"RECOMPUTE_ARGS", {"--recompute-granularity", "--recompute-method", "--recompute-num-layers"}},
+      {"PRECISION_ARGS", {"--bf16", "--fp16", "--accumulate-allreduce-grads-in-fp32"}},
+  };
+  for (const Group& g : groups) {
+    out += std::string(g.name) + "=(\n";
+    for (const MegatronFlag& f : flags) {
+      bool mine = false;
+      for (const std::string& prefix : g.prefixes) mine = mine || f.flag == prefix;
+      if (!mine) continue;
+      out += "  " + f.flag + (f.value.empty() ? "" : " " + f.value) + "\n";
+    }
+    out += ")\n";
+  }
+  out += "TRAINING_ARGS=(\n";
+  const RunTraining& t = o.training;
+  out += fmt::format("  --train-iters {}\n  --lr {}\n  --lr-decay-style constant\n  --weight-decay {}\n", t.steps, t.lr,
+                     t.weight_decay);
+  out += fmt::format("  --adam-beta1 {}\n  --adam-beta2 {}\n  --adam-eps {}\n  --clip-grad 0\n", t.adam_beta1,
+                     t.adam_beta2, t.adam_eps);
+  out += fmt::format("  --seed {}\n  --init-method-std 0.02\n  --log-interval 1\n  --eval-iters 0\n", t.seed);
+  out += fmt::format("  --mock-data\n  --tokenizer-type NullTokenizer\n  --vocab-size {}\n", m.vocab_size);
+  out += ")\n\n";
+  out += "if [[ \"${1:-}\" == \"--print\" ]]; then\n";
+  out += "  printf '%s\\n' \"${MODEL_ARGS[@]}\" \"${PARALLEL_ARGS[@]}\" \"${BATCH_ARGS[@]}\" \"${RECOMPUTE_ARGS[@]}\" "
+         "\"${PRECISION_ARGS[@]}\" \"${TRAINING_ARGS[@]}\"\n  exit 0\nfi\n\n";
+  out += "# Megatron overlaps its tensor-parallel communication only with one CUDA connection.\n";
+  out += "export CUDA_DEVICE_MAX_CONNECTIONS=1\n";
+  out += fmt::format("torchrun --nproc-per-node {} --nnodes \"${{NNODES:-{}}}\" --node-rank \"${{NODE_RANK:-0}}\" \\\n",
+                     s.cluster.gpus_per_node, s.cluster.nodes);
+  out += "  --master-addr \"${MASTER_ADDR:-localhost}\" --master-port \"${MASTER_PORT:-6000}\" \\\n";
+  out += "  \"${MEGATRON:?set MEGATRON to a Megatron-LM checkout}/pretrain_gpt.py\" \\\n";
+  out += "  \"${MODEL_ARGS[@]}\" \"${PARALLEL_ARGS[@]}\" \"${BATCH_ARGS[@]}\" \"${RECOMPUTE_ARGS[@]}\" "
+         "\"${PRECISION_ARGS[@]}\" \"${TRAINING_ARGS[@]}\"\n";
+  return out;
+}
+
+std::string slurm_script(const Scenario& s, const ExportOptions& o) {
+  const bool cuda = backend_of(s, o) == "cuda";
+  const int nodes = s.cluster.nodes;
+  const int per_node = std::min(s.cluster.gpus_per_node, s.plan.num_gpus());
+  std::string out = "#!/bin/bash\n";
+  out += fmt::format("# {} with tp {} pp {} dp {} on {}: `strata run` under srun, one task per {}.\n", s.model.name,
+                     s.plan.tp, s.plan.pp, s.plan.dp, s.cluster.name, cuda ? "GPU" : "rank");
+  out += "# Submit from this directory: sbatch launch.slurm   (STRATA=/path/to/strata if not on PATH)\n";
+  out += fmt::format("#SBATCH --job-name=strata-{}\n", s.model.name);
+  out += fmt::format("#SBATCH --nodes={}\n", nodes);
+  out += fmt::format("#SBATCH --ntasks-per-node={}\n", per_node);
+  if (cuda) out += fmt::format("#SBATCH --gpus-per-node={}\n", per_node);
+  out += "#SBATCH --time=00:30:00\n";
+  out += "#SBATCH --output=strata-run-%j.out\n";
+  out += "set -euo pipefail\n";
+  out += "HERE=\"${SLURM_SUBMIT_DIR:-$(pwd)}\"\n";
+  out += "# --mpi=pmix: the ranks' MPI (cpu collectives, the NCCL id broadcast) needs PMIx from srun.\n";
+  out += fmt::format("srun --mpi=pmix --ntasks={} --ntasks-per-node={}{} \\\n", s.plan.num_gpus(), per_node,
+                     cuda ? " --gpus-per-task=1" : "");
+  out += "  \"${STRATA:-strata}\" run \"$HERE/strata-run.json\" --out \"$HERE\"\n";
+  return out;
+}
+
+std::string mpirun_script(const Scenario& s, const ExportOptions& o) {
+  std::string out = "#!/usr/bin/env bash\n";
+  out += fmt::format("# {} with tp {} pp {} dp {}: `strata run` under OpenMPI's mpirun ({} ranks).\n", s.model.name,
+                     s.plan.tp, s.plan.pp, s.plan.dp, s.plan.num_gpus());
+  out += "# The settings allow root, make waiting ranks yield and avoid single-copy shared memory\n";
+  out += "# (docs/runtime.md). Several nodes: HOSTFILE=hosts bash launch-mpirun.sh\n";
+  out += "set -euo pipefail\n";
+  out += "HERE=\"$(cd \"$(dirname \"${BASH_SOURCE[0]}\")\" && pwd)\"\n";
+  out += mpirun_line(s.plan.num_gpus(), "\"${STRATA:-strata}\" run \"$HERE/strata-run.json\" --out \"$HERE\"");
+  return out;
+}
+
+}  // namespace
+
+ExportResult export_plan(const Scenario& s, const SimulationResult& r, const ExportOptions& o) {
+  if (auto why = does_not_fit(s, r); why && !o.force) {
+    throw InputError(s.plan_file, "$", *why + "; nothing exported (pass --force to export it anyway)");
+  }
+  ExportResult out;
+  std::vector<std::string> megatron_notes;
+  const std::vector<MegatronFlag> flags = megatron_flags(s.model, s.plan, &megatron_notes);
+  out.files.push_back({"strata-run.json", run_config_json(s, r, o).dump(2) + "\n", false});
+  out.files.push_back({"prediction.json", result_json(s, r).dump(2) + "\n", false});
+  out.files.push_back({"megatron-args.sh", megatron_script(s, o, flags, megatron_notes), true});
+  const std::optional<std::string> ds = deepspeed_unsupported(s.plan);
+  if (ds) {
+    out.notes.push_back("no deepspeed.json: " + *ds);
+  } else {
+    out.files.push_back({"deepspeed.json", deepspeed_config(s.plan, o).dump(2) + "\n", false});
+  }
+  out.files.push_back({"launch.slurm", slurm_script(s, o), true});
+  out.files.push_back({"launch-mpirun.sh", mpirun_script(s, o), true});
+  for (const std::string& n : megatron_notes) out.notes.push_back("megatron-args.sh: " + n);
+  if (auto why = does_not_fit(s, r)) out.notes.push_back("exported with --force: " + *why);
+  return out;
+}
+
+Scenario scenario_from_sweep(const std::string& sweep_file, int rank, bool allow_cross_node_tp) {
+  const nlohmann::json doc = json::parse_file(sweep_file);
+  auto fail = [&](const std::string& path, const std::string& message) {
+    throw InputError(sweep_file, path, message);
+  };
+  if (!doc.is_object()) fail("$", "expected a JSON object (a sweep.json from `strata sweep`)");
+  if (!doc.contains("schema") || doc["schema"] != "strata-sweep/1") {
+    fail("$.schema", "expected \"strata-sweep/1\" (a sweep.json from `strata sweep`)");
+  }
+  if (!doc.contains("request") || !doc["request"].is_object()) fail("$.request", "expected an object");
+  const nlohmann::json& request = doc["request"];
+  const std::string dir = std::filesystem::path(sweep_file).parent_path().string();
+  // A path in the request is as the sweep was given it: relative to where it ran,
+  // or else to the sweep file's directory; a bare name is a shipped input.
+  auto argument = [&](const char* key, bool required) -> std::string {
+    if (!request.contains(key) || request[key].is_null()) {
+      if (required) fail(std::string("$.request.") + key, "required: a path or shipped name");
+      return "";
+    }
+    if (!request[key].is_string()) {
+      fail(std::string("$.request.") + key, "expected a string, got " + json::describe(request[key]));
+    }
+    const std::string v = request[key].get<std::string>();
+    if (!v.empty() && !std::filesystem::exists(v) && !dir.empty() && std::filesystem::exists(dir + "/" + v)) {
+      return dir + "/" + v;
+    }
+    return v;
+  };
+  ScenarioArgs args;
+  args.model = argument("model", true);
+  args.cluster = argument("cluster", true);
+  args.profile = argument("profile", false);
+  args.allow_cross_node_tp = allow_cross_node_tp;
+  if (!doc.contains("plans") || !doc["plans"].is_array()) fail("$.plans", "expected an array of ranked plans");
+  const nlohmann::json& plans = doc["plans"];
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const std::string at = fmt::format("$.plans[{}]", i);
+    if (!plans[i].is_object() || !plans[i].contains("rank") || !plans[i]["rank"].is_number_integer()) {
+      fail(at + ".rank", "expected an integer rank");
+    }
+    if (plans[i]["rank"].get<int>() != rank) continue;
+    if (!plans[i].contains("plan")) fail(at + ".plan", "required: the plan object");
+    Scenario s;
+    // The model and cluster files the sweep was given; when one cannot be found
+    // any more (the sweep ran elsewhere), the copy the sweep kept in its request
+    // (model_spec, cluster_spec).
+    auto findable = [](const std::string& arg, const char* subdir) {
+      if (arg.empty()) return false;
+      if (std::filesystem::exists(arg)) return true;
+      try {
+        resolve_data_file(arg, subdir, "");
+        return true;
+      } catch (const InputError&) {
+        return false;
+      }
+    };
+    if (!findable(args.model, "scenarios/models") && request.contains("model_spec")) {
+      s.model_file = sweep_file;
+      s.model = read_model_spec(request["model_spec"], sweep_file, "$.request.model_spec");
+    } else {
+      s.model_file = resolve_data_file(args.model, "scenarios/models", "model");
+      s.model = read_model_spec(json::parse_file(s.model_file), s.model_file);
+    }
+    if (!findable(args.cluster, "scenarios/clusters") && request.contains("cluster_spec")) {
+      s.cluster_file = sweep_file;
+      s.cluster = read_cluster_spec(request["cluster_spec"], sweep_file, "$.request.cluster_spec");
+    } else {
+      s.cluster_file = resolve_data_file(args.cluster, "scenarios/clusters", "cluster");
+      s.cluster = read_cluster_spec(json::parse_file(s.cluster_file), s.cluster_file);
+    }
+    s.profile = load_scenario_profile(s.cluster, s.cluster_file, args.profile);
+    read_scenario_plan(s, plans[i]["plan"], sweep_file, at + ".plan", allow_cross_node_tp);
+    return s;
+  }
+  throw InputError(sweep_file, "$.plans",
+                   fmt::format("no plan has rank {} ({} plans in the sweep; ranks start at 1)", rank, plans.size()));
+}
+
+}  // namespace strata::sim

@@ -1,0 +1,39 @@
+#include "runtime/comm/process_groups.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace strata::rt {
+
+ProcessGroups make_process_groups(Communicator& world, const RankLayout& layout) {
+  if (world.size() != layout.world()) {
+    throw InputError("", "",
+                     fmt::format("the plan needs tp·dp·pp = {}·{}·{} = {} ranks but {} were "
+                                 "launched; start it with mpirun -n {} (or srun -n {})",
+                                 layout.size(ParallelDim::kTp), layout.size(ParallelDim::kDp),
+                                 layout.size(ParallelDim::kPp), layout.world(), world.size(),
+                                 layout.world(), layout.world()));
+  }
+  ProcessGroups g;
+  g.layout = layout;
+  g.coord = layout.coord(world.rank());
+  // Every rank takes part in every split, in the same order (splits are collective):
+  // the group's first rank is its colour, the rank's position in it the key.
+  auto split = [&](GroupKind kind) {
+    const std::vector<int> members = layout.group(kind, world.rank());
+    if (members.empty()) return world.split(-1, 0);
+    const auto at = std::find(members.begin(), members.end(), world.rank());
+    return world.split(members.front(), static_cast<int>(at - members.begin()));
+  };
+  g.tp = split(GroupKind::kTensor);
+  g.dp = split(GroupKind::kData);
+  g.pp = split(GroupKind::kPipeline);
+  g.model = split(GroupKind::kModel);
+  g.embedding = split(GroupKind::kEmbedding);
+  return g;
+}
+
+}  // namespace strata::rt

@@ -1,0 +1,139 @@
+#include "sweep/plan_space.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace strata::sim {
+namespace {
+
+std::vector<int> divisors(int n) {
+  std::vector<int> d;
+  for (int i = 1; i <= n; ++i) {
+    if (n % i == 0) d.push_back(i);
+  }
+  return d;
+}
+
+// The candidate values of a free-standing option: the constraint's list when it
+// pins the key to values, else the default.
+template <typename T, typename Parse>
+std::vector<T> option_values(const std::vector<Constraint>& cs, const std::string& key, T fallback,
+                             Parse parse) {
+  for (const Constraint& c : cs) {
+    if (c.key == key && c.kind == Constraint::Kind::kOneOf) {
+      std::vector<T> out;
+      for (const std::string& v : c.allowed) out.push_back(parse(v));
+      return out;
+    }
+  }
+  return {fallback};
+}
+
+}  // namespace
+
+std::string plan_label(const PlanSpec& p) {
+  return fmt::format("tp{} pp{} dp{} vpp{} mbs{} {} z{}{} {}{}{}", p.tp, p.pp, p.dp, p.vpp,
+                     p.micro_batch_size, to_string(p.schedule), p.zero_stage,
+                     p.offload_optimizer ? "+offload" : "", to_string(p.recompute),
+                     p.sequence_parallel ? " sp" : "", p.flash_attention ? " flash" : "");
+}
+
+std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& cluster,
+                                      const PlanSpaceRequest& req, PlanSpaceCounts& counts) {
+  const int gpus = cluster.num_gpus();
+  const int per_node = cluster.gpus_per_node;
+  auto parse_bool = [](const std::string& v) { return v == "true"; };
+  const std::vector<bool> flash = option_values<bool>(req.constraints, "flash_attention", req.flash_attention, parse_bool);
+  const std::vector<bool> overlap_grad = option_values<bool>(req.constraints, "overlap_grad_reduce", true, parse_bool);
+  const std::vector<bool> overlap_param = option_values<bool>(req.constraints, "overlap_param_gather", true, parse_bool);
+  const std::vector<DType> dtypes = option_values<DType>(req.constraints, "dtype", req.dtype,
+                                                         [](const std::string& v) { return *parse_dtype(v); });
+  PlanContext context{gpus, per_node, req.allow_cross_node_tp};
+
+  std::vector<PlanSpec> plans;
+  for (int tp : divisors(gpus)) {
+    if (tp > per_node && !req.allow_cross_node_tp) continue;
+    if (m.num_attention_heads % tp != 0 || m.num_query_groups % tp != 0 || m.ffn_hidden_size % tp != 0) continue;
+    if (tp <= per_node ? per_node % tp != 0 : tp % per_node != 0) continue;
+    for (int pp : divisors(gpus / tp)) {
+      if (m.num_layers % pp != 0) continue;
+      const int dp = gpus / (tp * pp);
+      std::vector<int> vpps = {1};
+      if (pp > 1) {
+        for (int v : divisors(m.num_layers / pp)) {
+          if (v > 1 && v <= req.max_vpp) vpps.push_back(v);
+        }
+      }
+      for (int vpp : vpps) {
+        for (int mbs = 1; mbs <= req.max_micro_batch_size; mbs *= 2) {
+          if (req.global_batch_size % (mbs * dp) != 0) continue;
+          const int microbatches = req.global_batch_size / (mbs * dp);
+          if (vpp > 1 && microbatches % pp != 0) continue;
+          std::vector<Schedule> schedules;
+          if (vpp > 1) {
+            schedules = {Schedule::kInterleaved};
+          } else {
+            schedules = {Schedule::kOneFOneB, Schedule::kGpipe};
+          }
+          for (Schedule schedule : schedules) {
+            // ZeRO with a single data-parallel rank shards nothing: only stage 0.
+            const int max_zero = dp > 1 ? 3 : 0;
+            for (int zero = 0; zero <= max_zero; ++zero) {
+              for (bool offload : {false, true}) {
+                if (offload && zero == 0) continue;
+                for (Recompute recompute : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+                  for (bool sp : {false, true}) {
+                    if (sp && tp == 1) continue;
+                    for (bool fa : flash) {
+                      for (bool og : overlap_grad) {
+                        for (bool opg : overlap_param) {
+                          for (DType dtype : dtypes) {
+                            ++counts.candidates;
+                            PlanSpec p;
+                            p.tp = tp;
+                            p.pp = pp;
+                            p.dp = dp;
+                            p.vpp = vpp;
+                            p.micro_batch_size = mbs;
+                            p.global_batch_size = req.global_batch_size;
+                            p.schedule = schedule;
+                            p.zero_stage = zero;
+                            p.offload_optimizer = offload;
+                            p.recompute = recompute;
+                            p.sequence_parallel = sp;
+                            p.flash_attention = fa;
+                            p.overlap_grad_reduce = og;
+                            p.overlap_param_gather = opg;
+                            p.dtype = dtype;
+                            // Megatron-LM accumulates and reduces bf16 gradients in fp32
+                            // (arguments.py), as plan.json's default does.
+                            p.accumulate_allreduce_grads_in_fp32 = dtype == DType::kBf16;
+                            if (!satisfies(p, req.constraints)) {
+                              ++counts.constrained;
+                              continue;
+                            }
+                            try {
+                              resolve_and_check_plan(p, m, context, "(sweep)");
+                            } catch (const InputError&) {
+                              ++counts.invalid;
+                              continue;
+                            }
+                            plans.push_back(p);
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return plans;
+}
+
+}  // namespace strata::sim

@@ -1,0 +1,42 @@
+// Every valid plan for a model on a cluster: the candidate values of each plan key,
+// crossed, filtered by the user's constraints and by the same checks plan.json
+// gets (divisibility, node size, schedule rules).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "plan/model_spec.h"
+#include "plan/plan_spec.h"
+#include "sweep/constraints.h"
+#include "topologies/cluster_spec.h"
+
+namespace strata::sim {
+
+struct PlanSpaceRequest {
+  int global_batch_size = 0;
+  std::vector<Constraint> constraints;
+  bool allow_cross_node_tp = false;
+  DType dtype = DType::kBf16;
+  // Fused attention is what current Megatron-LM and DeepSpeed runs use; a
+  // constraint `flash_attention=false` (or in [true,false]) says otherwise.
+  bool flash_attention = true;
+  int max_micro_batch_size = 16;  // micro-batch sizes tried: powers of two up to this
+  int max_vpp = 8;                // virtual stages tried: divisors of layers per stage up to this
+};
+
+struct PlanSpaceCounts {
+  std::int64_t candidates = 0;   // combinations of the keys' candidate values
+  std::int64_t constrained = 0;  // dropped by the user's constraints
+  std::int64_t invalid = 0;      // dropped by the plan checks
+};
+
+// Valid plans in a deterministic order (tp, pp, vpp, micro-batch, schedule, ZeRO,
+// offload, recompute, sequence parallel, ...), dp resolved.
+std::vector<PlanSpec> enumerate_plans(const ModelSpec& model, const ClusterSpec& cluster,
+                                      const PlanSpaceRequest& request, PlanSpaceCounts& counts);
+
+// A compact, stable text of the plan's keys ("tp8 pp8 dp16 vpp1 mbs1 1f1b z1 ...").
+std::string plan_label(const PlanSpec& plan);
+
+}  // namespace strata::sim

@@ -1,0 +1,200 @@
+#include "sweep/sweep.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "plan/memory_model.h"
+#include "sim/device_memory.h"
+
+namespace strata::sim {
+namespace {
+
+// Why a plan does not fit: the model states alone, or the activations on top.
+std::string prune_reason(const MemoryReport& r) {
+  const StageMemory& s = r.stages[r.peak_stage];
+  const double states = s.params_bytes + s.grads_bytes + s.optimizer_bytes;
+  if (states + s.reserve_bytes > r.capacity_bytes) return "model states exceed memory";
+  return "activations exceed memory";
+}
+
+// Runs fn(i) for i in [0, n) on `threads` threads; results land by index, so the
+// outcome does not depend on the thread count.
+template <typename Fn>
+void parallel_for(std::int64_t n, int threads, Fn&& fn) {
+  std::atomic<std::int64_t> next{0};
+  auto worker = [&] {
+    for (std::int64_t i = next++; i < n; i = next++) fn(i);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+}
+
+std::string percent(double x) { return fmt::format("{:.1f}%", 100 * x); }
+std::string secs(double x) { return x >= 1.0 ? fmt::format("{:.2f} s", x) : fmt::format("{:.0f} ms", 1e3 * x); }
+
+// The plan keys that differ, "vpp 2 vs 1, mbs 2 vs 1".
+std::string plan_differences(const PlanSpec& a, const PlanSpec& b) {
+  std::vector<std::string> parts;
+  auto add = [&](const char* name, const std::string& x, const std::string& y) {
+    if (x != y) parts.push_back(fmt::format("{} {} vs {}", name, x, y));
+  };
+  add("tp", std::to_string(a.tp), std::to_string(b.tp));
+  add("pp", std::to_string(a.pp), std::to_string(b.pp));
+  add("vpp", std::to_string(a.vpp), std::to_string(b.vpp));
+  add("micro-batch", std::to_string(a.micro_batch_size), std::to_string(b.micro_batch_size));
+  add("schedule", to_string(a.schedule), to_string(b.schedule));
+  add("ZeRO", std::to_string(a.zero_stage), std::to_string(b.zero_stage));
+  add("offload", a.offload_optimizer ? "on" : "off", b.offload_optimizer ? "on" : "off");
+  add("recompute", to_string(a.recompute), to_string(b.recompute));
+  add("sequence parallel", a.sequence_parallel ? "on" : "off", b.sequence_parallel ? "on" : "off");
+  add("flash attention", a.flash_attention ? "on" : "off", b.flash_attention ? "on" : "off");
+  std::string out;
+  for (std::size_t i = 0; i < parts.size() && i < 3; ++i) out += (i ? ", " : "") + parts[i];
+  return out;
+}
+
+// Why `a` beats `b`: the part of the step where b loses most time to a.
+std::string explain(const PlanOutcome& a, const PlanOutcome& b) {
+  struct Part {
+    std::string name;
+    double a, b;
+    bool ratio;  // show as a share of the step
+  };
+  std::vector<Part> parts = {
+      {"bubble", a.bubble_ratio * a.step_time_s, b.bubble_ratio * b.step_time_s, true},
+      {"compute", a.compute_s, b.compute_s, false},
+      {"exposed tp", a.exposed_s[0], b.exposed_s[0], false},
+      {"exposed pp", a.exposed_s[1], b.exposed_s[1], false},
+      {"exposed dp", a.exposed_s[2], b.exposed_s[2], false},
+      {"exposed zero", a.exposed_s[3], b.exposed_s[3], false},
+      {"exposed offload", a.exposed_s[4], b.exposed_s[4], false}};
+  const Part* best = &parts[0];
+  for (const Part& p : parts) {
+    if (p.b - p.a > best->b - best->a) best = &p;
+  }
+  const double gain = b.tokens_per_s > 0 ? a.tokens_per_s / b.tokens_per_s - 1.0 : 0.0;
+  const std::string diff = plan_differences(a.plan, b.plan);
+  // Within 0.05%: a tie on throughput, decided by memory (then by the plan's name).
+  if (gain < 5e-4) {
+    const std::string tie = a.peak_bytes < b.peak_bytes
+                                ? fmt::format("memory ({:.2f} vs {:.2f} GiB peak)", a.peak_bytes / 1073741824.0,
+                                              b.peak_bytes / 1073741824.0)
+                                : "plan order (same memory)";
+    return fmt::format("ties with #{} on tokens/s ({:+.2f}%), ahead on {}{}", b.rank, 100 * gain, tie,
+                       diff.empty() ? "" : " (" + diff + ")");
+  }
+  std::string what = best->ratio ? fmt::format("{} {} vs {}", best->name, percent(a.bubble_ratio), percent(b.bubble_ratio))
+                                 : fmt::format("{} {} vs {}", best->name, secs(best->a), secs(best->b));
+  return fmt::format("{} more tokens/s than #{}: {}{}", percent(gain), b.rank, what,
+                     diff.empty() ? "" : " (" + diff + ")");
+}
+
+}  // namespace
+
+void record_simulation(PlanOutcome& o, const SimulationResult& r) {
+  o.simulated = true;
+  o.fidelity = to_string(r.fidelity);
+  o.step_time_s = r.metrics.step_time_s;
+  o.tokens_per_s = r.tokens_per_s;
+  o.mfu = r.mfu;
+  o.hfu = r.hfu;
+  o.tflops_per_gpu = r.tflops_per_gpu;
+  o.bubble_ratio = r.metrics.bubble_ratio;
+  o.compute_s = r.metrics.compute_s;
+  o.exposed_s = r.metrics.exposed_s;
+}
+
+SweepResult run_sweep(const ModelSpec& model, const Simulator& simulator, const PlanSpaceRequest& request,
+                      const SweepOptions& options) {
+  SweepResult sweep;
+  std::vector<PlanSpec> plans = enumerate_plans(model, simulator.cluster(), request, sweep.counts.space);
+  sweep.counts.valid = static_cast<std::int64_t>(plans.size());
+  sweep.plans.resize(plans.size());
+  // The memory model first: nothing that cannot fit is simulated.
+  std::vector<std::int64_t> to_simulate;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    PlanOutcome& o = sweep.plans[i];
+    o.plan = plans[i];
+    o.label = plan_label(plans[i]);
+    const MemoryReport mem = memory_report(model, plans[i], device_memory(simulator.profile()));
+    const StageMemory& peak = mem.stages[mem.peak_stage];
+    o.fits = mem.fits;
+    o.peak_bytes = mem.peak_bytes;
+    o.capacity_bytes = mem.capacity_bytes;
+    o.model_state_bytes = peak.params_bytes + peak.grads_bytes + peak.optimizer_bytes;
+    if (!mem.fits) {
+      o.prune_reason = prune_reason(mem);
+      ++sweep.counts.pruned_memory;
+      ++sweep.counts.pruned_by_reason[o.prune_reason];
+    } else if (static_cast<int>(i % options.shard_count) == options.shard_index) {
+      to_simulate.push_back(static_cast<std::int64_t>(i));
+    }
+  }
+  std::atomic<std::int64_t> done{0};
+  SimulationOptions sim_options;
+  sim_options.fidelity = Fidelity::kFolded;
+  sim_options.keep_timeline = false;
+  parallel_for(static_cast<std::int64_t>(to_simulate.size()), std::max(1, options.threads), [&](std::int64_t k) {
+    PlanOutcome& o = sweep.plans[to_simulate[k]];
+    record_simulation(o, simulator.run(model, o.plan, sim_options));
+    const std::int64_t d = ++done;
+    if (options.progress) options.progress(d, static_cast<std::int64_t>(to_simulate.size()));
+  });
+  sweep.counts.simulated = static_cast<std::int64_t>(to_simulate.size());
+  return sweep;
+}
+
+void rank_sweep(SweepResult& sweep, const ModelSpec& model, const Simulator& simulator,
+                const SweepOptions& options) {
+  // Best first: throughput, then memory (less is safer), then the label (stable).
+  auto better = [](const PlanOutcome& a, const PlanOutcome& b) {
+    if (a.simulated != b.simulated) return a.simulated;
+    if (a.simulated && a.tokens_per_s != b.tokens_per_s) return a.tokens_per_s > b.tokens_per_s;
+    if (a.peak_bytes != b.peak_bytes) return a.peak_bytes < b.peak_bytes;
+    return a.label < b.label;
+  };
+  std::stable_sort(sweep.plans.begin(), sweep.plans.end(), better);
+
+  // The best few again at full fidelity, in parallel, then ranked by those numbers.
+  const int full = std::min<int>(options.full_top, static_cast<int>(std::count_if(
+                                                       sweep.plans.begin(), sweep.plans.end(),
+                                                       [](const PlanOutcome& o) { return o.simulated; })));
+  SimulationOptions full_options;
+  full_options.fidelity = Fidelity::kFull;
+  full_options.keep_timeline = false;
+  parallel_for(full, std::max(1, std::min(options.threads, full)), [&](std::int64_t i) {
+    PlanOutcome& o = sweep.plans[i];
+    o.folded_step_time_s = o.step_time_s;
+    record_simulation(o, simulator.run(model, o.plan, full_options));
+  });
+  sweep.counts.full_fidelity = full;
+  // Ranked by the best figure each plan has (full fidelity where re-simulated): a
+  // re-simulated plan that turns out slower falls below folded ones.
+  std::stable_sort(sweep.plans.begin(), sweep.plans.end(), better);
+
+  int rank = 0;
+  for (PlanOutcome& o : sweep.plans) {
+    if (o.simulated) o.rank = ++rank;
+  }
+  // Pareto front of throughput vs memory headroom among the simulated plans: walk
+  // by throughput (best first) and keep each plan with more headroom than all before it.
+  double best_headroom = -1.0;
+  for (PlanOutcome& o : sweep.plans) {
+    if (!o.simulated) break;
+    if (o.headroom() > best_headroom) {
+      o.pareto = true;
+      best_headroom = o.headroom();
+    }
+  }
+  for (int i = 0; i + 1 < rank && i < options.top_k; ++i) {
+    sweep.plans[i].why = explain(sweep.plans[i], sweep.plans[i + 1]);
+  }
+}
+
+}  // namespace strata::sim

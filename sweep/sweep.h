@@ -1,0 +1,88 @@
+// `strata sweep`: every valid plan, pruned by the memory model, simulated (folded)
+// in parallel, ranked by throughput, the best re-simulated at full fidelity, and
+// each of the top plans explained against the next.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/simulate.h"
+#include "sweep/plan_space.h"
+
+namespace strata::sim {
+
+struct SweepOptions {
+  int threads = 1;
+  int top_k = 10;      // plans explained and printed
+  int full_top = 3;    // best plans re-simulated at full fidelity (0: none)
+  // This process simulates plan indices i with i % shard_count == shard_index
+  // (sharded sweeps under mpirun; the caller merges).
+  int shard_index = 0;
+  int shard_count = 1;
+  // Called with (plans done, plans to simulate); may be empty.
+  std::function<void(std::int64_t, std::int64_t)> progress;
+};
+
+// One valid plan and what became of it.
+struct PlanOutcome {
+  PlanSpec plan;
+  std::string label;
+  // Memory model.
+  bool fits = false;
+  double peak_bytes = 0.0;
+  double capacity_bytes = 0.0;
+  double model_state_bytes = 0.0;  // weights + gradients + optimizer of the peak stage
+  std::string prune_reason;        // why it does not fit
+  // Simulation (when it fits).
+  bool simulated = false;
+  std::string fidelity;            // "folded", or "full" after re-simulation
+  double step_time_s = 0.0;
+  double tokens_per_s = 0.0;
+  double mfu = 0.0;
+  double hfu = 0.0;
+  double tflops_per_gpu = 0.0;
+  double bubble_ratio = 0.0;
+  double compute_s = 0.0;
+  std::array<double, kNumCommKinds> exposed_s{};
+  double folded_step_time_s = 0.0;  // kept when re-simulated at full fidelity
+  // Ranking.
+  int rank = 0;         // 1 = best; 0 when not ranked (does not fit)
+  bool pareto = false;  // on the front of throughput vs memory headroom
+  std::string why;      // for the top plans: why it beats the next one
+
+  double headroom() const { return capacity_bytes > 0 ? 1.0 - peak_bytes / capacity_bytes : 0.0; }
+};
+
+struct SweepCounts {
+  PlanSpaceCounts space;
+  std::int64_t valid = 0;
+  std::int64_t pruned_memory = 0;
+  std::map<std::string, std::int64_t> pruned_by_reason;
+  std::int64_t simulated = 0;
+  std::int64_t full_fidelity = 0;
+};
+
+struct SweepResult {
+  std::vector<PlanOutcome> plans;  // every valid plan; ranked ones first, by rank
+  SweepCounts counts;
+};
+
+// Enumerates, prunes and simulates; when sharded, only this shard's plans are
+// simulated (the others keep simulated = false) and no ranking is done.
+SweepResult run_sweep(const ModelSpec& model, const Simulator& simulator,
+                      const PlanSpaceRequest& request, const SweepOptions& options);
+
+// Ranks the simulated plans, marks the Pareto front, re-simulates the best at full
+// fidelity and writes the explanations. Separate so a sharded sweep can merge first.
+void rank_sweep(SweepResult& sweep, const ModelSpec& model, const Simulator& simulator,
+                const SweepOptions& options);
+
+// The outcome of one simulated plan from a simulation result.
+void record_simulation(PlanOutcome& outcome, const SimulationResult& result);
+
+}  // namespace strata::sim

@@ -1,0 +1,103 @@
+#include "sweep/sweep_output.h"
+
+#include <fmt/format.h>
+
+namespace strata::sim {
+namespace {
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+const char* tf(bool b) { return b ? "true" : "false"; }
+
+// Numbers with 6 significant digits: enough for any decision, stable across runs.
+std::string num(double x) { return fmt::format("{:.6g}", x); }
+
+nlohmann::ordered_json outcome_json(const PlanOutcome& o) {
+  nlohmann::ordered_json j;
+  j["rank"] = o.rank;
+  j["label"] = o.label;
+  j["plan"] = to_json(o.plan);
+  j["fits"] = o.fits;
+  j["pareto"] = o.pareto;
+  nlohmann::ordered_json r;
+  r["fidelity"] = o.fidelity;
+  r["step_time_s"] = o.step_time_s;
+  if (o.folded_step_time_s > 0) r["folded_step_time_s"] = o.folded_step_time_s;
+  r["tokens_per_s"] = o.tokens_per_s;
+  r["mfu"] = o.mfu;
+  r["hfu"] = o.hfu;
+  r["tflops_per_gpu"] = o.tflops_per_gpu;
+  r["bubble_ratio"] = o.bubble_ratio;
+  r["compute_s"] = o.compute_s;
+  r["exposed_comm_s"] = {{"tp", o.exposed_s[0]}, {"pp", o.exposed_s[1]}, {"dp", o.exposed_s[2]},
+                         {"zero", o.exposed_s[3]}, {"offload", o.exposed_s[4]}};
+  r["peak_bytes"] = o.peak_bytes;
+  r["capacity_bytes"] = o.capacity_bytes;
+  r["headroom"] = o.headroom();
+  j["result"] = r;
+  j["why"] = o.why;
+  return j;
+}
+
+}  // namespace
+
+std::string sweep_csv(const SweepResult& sweep) {
+  std::string out =
+      "rank,tp,pp,dp,vpp,micro_batch_size,global_batch_size,schedule,zero_stage,offload_optimizer,"
+      "recompute,sequence_parallel,fits,step_time_s,tokens_per_s,mfu,hfu,tflops_per_gpu,bubble_ratio,"
+      "exposed_tp_s,exposed_pp_s,exposed_dp_s,exposed_zero_s,peak_bytes,capacity_bytes,headroom,pareto,"
+      "fidelity,why,flash_attention,exposed_offload_s,compute_s,prune_reason\n";
+  for (const PlanOutcome& o : sweep.plans) {
+    const PlanSpec& p = o.plan;
+    out += o.rank > 0 ? std::to_string(o.rank) : "";
+    out += fmt::format(",{},{},{},{},{},{},{},{},{},{},{},{}", p.tp, p.pp, p.dp, p.vpp, p.micro_batch_size,
+                       p.global_batch_size, to_string(p.schedule), p.zero_stage, tf(p.offload_optimizer),
+                       to_string(p.recompute), tf(p.sequence_parallel), tf(o.fits));
+    if (o.simulated) {
+      out += fmt::format(",{},{},{},{},{},{},{},{},{},{}", num(o.step_time_s), num(o.tokens_per_s), num(o.mfu),
+                         num(o.hfu), num(o.tflops_per_gpu), num(o.bubble_ratio), num(o.exposed_s[0]),
+                         num(o.exposed_s[1]), num(o.exposed_s[2]), num(o.exposed_s[3]));
+    } else {
+      out += ",,,,,,,,,,";
+    }
+    out += fmt::format(",{},{},{},{},{},{},{}", num(o.peak_bytes), num(o.capacity_bytes), num(o.headroom()),
+                       tf(o.pareto), o.fidelity, csv_field(o.why), tf(p.flash_attention));
+    out += o.simulated ? fmt::format(",{},{}", num(o.exposed_s[4]), num(o.compute_s)) : ",,";
+    out += "," + csv_field(o.prune_reason) + "\n";
+  }
+  return out;
+}
+
+nlohmann::ordered_json sweep_json(const SweepResult& sweep, const nlohmann::ordered_json& request) {
+  nlohmann::ordered_json j;
+  j["schema"] = "strata-sweep/1";
+  j["request"] = request;
+  nlohmann::ordered_json c;
+  c["candidates"] = sweep.counts.space.candidates;
+  c["constrained"] = sweep.counts.space.constrained;
+  c["invalid"] = sweep.counts.space.invalid;
+  c["enumerated"] = sweep.counts.valid;
+  c["pruned_memory"] = sweep.counts.pruned_memory;
+  nlohmann::ordered_json reasons = nlohmann::ordered_json::object();
+  for (const auto& [reason, n] : sweep.counts.pruned_by_reason) reasons[reason] = n;
+  c["pruned_by_reason"] = reasons;
+  c["simulated"] = sweep.counts.simulated;
+  c["full_fidelity"] = sweep.counts.full_fidelity;
+  j["counts"] = c;
+  nlohmann::ordered_json plans = nlohmann::ordered_json::array();
+  for (const PlanOutcome& o : sweep.plans) {
+    if (o.simulated) plans.push_back(outcome_json(o));
+  }
+  j["plans"] = plans;
+  return j;
+}
+
+}  // namespace strata::sim

@@ -1,0 +1,18 @@
+// The sweep's files: sweep.csv (one row per valid plan, every plan key and metric
+// its own column; loads into pandas or a spreadsheet as is) and sweep.json (the
+// request, the counts, and the simulated plans with their results).
+// Columns and keys are documented in docs/formats.md.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sweep/sweep.h"
+
+namespace strata::sim {
+
+std::string sweep_csv(const SweepResult& sweep);
+nlohmann::ordered_json sweep_json(const SweepResult& sweep, const nlohmann::ordered_json& request);
+
+}  // namespace strata::sim
