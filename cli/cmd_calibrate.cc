@@ -217,8 +217,9 @@ void run_calibrate(const CalibrateArgs& args) {
 
   ProgressLine line(args.check.empty() ? "calibrate" : "check", 0);
   if (!root) line.set_enabled(false);
-  auto progress = [&line](std::int64_t done, std::int64_t total, const std::string& what) {
+  auto progress = [&line](std::int64_t done, std::int64_t total, std::string_view what) {
     line.update(done, fmt::format("{}/{} {}", done, total, what));
+    return true;
   };
 
   // What every rank of this process measures; rank 0's results are reported.

@@ -58,8 +58,8 @@ void run_export(const ExportArgs& args) {
   sim::SimulationOptions options;
   options.fidelity = args.fidelity == "full" ? sim::Fidelity::kFull : sim::Fidelity::kFolded;
   ProgressLine progress("export", 100);
-  options.progress = [&](double f) {
-    progress.update(static_cast<std::int64_t>(100 * f), "simulating the plan");
+  options.progress = [&](std::int64_t done, std::int64_t total, std::string_view) {
+    progress.update(100 * done / total, "simulating the plan");
     return true;
   };
   const sim::SimulationResult result = sim::simulate(s, options);

@@ -175,8 +175,9 @@ void run_plan(const RunArgs& args) {
   if (!root) progress.set_enabled(false);
   rt::MeasuredRun run;
   try {
-    run = rt::run_training(c, *device, *comm, [&](int done, int total) {
+    run = rt::run_training(c, *device, *comm, [&](std::int64_t done, std::int64_t total, std::string_view) {
       progress.update(done, fmt::format("step {}/{}", done, total));
+      return true;
     });
   } catch (const std::exception& e) {
     progress.finish();

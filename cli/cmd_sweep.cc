@@ -129,8 +129,9 @@ SweepRun sweep_once(const SweepArgs& a, const Loaded& l) {
   options.shard_count = size;
   ProgressLine progress("sweep", 0);
   if (rank != 0) progress.set_enabled(false);
-  options.progress = [&](std::int64_t done, std::int64_t total) {
+  options.progress = [&](std::int64_t done, std::int64_t total, std::string_view) {
     progress.update(done, fmt::format("of {} plans", total));
+    return true;
   };
   const auto t0 = std::chrono::steady_clock::now();
   SweepRun run;

@@ -149,8 +149,10 @@ void run_topo_show(const TopoArgs& args) {
     topology.check_group(group, "", "--group");
   }
   topo::CollectiveModel model(topology, tuning, efficiency);
-  topo::TopologyReport report = topo::make_report(topology, model, [&](int done, int total) {
+  topo::TopologyReport report = topo::make_report(topology, model, [&](std::int64_t done, std::int64_t total,
+                                                                        std::string_view) {
     progress.update(done, fmt::format("{} of {} steps", done, total));
+    return true;
   });
   std::vector<topo::BusbwRow> extra;
   for (double bytes : group.empty() ? std::vector<double>{} : topo::report_sizes()) {

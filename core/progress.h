@@ -5,9 +5,31 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace strata {
+
+// The one progress contract of long work (calibration, simulation, sweeps, runs,
+// topology reports, the GUI's background jobs): the work calls it with how many of
+// how many units are done and what it is doing; returning false asks the work to
+// stop, which it then does by throwing Cancelled (writing nothing). Work that
+// cannot stop alone says so (`strata run`: ranks stop together or not at all).
+using ProgressFn = std::function<bool(std::int64_t done, std::int64_t total, std::string_view what)>;
+
+// Thrown by work that stopped because its ProgressFn returned false.
+class Cancelled : public std::runtime_error {
+ public:
+  Cancelled() : std::runtime_error("cancelled") {}
+};
+
+// Calls progress when it is set; throws Cancelled when it asks to stop.
+inline void report_progress(const ProgressFn& progress, std::int64_t done, std::int64_t total,
+                            std::string_view what = {}) {
+  if (progress && !progress(done, total, what)) throw Cancelled();
+}
 
 class ProgressLine {
  public:

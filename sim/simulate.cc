@@ -83,10 +83,10 @@ const Profile& Simulator::profile() const { return state_->profile; }
 
 SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
                                 const SimulationOptions& options) const {
-  auto report = [&](double fraction) {
-    if (options.progress && !options.progress(fraction)) throw Cancelled();
+  auto report = [&](std::int64_t phases, std::string_view what) {
+    report_progress(options.progress, phases, kSimulationPhases, what);
   };
-  report(0.0);
+  report(0, "building the step");
   const State& st = *state_;
   SimulationResult r;
   r.fidelity = options.fidelity;
@@ -105,12 +105,12 @@ SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
                                st.comm_cache);
   Workload workload = build_workload(model, plan, op_costs, comm_costs, options.fidelity);
   phase_done("workload");
-  report(0.3);
+  report(3, "running the step");
   std::unique_ptr<TopologyFlowModel> network;
   if (options.fidelity == Fidelity::kFull) network = std::make_unique<TopologyFlowModel>(st.topology);
   RunResult run = run_task_graph(workload.graph, network.get());
   phase_done("engine");
-  report(0.9);
+  report(9, "the results");
 
   r.metrics = step_metrics(workload, run);
   r.flops = step_flops(model, plan);
@@ -153,7 +153,7 @@ SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
     r.workload = std::move(workload);
     r.run = std::move(run);
   }
-  report(1.0);
+  report(10, "");
   return r;
 }
 

@@ -2,6 +2,8 @@
 // means: step time, MFU/HFU, bubble, exposed communication, memory, and a trace.
 #pragma once
 
+#include "core/progress.h"
+
 #include <functional>
 #include <memory>
 #include <string>
@@ -24,15 +26,13 @@ struct SimulationOptions {
   // Keep the task graph and event times for traces and link utilization
   // (sweeps turn this off: thousands of plans, metrics only).
   bool keep_timeline = true;
-  // Called with the fraction done; returning false cancels (simulate then throws
-  // Cancelled). May be empty.
-  std::function<bool(double)> progress;
+  // Called with the phases done of kSimulationPhases (core/progress.h): returning
+  // false cancels (simulate then throws Cancelled). May be empty.
+  ProgressFn progress;
 };
 
-// Thrown by simulate() when the progress callback asks to stop.
-struct Cancelled : std::runtime_error {
-  Cancelled() : std::runtime_error("simulation cancelled") {}
-};
+// Building the step, running it, the results.
+inline constexpr std::int64_t kSimulationPhases = 10;
 
 struct LinkUse {
   std::string from;  // vertex names, "n0.gpu3", "leaf2"

@@ -137,15 +137,19 @@ SweepResult run_sweep(const ModelSpec& model, const Simulator& simulator, const 
     }
   }
   std::atomic<std::int64_t> done{0};
+  std::atomic<bool> cancelled{false};
   SimulationOptions sim_options;
   sim_options.fidelity = Fidelity::kFolded;
   sim_options.keep_timeline = false;
-  parallel_for(static_cast<std::int64_t>(to_simulate.size()), std::max(1, options.threads), [&](std::int64_t k) {
+  const std::int64_t total = static_cast<std::int64_t>(to_simulate.size());
+  parallel_for(total, std::max(1, options.threads), [&](std::int64_t k) {
+    if (cancelled) return;  // the workers drain the rest without simulating
     PlanOutcome& o = sweep.plans[to_simulate[k]];
     record_simulation(o, simulator.run(model, o.plan, sim_options));
     const std::int64_t d = ++done;
-    if (options.progress) options.progress(d, static_cast<std::int64_t>(to_simulate.size()));
+    if (options.progress && !options.progress(d, total, "plans simulated")) cancelled = true;
   });
+  if (cancelled) throw Cancelled();
   sweep.counts.simulated = static_cast<std::int64_t>(to_simulate.size());
   return sweep;
 }

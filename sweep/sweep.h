@@ -24,8 +24,9 @@ struct SweepOptions {
   // (sharded sweeps under mpirun; the caller merges).
   int shard_index = 0;
   int shard_count = 1;
-  // Called with (plans done, plans to simulate); may be empty.
-  std::function<void(std::int64_t, std::int64_t)> progress;
+  // Called with (plans done, plans to simulate), from the worker threads; returning
+  // false stops the sweep (run_sweep then throws Cancelled). May be empty.
+  ProgressFn progress;
 };
 
 // One valid plan and what became of it.

@@ -83,13 +83,13 @@ double bisection_bandwidth(const Topology& t) {
 }
 
 TopologyReport make_report(const Topology& t, const CollectiveModel& model,
-                           const std::function<void(int, int)>& progress) {
+                           const ProgressFn& progress) {
   TopologyReport r;
   const ClusterSpec& c = t.cluster();
   const int total_steps = 3 + 2 * static_cast<int>(report_sizes().size());
   int step = 0;
   auto tick = [&] {
-    if (progress) progress(++step, total_steps);
+    report_progress(progress, ++step, total_steps, "steps");
   };
   r.cluster = c.name;
   r.vertices = t.num_vertices();

@@ -4,6 +4,8 @@
 // cluster; as JSON, and the graph as Graphviz DOT.
 #pragma once
 
+#include "core/progress.h"
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -56,7 +58,7 @@ const std::vector<double>& report_sizes();
 
 // Builds the report. `progress(done, total)` is called as the slow parts advance.
 TopologyReport make_report(const Topology& topology, const CollectiveModel& model,
-                           const std::function<void(int, int)>& progress = {});
+                           const ProgressFn& progress = {});
 
 // The fabric's bisection bandwidth: the max flow (Boost push-relabel) from the NICs
 // of the first half of the nodes to those of the second half, over achievable

@@ -238,7 +238,7 @@ CalibrationReport run_calibration(rt::Device& device, rt::Communicator& world,
   std::int64_t done = 0;
   auto step = [&](const std::string& what) {
     ++done;
-    if (progress) progress(done, total, what);
+    report_progress(progress, done, total, what);
   };
 
   spdlog::debug("calibrate rank {}: {} GEMMs, {} kernel sizes, {} attention shapes, {} copy sizes",
@@ -440,7 +440,7 @@ std::vector<DriftRow> check_drift(rt::Device& device, rt::Communicator& world,
   std::int64_t done = 0;
   auto step = [&](const std::string& what) {
     ++done;
-    if (progress) progress(done, total, what);
+    report_progress(progress, done, total, what);
   };
   std::vector<DriftRow> rows;
   // Timed the way the calibration timed them, or the check compares unlike figures.

@@ -15,12 +15,15 @@
 #include "costmodel/cost_model.h"
 #include "costmodel/profile.h"
 #include "runtime/comm/communicator.h"
+#include "core/progress.h"
 #include "runtime/device/device.h"
 
 namespace strata::calib {
 
-// done of total units finished; what: the current benchmark ("gemm 512x512x512").
-using ProgressFn = std::function<void(std::int64_t done, std::int64_t total, const std::string& what)>;
+// Progress (core/progress.h): done of total units finished; what: the current
+// benchmark ("gemm 512x512x512"). Calibration runs on every rank at once: the
+// command reports one rank's and always answers true.
+using strata::ProgressFn;
 
 struct CalibrationOptions {
   bool quick = false;

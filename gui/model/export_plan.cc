@@ -15,12 +15,7 @@ ExportedPlan export_plan_to(const Scenario& scenario, const std::string& dir,
   sim::SimulationOptions options;
   options.fidelity = sim::Fidelity::kFull;
   options.progress = progress;
-  sim::SimulationResult result;
-  try {
-    result = sim::simulate(scenario, options);
-  } catch (const sim::Cancelled&) {
-    throw Cancelled();
-  }
+  const sim::SimulationResult result = sim::simulate(scenario, options);  // Cancelled when asked
   // strata export's defaults (cli/cmd_export.cc): ExportOptions' own.
   sim::ExportOptions o;
   o.command_line = "strata-gui (File > Export Plan)";

@@ -25,12 +25,7 @@ SimulationOutput run_simulation(const Scenario& scenario, sim::Fidelity fidelity
   sim::SimulationOptions options;
   options.fidelity = fidelity;
   options.progress = progress;
-  sim::SimulationResult r;
-  try {
-    r = sim::simulate(scenario, options);
-  } catch (const sim::Cancelled&) {
-    throw Cancelled();
-  }
+  const sim::SimulationResult r = sim::simulate(scenario, options);  // Cancelled when asked
   SimulationOutput out;
   out.result_json = sim::result_json(scenario, r).dump(2) + "\n";
   out.trace_json = sim::result_trace(scenario, r, sim::default_trace_ranks(r));

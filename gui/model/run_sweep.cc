@@ -53,13 +53,12 @@ SweepOutput run_sweep(const SweepRequest& a, const ProgressFn& progress) {
 
   sim::SweepResult merged;
   for (int shard = 0; shard < kSweepChunks; ++shard) {
-    if (progress && !progress(static_cast<double>(shard) / kSweepChunks)) throw Cancelled();
+    report_progress(progress, shard, kSweepChunks, "sweep");
     options.shard_index = shard;
-    options.progress = [&](std::int64_t done, std::int64_t total) {
-      // Worker threads report here; the return value cannot stop the library.
-      if (progress && total > 0) {
-        progress((shard + static_cast<double>(done) / total) / kSweepChunks);
-      }
+    // Worker threads report here; a false answer stops the chunk (run_sweep
+    // throws Cancelled).
+    options.progress = [&](std::int64_t done, std::int64_t total, std::string_view what) {
+      return !progress || progress(shard * total + done, kSweepChunks * total, what);
     };
     sim::SweepResult part = sim::run_sweep(model, simulator, space, options);
     if (shard == 0) {
@@ -71,7 +70,7 @@ SweepOutput run_sweep(const SweepRequest& a, const ProgressFn& progress) {
     }
     merged.counts.simulated += part.counts.simulated;
   }
-  if (progress && !progress(1.0)) throw Cancelled();
+  report_progress(progress, kSweepChunks, kSweepChunks, "sweep");
   options.shard_index = 0;
   options.shard_count = 1;
   options.progress = nullptr;

@@ -104,8 +104,7 @@ class PieceIterator {
           progress_->parsed_bytes.fetch_add(p_ - last_checkpoint_) + (p_ - last_checkpoint_);
       last_checkpoint_ = p_;
       if (reports_ && progress_->report != nullptr && *progress_->report &&
-          !(*progress_->report)(std::min(
-              1.0, static_cast<double>(done) / static_cast<double>(progress_->total_bytes)))) {
+          !(*progress_->report)(std::min(done, progress_->total_bytes), progress_->total_bytes, "bytes read")) {
         progress_->cancelled = true;
       }
       if (progress_->cancelled) {
@@ -822,7 +821,7 @@ TraceModel read_trace_file(const std::string& path, const ProgressFn& progress) 
   ParseProgress shared;
   shared.total_bytes = std::max<std::int64_t>(1, static_cast<std::int64_t>(text.size()));
   shared.report = &progress;
-  if (progress && !progress(0.0)) throw Cancelled();
+  report_progress(progress, 0, 1, "bytes read");
   std::optional<TraceModel> model = parse_in_parts(text, path, &shared);
   if (!model) {
     // One part: small files, traces not written one event per line, and any
@@ -831,7 +830,7 @@ TraceModel read_trace_file(const std::string& path, const ProgressFn& progress) 
     const std::vector<Piece> whole = {{text.data(), text.data() + text.size()}};
     model = parse_part(whole, path, &shared, true).finish(path);
   }
-  if (progress) progress(1.0);
+  if (progress) progress(1, 1, "bytes read");
   return std::move(*model);
 }
 

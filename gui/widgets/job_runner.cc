@@ -1,5 +1,7 @@
 #include "gui/widgets/job_runner.h"
 
+#include <algorithm>
+
 #include <QCoreApplication>
 #include <QDeadlineTimer>
 #include <QThread>
@@ -33,7 +35,8 @@ bool JobRunner::start(const QString& label, Work work, Done on_done) {
   last_permille_ = -1;
   label_ = label;
   auto outcome = std::make_shared<Outcome>();
-  ProgressFn report = [this](double fraction) {
+  ProgressFn report = [this](std::int64_t done, std::int64_t total, std::string_view) {
+    const double fraction = total > 0 ? std::min(1.0, static_cast<double>(done) / static_cast<double>(total)) : 0.0;
     // Only whole per-mille steps cross threads: a job may call this millions of times.
     const int permille = static_cast<int>(fraction * 1000.0);
     if (last_permille_.exchange(permille) != permille) {

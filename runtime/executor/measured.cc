@@ -121,12 +121,14 @@ std::vector<std::string> runtime_notes(const RunConfig& c, const Device& device)
 }
 
 MeasuredRun run_training(const RunConfig& config, Device& device, Communicator& world,
-                         const std::function<void(int, int)>& progress) {
+                         const ProgressFn& progress) {
   Executor executor(config, device, world);
   MeasuredRun run;
   for (int s = 0; s < config.training.steps; ++s) {
     run.steps.push_back(executor.step());
-    if (progress) progress(s + 1, config.training.steps);
+    // Every rank must run every step (a rank that stopped alone would leave the
+    // others waiting until the timeout), so the answer is not a request to stop.
+    if (progress) progress(s + 1, config.training.steps, "steps");
   }
   executor.finish();
   const int rank = world.rank();

@@ -4,6 +4,8 @@
 // (docs/formats.md), so strata-gui and Perfetto show both side by side.
 #pragma once
 
+#include "core/progress.h"
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -36,10 +38,11 @@ struct MeasuredRun {
 };
 
 // Runs config.training.steps steps on this rank and gathers every rank's report.
-// Collective over world. progress(step done, of) is called after each step
-// (may be empty). Throws what the executor throws.
+// Collective over world. progress(steps done, of, "steps") is called after each
+// step (may be empty); its answer is not a request to stop, since ranks must stop
+// together. Throws what the executor throws.
 MeasuredRun run_training(const RunConfig& config, Device& device, Communicator& world,
-                         const std::function<void(int, int)>& progress);
+                         const ProgressFn& progress);
 
 // The median step time of the timed steps (after the warm-up).
 double median_step_time_s(const RunConfig& config, const MeasuredRun& run);

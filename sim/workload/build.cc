@@ -71,12 +71,9 @@ TaskId WorkloadBuild::shared_compute(const std::vector<int>& ranks, TimeNs ns, s
   return t;
 }
 
-TaskId WorkloadBuild::comm_task(const std::vector<std::pair<int, StreamKind>>& slots, std::int32_t comm,
+TaskId WorkloadBuild::comm_task(const std::vector<std::pair<int, int>>& slots, std::int32_t comm,
                                 std::int32_t label, const TaskInfo& info) {
-  std::vector<std::pair<int, int>> at;
-  at.reserve(slots.size());
-  for (const auto& [rank, stream] : slots) at.emplace_back(rank, stream_index(stream));
-  const TaskId t = w.graph.add_comm_task(at, comm);
+  const TaskId t = w.graph.add_comm_task(slots, comm);
   w.notes.add(t, label, info);
   return t;
 }

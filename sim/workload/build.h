@@ -82,7 +82,8 @@ class WorkloadBuild {
   // Tasks, added to the graph and annotated.
   TaskId compute(int rank, StreamKind stream, TimeNs ns, std::int32_t label, const TaskInfo& info);
   TaskId shared_compute(const std::vector<int>& ranks, TimeNs ns, std::int32_t label, const TaskInfo& info);
-  TaskId comm_task(const std::vector<std::pair<int, StreamKind>>& slots, std::int32_t comm, std::int32_t label,
+  // slots: (rank, stream_index(StreamKind)).
+  TaskId comm_task(const std::vector<std::pair<int, int>>& slots, std::int32_t comm, std::int32_t label,
                    const TaskInfo& info);
 
   // The CommSpec of a collective, interned so repeated collectives share one entry.

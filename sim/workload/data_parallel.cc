@@ -35,8 +35,8 @@ class DataParallelPass {
 
   TaskId dp_comm(const std::vector<int>& members, std::int32_t comm, std::int32_t lbl,
                  const TaskInfo& info) {
-    std::vector<std::pair<int, StreamKind>> slots;
-    for (int member : members) slots.emplace_back(member, StreamKind::kDpComm);
+    std::vector<std::pair<int, int>> slots;
+    for (int member : members) slots.emplace_back(member, stream_index(StreamKind::kDpComm));
     return b_.comm_task(slots, comm, lbl, info);
   }
 
@@ -206,7 +206,7 @@ class DataParallelPass {
         info.bytes = bytes;
         std::int32_t comm = b_.collective(CollectiveOp::kAllReduce, {b_.global(t, d, 0), b_.global(t, d, p_.pp - 1)},
                                        bytes);
-        TaskId task = b_.comm_task({{a, StreamKind::kDpComm}, {b, StreamKind::kDpComm}}, comm, lbl, info);
+        TaskId task = b_.comm_task({{a, stream_index(StreamKind::kDpComm)}, {b, stream_index(StreamKind::kDpComm)}}, comm, lbl, info);
         for (int s : {a, b}) {
           b_.w.graph.add_dependency(b_.last_task[s], task);
           last_dp[s] = task;
@@ -226,8 +226,8 @@ class DataParallelPass {
       for (int g = 0; g < world; ++g) everyone[g] = g;
       // One fp32 partial norm per rank (Megatron-LM's clip_grad_norm_fp32).
       const CommSpec spec = cc_.latency_bound(CollectiveOp::kAllReduce, everyone, 4.0);
-      std::vector<std::pair<int, StreamKind>> slots;
-      for (std::size_t i = 0; i < n; ++i) slots.emplace_back(static_cast<int>(i), StreamKind::kDpComm);
+      std::vector<std::pair<int, int>> slots;
+      for (std::size_t i = 0; i < n; ++i) slots.emplace_back(static_cast<int>(i), stream_index(StreamKind::kDpComm));
       TaskInfo info;
       info.bytes = 4.0;
       norm = b_.comm_task(slots, b_.w.graph.add_comm(spec),

@@ -86,8 +86,8 @@ class OpEmitter {
   void comm_task(const Segment& s, std::int32_t label, int j) {
     TaskInfo info = info_for(j);
     info.bytes = s.comm_bytes;
-    std::vector<std::pair<int, StreamKind>> slots;
-    for (int member : members_) slots.emplace_back(member, StreamKind::kTpComm);
+    std::vector<std::pair<int, int>> slots;
+    for (int member : members_) slots.emplace_back(member, stream_index(StreamKind::kTpComm));
     TaskId t = b_.comm_task(slots, b_.collective(s.op, group_, s.comm_bytes), label, info);
     if (prev_ >= 0) b_.w.graph.add_dependency(prev_, t);
     prev_ = t;

@@ -307,7 +307,7 @@ class MainWindowTest : public QObject {
         "long",
         [](const ProgressFn& report) {
           for (int i = 0; i < 100000; ++i) {
-            if (!report(i / 100000.0)) throw Cancelled();
+            if (!report(i, 100000, {})) throw Cancelled();
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
           }
         },
@@ -328,7 +328,7 @@ class MainWindowTest : public QObject {
     QVERIFY(jobs.wait_idle(10000));
     QCOMPARE(finished[1][2].toString(), QStringLiteral("f.json: $.x: wrong"));
     jobs.start(
-        "good", [](const ProgressFn& report) { report(1.0); }, [&] { done = true; });
+        "good", [](const ProgressFn& report) { report(1, 1, {}); }, [&] { done = true; });
     QVERIFY(jobs.wait_idle(10000));
     QVERIFY(done);
     QCOMPARE(finished[2][0].toBool(), true);

@@ -3,6 +3,7 @@
 // `strata sweep` run of the library, and a cancel stops it.
 #include <QTest>
 #include <atomic>
+#include <mutex>
 
 #include "costmodel/profile.h"
 #include "core/data_paths.h"
@@ -36,8 +37,10 @@ class RunSweepTest : public QObject {
  private slots:
   void sharded_sweep_equals_one_run() {
     std::vector<double> fractions;
-    const SweepOutput out = run_sweep(tiny_request(), [&](double f) {
-      fractions.push_back(f);
+    std::mutex m;  // the sweep's worker threads report too
+    const SweepOutput out = run_sweep(tiny_request(), [&](std::int64_t done, std::int64_t total, std::string_view) {
+      const std::lock_guard<std::mutex> lock(m);
+      fractions.push_back(static_cast<double>(done) / static_cast<double>(total));
       return true;
     });
 
@@ -74,9 +77,9 @@ class RunSweepTest : public QObject {
     std::atomic<int> calls{0};
     bool cancelled = false;
     try {
-      run_sweep(tiny_request(), [&](double f) {
+      run_sweep(tiny_request(), [&](std::int64_t done, std::int64_t total, std::string_view) {
         ++calls;
-        return f < 0.25;  // cancel once a quarter is done
+        return static_cast<double>(done) / static_cast<double>(total) < 0.25;  // cancel once a quarter is done
       });
     } catch (const Cancelled&) {
       cancelled = true;

@@ -62,15 +62,15 @@ class TraceReaderTest : public QObject {
 
   void reports_progress_and_cancels() {
     std::vector<double> seen;
-    read_trace_file(testing::data_file("trace_small.json"), [&](double f) {
-      seen.push_back(f);
+    read_trace_file(testing::data_file("trace_small.json"), [&](std::int64_t done, std::int64_t total, std::string_view) {
+      seen.push_back(static_cast<double>(done) / static_cast<double>(total));
       return true;
     });
     QVERIFY(seen.size() >= 2);
     QCOMPARE(seen.front(), 0.0);
     QCOMPARE(seen.back(), 1.0);
     QVERIFY_THROWS_EXCEPTION(Cancelled, read_trace_file(testing::data_file("trace_small.json"),
-                                                        [](double) { return false; }));
+                                                        [](std::int64_t, std::int64_t, std::string_view) { return false; }));
   }
 
   void bad_files_data() {

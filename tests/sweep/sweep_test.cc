@@ -1,4 +1,6 @@
 // The sweep against brute force, and its answers against what practitioners know.
+#include <atomic>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -112,6 +114,32 @@ TEST(Sweep, SameOutputWithAnyThreadCount) {
     return sweep_csv(r) + sweep_json(r, {}).dump();
   };
   EXPECT_EQ(files(1), files(2));
+}
+
+// The progress contract (core/progress.h): every simulated plan is reported,
+// and a false answer stops the sweep with Cancelled, on any thread count.
+TEST(Sweep, ReportsEveryPlanAndStopsWhenAsked) {
+  SmallSpace s;
+  for (int threads : {1, 2}) {
+    SweepOptions options;
+    options.threads = threads;
+    std::atomic<std::int64_t> reports{0}, last_total{0};
+    options.progress = [&](std::int64_t, std::int64_t total, std::string_view) {
+      ++reports;
+      last_total = total;
+      return true;
+    };
+    const SweepResult r = run_sweep(s.model, s.simulator, s.request, options);
+    EXPECT_EQ(reports.load(), r.counts.simulated);
+    EXPECT_EQ(last_total.load(), r.counts.simulated);
+    std::atomic<std::int64_t> calls{0};
+    options.progress = [&](std::int64_t done, std::int64_t, std::string_view) {
+      ++calls;
+      return done < 3;
+    };
+    EXPECT_THROW(run_sweep(s.model, s.simulator, s.request, options), Cancelled);
+    EXPECT_LT(calls.load(), r.counts.simulated) << "threads " << threads;
+  }
 }
 
 TEST(Sweep, ConstraintsRestrictThePlans) {
