@@ -9,21 +9,12 @@
 #include <gtest/gtest.h>
 
 #include "plan/params.h"
+#include "test_models.h"
 
 namespace strata {
 namespace {
 
-ModelSpec gpt_small() {
-  ModelSpec m;
-  m.num_layers = 4;
-  m.hidden_size = 32;
-  m.num_attention_heads = 4;
-  m.num_query_groups = 4;
-  m.ffn_hidden_size = 128;
-  m.seq_length = 16;
-  m.vocab_size = 64;
-  return m;
-}
+using testing::gpt_small;
 
 PlanSpec plan_of(int pp, int dp, int zero, int vpp = 1) {
   PlanSpec p;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "fake_costs.h"
+#include "test_models.h"
 #include "sim/engine/engine.h"
 #include "sim/metrics.h"
 #include "sim/workload/workload.h"
@@ -13,19 +14,7 @@ using testing::AlphaBetaComm;
 using testing::FreeComm;
 using testing::GemmCountCosts;
 
-// A GPT-style model with `layers` layers, small enough to build quickly.
-ModelSpec small_model(int layers) {
-  ModelSpec m;
-  m.name = "small";
-  m.num_layers = layers;
-  m.hidden_size = 64;
-  m.num_attention_heads = 4;
-  m.num_query_groups = 4;
-  m.ffn_hidden_size = 256;
-  m.seq_length = 32;
-  m.vocab_size = 128;
-  return m;
-}
+ModelSpec small_model(int layers) { return strata::testing::small_gpt(layers); }
 
 PlanSpec pipeline_plan(int pp, int vpp, int m, Schedule s) {
   PlanSpec p;

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "fake_costs.h"
+#include "test_models.h"
 #include "sim/workload/workload.h"
 
 namespace strata::sim {
@@ -26,18 +27,7 @@ using testing::GemmCountCosts;
 constexpr double kLayer = 49984;
 constexpr double kModel = 2 * kLayer + 8192 + 2048 + 128;
 
-ModelSpec model() {
-  ModelSpec m;
-  m.name = "small";
-  m.num_layers = 2;
-  m.hidden_size = 64;
-  m.num_attention_heads = 4;
-  m.num_query_groups = 4;
-  m.ffn_hidden_size = 256;
-  m.seq_length = 32;
-  m.vocab_size = 128;
-  return m;
-}
+ModelSpec model() { return strata::testing::small_gpt(2); }
 
 PlanSpec plan(int pp, int dp, int zero) {
   PlanSpec p;
