@@ -5,6 +5,7 @@
 
 #include "costmodel/cost_model.h"
 #include "costmodel/fitting.h"
+#include "plan/rank_layout.h"
 #include "sim/costs/topology_comm_costs.h"
 #include "sim/scenario.h"
 #include "topologies/collective_model.h"
@@ -41,9 +42,9 @@ const std::vector<double> kSizes = {1e3, 64e3, 4e6, 160e6, 161e6, 320e6, 100e6};
 std::vector<CommSpec> costs_in_order(Fixture& f, Fidelity fidelity, const std::vector<double>& sizes) {
   CommCostCache cache;
   TopologyCommCosts costs(f.topology, f.collectives, f.cost_model, f.s.plan, fidelity, cache);
-  std::vector<int> dp_group, tp_group;
-  for (int d = 0; d < f.s.plan.dp; ++d) dp_group.push_back(d * f.s.plan.tp);  // rank = t + tp * (d + dp * r)
-  for (int t = 0; t < f.s.plan.tp; ++t) tp_group.push_back(t);
+  const RankLayout layout(f.s.plan);
+  const std::vector<int> dp_group = layout.group(GroupKind::kData, 0);
+  const std::vector<int> tp_group = layout.group(GroupKind::kTensor, 0);
   std::vector<CommSpec> out;
   for (double bytes : sizes) {
     out.push_back(costs.collective(CollectiveOp::kAllReduce, dp_group, bytes));
@@ -82,8 +83,7 @@ TEST(TopologyCommCosts, UncontendedTimeIsTheNcclEstimateAtEverySize) {
   Fixture f(gpt3_on_128_dgx_a100());
   CommCostCache cache;
   TopologyCommCosts costs(f.topology, f.collectives, f.cost_model, f.s.plan, Fidelity::kFull, cache);
-  std::vector<int> dp_group;
-  for (int d = 0; d < f.s.plan.dp; ++d) dp_group.push_back(d * f.s.plan.tp);
+  const std::vector<int> dp_group = RankLayout(f.s.plan).group(GroupKind::kData, 0);
   for (double bytes : kSizes) {
     const CommSpec c = costs.collective(CollectiveOp::kAllReduce, dp_group, bytes);
     const double seconds = ns_to_seconds(c.fixed_ns) + (c.bytes > 0 ? c.bytes / c.rate_cap_bytes_per_s : 0.0);
