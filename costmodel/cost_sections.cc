@@ -65,6 +65,20 @@ void require_sources(const ObjectReader& r, const std::map<std::string, std::str
   }
 }
 
+// The end every section's reader shares: its measured points agree with its
+// origin ("measured" needs some, "datasheet" none), notes are free text, and no
+// other key is allowed.
+void finish_section(ObjectReader& r, Origin origin, bool has_measured, const char* points) {
+  if (origin == Origin::kMeasured && !has_measured) {
+    r.fail("origin", fmt::format("is \"measured\" but the section has no \"measured\" {}", points));
+  }
+  if (origin == Origin::kDatasheet && has_measured) {
+    r.fail("origin", fmt::format("is \"datasheet\" but the section has \"measured\" {}; say \"measured\"", points));
+  }
+  r.allow_text("notes");
+  r.finish();
+}
+
 SizePoint read_size_point(const nlohmann::json& v, const std::string& file,
                           const std::string& path) {
   ObjectReader r(v, file, path);
@@ -215,14 +229,7 @@ GemmSection read_gemm_section(const nlohmann::json& value, const std::string& fi
   } else {
     r.allow_text("measured");
   }
-  if (s.origin == Origin::kMeasured && s.measured.empty()) {
-    r.fail("origin", "is \"measured\" but the section has no \"measured\" GEMMs");
-  }
-  if (s.origin == Origin::kDatasheet && !s.measured.empty()) {
-    r.fail("origin", "is \"datasheet\" but the section has \"measured\" GEMMs; say \"measured\"");
-  }
-  r.allow_text("notes");
-  r.finish();
+  finish_section(r, s.origin, !s.measured.empty(), "GEMMs");
   return s;
 }
 
@@ -282,14 +289,7 @@ MemoryBoundSection read_memory_bound_section(const nlohmann::json& value, const 
   } else {
     r.allow_text("measured");
   }
-  if (s.origin == Origin::kMeasured && s.measured.empty()) {
-    r.fail("origin", "is \"measured\" but the section has no \"measured\" kernels");
-  }
-  if (s.origin == Origin::kDatasheet && !s.measured.empty()) {
-    r.fail("origin", "is \"datasheet\" but the section has \"measured\" kernels; say \"measured\"");
-  }
-  r.allow_text("notes");
-  r.finish();
+  finish_section(r, s.origin, !s.measured.empty(), "kernels");
   return s;
 }
 
@@ -338,14 +338,7 @@ AttentionSection read_attention_section(const nlohmann::json& value, const std::
   } else {
     r.allow_text("measured");
   }
-  if (s.origin == Origin::kMeasured && s.measured.empty()) {
-    r.fail("origin", "is \"measured\" but the section has no \"measured\" points");
-  }
-  if (s.origin == Origin::kDatasheet && !s.measured.empty()) {
-    r.fail("origin", "is \"datasheet\" but the section has \"measured\" points; say \"measured\"");
-  }
-  r.allow_text("notes");
-  r.finish();
+  finish_section(r, s.origin, !s.measured.empty(), "points");
   return s;
 }
 
@@ -403,14 +396,7 @@ HostCopySection read_host_copy_section(const nlohmann::json& value, const std::s
     r.allow_text("measured");
   }
   const bool any = s.host_to_device || s.device_to_host;
-  if (s.origin == Origin::kMeasured && !any) {
-    r.fail("origin", "is \"measured\" but the section has no \"measured\" copies");
-  }
-  if (s.origin == Origin::kDatasheet && any) {
-    r.fail("origin", "is \"datasheet\" but the section has \"measured\" copies; say \"measured\"");
-  }
-  r.allow_text("notes");
-  r.finish();
+  finish_section(r, s.origin, any, "copies");
   return s;
 }
 

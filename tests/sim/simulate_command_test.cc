@@ -163,7 +163,9 @@ TEST(ValidateCommand, PublishedRunsReportTheirErrors) {
       EXPECT_EQ(c["published"].get<double>(), 163.0);
       EXPECT_EQ(c["num_gpus"].get<int>(), 3072);
     }
-    if (c["id"] == "korthikanti-175B-seqpar+selective") EXPECT_EQ(c["published"].get<double>(), 13.75);
+    if (c["id"] == "korthikanti-175B-seqpar+selective") {
+      EXPECT_EQ(c["published"].get<double>(), 13.75);
+    }
   }
 }
 
