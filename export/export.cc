@@ -16,8 +16,6 @@ namespace {
 
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / kGiB); }
 
-std::string dtype_name(DType d) { return to_string(d); }
-
 std::string backend_of(const Scenario& s, const ExportOptions& o) {
   return o.backend.empty() ? s.profile.device.backend : o.backend;
 }

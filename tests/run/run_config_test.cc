@@ -102,7 +102,9 @@ TEST(RunConfig, RankOrderAndBucketSizeRoundTrip) {
   bool mapping = false;
   for (const sim::MegatronFlag& f : sim::megatron_flags(c.model, p, &notes)) {
     mapping = mapping || f.flag == "--use-tp-pp-dp-mapping";
-    if (f.flag == "--ddp-bucket-size") EXPECT_EQ(f.value, "1000");
+    if (f.flag == "--ddp-bucket-size") {
+      EXPECT_EQ(f.value, "1000");
+    }
   }
   EXPECT_TRUE(mapping);
 }
