@@ -38,13 +38,6 @@ struct SweepArgs {
   std::string out_dir;
 };
 
-// 4 Mi tokens per step (GPT-3 used 3.2M, Llama 2 4M), as whole sequences, rounded
-// up to a multiple of the GPU count so data parallelism has something to split.
-int default_global_batch(int seq_length, int gpus) {
-  const int sequences = std::max(1, (4 << 20) / seq_length);
-  return (sequences + gpus - 1) / gpus * gpus;
-}
-
 struct Loaded {
   ModelSpec model;
   std::string model_file;
@@ -64,7 +57,7 @@ Loaded load(const SweepArgs& a) {
   l.cluster_file = std::move(inputs.cluster_file);
   l.profile = std::move(inputs.profile);
   l.request.global_batch_size =
-      a.global_batch_size > 0 ? a.global_batch_size : default_global_batch(l.model.seq_length, l.cluster.num_gpus());
+      a.global_batch_size > 0 ? a.global_batch_size : sim::default_global_batch(l.model.seq_length, l.cluster.num_gpus());
   l.request.allow_cross_node_tp = a.allow_cross_node_tp;
   l.request.dtype = *parse_dtype(a.dtype);
   if (!a.constraints_file.empty()) l.request.constraints = sim::load_constraints(a.constraints_file);
@@ -202,7 +195,7 @@ void run_sweep_command(const SweepArgs& a) {
       throw InputError(l.cluster_file, "$.fabric", fmt::format("--nodes {} needs a fabric in the cluster", n));
     }
     if (a.global_batch_size <= 0) {
-      l.request.global_batch_size = default_global_batch(l.model.seq_length, l.cluster.num_gpus());
+      l.request.global_batch_size = sim::default_global_batch(l.model.seq_length, l.cluster.num_gpus());
     }
     SweepRun run = sweep_once(a, l);
     if (!run.root) continue;

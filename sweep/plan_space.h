@@ -3,6 +3,8 @@
 // gets (divisibility, node size, schedule rules).
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <vector>
 
@@ -12,6 +14,14 @@
 #include "topologies/cluster_spec.h"
 
 namespace strata::sim {
+
+// The global batch a sweep uses when none is given: 4 Mi tokens per step (GPT-3
+// used 3.2M, Llama 2 4M), as whole sequences, rounded up to a multiple of the GPU
+// count so data parallelism has something to split.
+inline int default_global_batch(int seq_length, int gpus) {
+  const int sequences = std::max(1, (4 << 20) / seq_length);
+  return (sequences + gpus - 1) / gpus * gpus;
+}
 
 struct PlanSpaceRequest {
   int global_batch_size = 0;

@@ -15,17 +15,6 @@
 #include "sweep/sweep_output.h"
 
 namespace strata::gui {
-namespace {
-
-// strata sweep's default global batch (cli/cmd_sweep.cc): 4 Mi tokens per step
-// (GPT-3 used 3.2M, Llama 2 4M), as whole sequences, rounded up to a multiple of
-// the GPU count.
-int default_global_batch(int seq_length, int gpus) {
-  const int sequences = std::max(1, (4 << 20) / seq_length);
-  return (sequences + gpus - 1) / gpus * gpus;
-}
-
-}  // namespace
 
 SweepOutput run_sweep(const SweepRequest& a, const ProgressFn& progress) {
   const Scenario inputs = load_scenario_inputs(a.model, a.cluster, a.profile);
@@ -39,7 +28,7 @@ SweepOutput run_sweep(const SweepRequest& a, const ProgressFn& progress) {
   sim::PlanSpaceRequest space;
   space.global_batch_size = a.global_batch_size > 0
                                 ? a.global_batch_size
-                                : default_global_batch(model.seq_length, cluster.num_gpus());
+                                : sim::default_global_batch(model.seq_length, cluster.num_gpus());
   space.allow_cross_node_tp = a.allow_cross_node_tp;
   space.dtype = *dtype;
 
