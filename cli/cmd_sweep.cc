@@ -7,12 +7,13 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
-#include "cli/sweep_shards.h"
 #include "core/atomic_file.h"
 #include "core/data_paths.h"
 #include "core/error.h"
 #include "core/json_reader.h"
 #include "core/progress.h"
+#include "jobs/sharded_sweep.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/launch/mpi_env.h"
 #include "sim/scenario.h"
 #include "sweep/sweep.h"
@@ -110,28 +111,41 @@ struct SweepRun {
   bool root = true;
 };
 
-SweepRun sweep_once(const SweepArgs& a, const Loaded& l) {
+// The ranks of this launch (one, or those of mpirun), exchanging through host
+// memory: a sharded sweep's shards send their outcomes over it.
+class SweepWorld {
+ public:
+  SweepWorld() {
+    rt::DeviceOptions options;
+    options.cpu_threads = 1;  // only carries the shards' messages
+    device_ = rt::make_device(rt::Backend::kCpu, 0, options);
+    world_ = rt::make_world_communicator(*device_);
+  }
+  rt::Communicator& world() const { return *world_; }
+  bool root() const { return world_->rank() == 0; }
+
+ private:
+  std::unique_ptr<rt::Device> device_;
+  std::unique_ptr<rt::Communicator> world_;
+};
+
+SweepRun sweep_once(const SweepArgs& a, const Loaded& l, const SweepWorld& ranks) {
   sim::Simulator simulator(l.cluster, l.profile);
   sim::SweepOptions options;
   options.threads = a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
   options.top_k = a.top;
   options.full_top = a.full_top;
-  int rank = 0, size = 1;
-  const bool sharded = sweep_is_sharded(rank, size);
-  options.shard_index = rank;
-  options.shard_count = size;
   ProgressLine progress("sweep", 0);
-  if (rank != 0) progress.set_enabled(false);
+  if (!ranks.root()) progress.set_enabled(false);
   options.progress = [&](std::int64_t done, std::int64_t total, std::string_view) {
     progress.update(done, fmt::format("of {} plans", total));
     return true;
   };
   const auto t0 = std::chrono::steady_clock::now();
   SweepRun run;
-  run.result = sim::run_sweep(l.model, simulator, l.request, options);
+  run.result = jobs::run_sharded_sweep(l.model, simulator, l.request, options, ranks.world());
   progress.finish();
-  if (sharded) gather_sweep(run.result, rank, size);
-  run.root = rank == 0;
+  run.root = ranks.root();
   const auto t1 = std::chrono::steady_clock::now();
   run.wall_s = std::chrono::duration<double>(t1 - t0).count();
   if (run.root) sim::rank_sweep(run.result, l.model, simulator, options);
@@ -173,9 +187,10 @@ void write_outputs(const std::string& dir, const SweepArgs& a, const Loaded& l, 
 
 void run_sweep_command(const SweepArgs& a) {
   rt::MpiSession mpi;  // a sharded sweep when launched under mpirun
+  const SweepWorld ranks;
   Loaded base = load(a);
   if (a.nodes.empty()) {
-    SweepRun run = sweep_once(a, base);
+    SweepRun run = sweep_once(a, base, ranks);
     if (!run.root) return;
     print_summary(a, base, run);
     write_outputs(a.out_dir, a, base, run);
@@ -197,7 +212,7 @@ void run_sweep_command(const SweepArgs& a) {
     if (a.global_batch_size <= 0) {
       l.request.global_batch_size = sim::default_global_batch(l.model.seq_length, l.cluster.num_gpus());
     }
-    SweepRun run = sweep_once(a, l);
+    SweepRun run = sweep_once(a, l, ranks);
     if (!run.root) continue;
     const sim::PlanOutcome* best = run.result.plans.empty() || !run.result.plans[0].simulated ? nullptr : &run.result.plans[0];
     const std::string dir = fmt::format("{}/nodes-{}", a.out_dir, n);
@@ -219,9 +234,7 @@ void run_sweep_command(const SweepArgs& a) {
     csv += fmt::format("{},{},{},{:.6g},{:.6g},{:.6g},{:.6g}\n", n, l.cluster.num_gpus(), best->label,
                        best->tokens_per_s, best->step_time_s, best->mfu, eff);
   }
-  int rank = 0, size = 1;
-  sweep_is_sharded(rank, size);
-  if (rank != 0) return;
+  if (!ranks.root()) return;
   out.add(a.out_dir + "/scaling.csv", csv);
   out.commit();
   fmt::print("\nwrote {}/scaling.csv and a sweep per size in {}/nodes-N/\n", a.out_dir, a.out_dir);

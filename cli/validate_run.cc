@@ -1,163 +1,18 @@
 #include "cli/validate_run.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "core/atomic_file.h"
-#include "core/error.h"
-#include "core/json_reader.h"
 #include "core/progress.h"
 #include "core/units.h"
-#include "runtime/launch/mpi_launch.h"
-#include "export/export.h"
-#include "sim/simulate.h"
-
-extern char** environ;
+#include "jobs/run_validation.h"
 
 namespace strata::cli {
 namespace {
 
-namespace fs = std::filesystem;
-
-double median_abs(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  for (double& x : v) x = std::abs(x);
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double max_abs(const std::vector<double>& v) {
-  double m = 0.0;
-  for (double x : v) m = std::max(m, std::abs(x));
-  return m;
-}
-
-const nlohmann::json& member(const nlohmann::json& doc, const std::string& file, const std::string& path,
-                             const char* key) {
-  if (!doc.is_object() || !doc.contains(key)) {
-    throw InputError(file, path, fmt::format("missing \"{}\" (is this the file `strata {}` wrote?)", key,
-                                             file.find("measured") != std::string::npos ? "run" : "export"));
-  }
-  return doc[key];
-}
-
-double number_at(const nlohmann::json& doc, const std::string& file, const std::string& path, const char* key) {
-  const nlohmann::json& v = member(doc, file, path, key);
-  if (!v.is_number()) throw InputError(file, path + "." + key, "expected a number, got " + json::describe(v));
-  return v.get<double>();
-}
-
-// The host's 1-minute load average and online cores (load < 0: unknown).
-struct HostLoad {
-  double load = -1.0;
-  long cores = 0;
-  bool busy() const { return load > 0.75 * static_cast<double>(cores); }
-};
-HostLoad host_load() {
-  HostLoad h;
-  h.cores = sysconf(_SC_NPROCESSORS_ONLN);
-  double l[1] = {0.0};
-  if (getloadavg(l, 1) == 1) h.load = l[0];
-  return h;
-}
-
-std::string plan_label(const nlohmann::json& plan) {
-  std::string s;
-  auto part = [&](const std::string& p) { s += (s.empty() ? "" : ", ") + p; };
-  for (const char* k : {"tp", "pp", "dp"}) {
-    if (plan.value(k, 1) > 1) part(fmt::format("{} {}", k, plan.value(k, 1)));
-  }
-  const int dp = std::max(1, plan.value("dp", 1));
-  const int b = std::max(1, plan.value("micro_batch_size", 1));
-  part(fmt::format("m {}", plan.value("global_batch_size", 1) / (b * dp)));
-  if (plan.value("pp", 1) > 1) part(plan.value("schedule", std::string("1f1b")));
-  if (plan.value("zero_stage", 0) > 0) part(fmt::format("ZeRO {}", plan.value("zero_stage", 0)));
-  if (plan.value("recompute", std::string("none")) != "none") part("recompute " + plan.value("recompute", std::string()));
-  if (plan.value("sequence_parallel", false)) part("seq par");
-  return s;
-}
-
-// Runs argv with extra environment, output to log, for at most timeout; the
-// child gets a process group of its own so a stuck mpirun and its ranks can be
-// killed together. Returns the exit code (-signal when killed; 124 on timeout).
-int run_logged(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env,
-               const std::string& log, std::chrono::seconds timeout) {
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (std::string& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = argv;
-  std::vector<char*> argp;
-  for (std::string& a : args) argp.push_back(a.data());
-  argp.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, argp[0], &actions, &attr, argp.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) throw InternalError(fmt::format("cannot start {}: {}", argv[0], std::strerror(rc)));
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  int status = 0;
-  while (true) {
-    const pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      killpg(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return 124;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return -WTERMSIG(status);
-}
-
-std::string log_tail(const std::string& log, std::size_t lines) {
-  std::ifstream in(log);
-  std::vector<std::string> all;
-  for (std::string line; std::getline(in, line);) all.push_back(line);
-  std::string out;
-  for (std::size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) out += "  " + all[i] + "\n";
-  return out;
-}
-
-void run_step(const std::vector<std::string>& argv, const std::string& log, const std::string& what,
-              std::chrono::seconds timeout) {
-  const int rc = run_logged(argv, mpirun_environment(), log, timeout);
-  if (rc != 0) {
-    throw InternalError(fmt::format("{} failed ({}); the end of {}:\n{}", what,
-                                    rc == 124 ? fmt::format("no result within {} s", timeout.count())
-                                              : fmt::format("exit code {}", rc),
-                                    log, log_tail(log, 15)));
-  }
-}
+using jobs::RunComparison;
 
 void print_table(const std::vector<RunComparison>& rows) {
   fmt::print("{:<40} {:>5} {:>12} {:>12} {:>8} {:>11} {:>11} {:>8}\n", "plan", "ranks", "predicted", "measured",
@@ -172,183 +27,35 @@ void print_table(const std::vector<RunComparison>& rows) {
   }
   fmt::print("\nstep time: median |error| {:.1f}%, worst {:.1f}% over {} run(s) (target on the cpu backend: median "
              "<= 10%, worst <= 20%)\n",
-             100 * median_abs(step_errors), 100 * max_abs(step_errors), rows.size());
-  fmt::print("peak memory: median |error| {:.1f}%, worst {:.1f}%\n", 100 * median_abs(memory_errors),
-             100 * max_abs(memory_errors));
+             100 * jobs::median_abs(step_errors), 100 * jobs::max_abs(step_errors), rows.size());
+  fmt::print("peak memory: median |error| {:.1f}%, worst {:.1f}%\n", 100 * jobs::median_abs(memory_errors),
+             100 * jobs::max_abs(memory_errors));
 }
-
-void write_json(const std::vector<RunComparison>& rows, const std::string& file) {
-  nlohmann::ordered_json j;
-  std::vector<double> step_errors, memory_errors;
-  nlohmann::ordered_json list = nlohmann::ordered_json::array();
-  for (const RunComparison& r : rows) {
-    list.push_back({{"plan", r.label}, {"dir", r.dir}, {"ranks", r.ranks}, {"predicted_step_time_s", r.predicted_step_s},
-                    {"measured_step_time_s", r.measured_step_s}, {"step_time_relative_error", r.step_error()},
-                    {"predicted_peak_bytes", r.predicted_peak_bytes}, {"measured_peak_bytes", r.measured_peak_bytes},
-                    {"memory_relative_error", r.memory_error()}});
-    step_errors.push_back(r.step_error());
-    memory_errors.push_back(r.memory_error());
-  }
-  j["runs"] = list;
-  const HostLoad load = host_load();
-  j["host"] = {{"cores", load.cores}, {"load_average_1min", load.load}};
-  j["step_time_median_abs_error"] = median_abs(step_errors);
-  j["step_time_worst_abs_error"] = max_abs(step_errors);
-  j["memory_median_abs_error"] = median_abs(memory_errors);
-  j["memory_worst_abs_error"] = max_abs(memory_errors);
-  write_file_atomic(file, j.dump(2) + "\n");
-}
-
-// The 2-rank plans --quick runs on the shipped "tiny" model (tp 2, pp 2 and dp 2,
-// with several micro-batch counts and ZeRO stages).
-struct QuickPlan {
-  const char* name;
-  const char* json;
-};
-const QuickPlan kQuickPlans[] = {
-    {"tp2-m2", R"({"tp": 2, "pp": 1, "micro_batch_size": 1, "global_batch_size": 2})"},
-    {"tp2-m4-sp", R"({"tp": 2, "pp": 1, "micro_batch_size": 1, "global_batch_size": 4, "sequence_parallel": true})"},
-    {"pp2-m2", R"({"tp": 1, "pp": 2, "micro_batch_size": 1, "global_batch_size": 2})"},
-    {"pp2-m4", R"({"tp": 1, "pp": 2, "micro_batch_size": 1, "global_batch_size": 4})"},
-    {"pp2-m8-gpipe", R"({"tp": 1, "pp": 2, "micro_batch_size": 1, "global_batch_size": 8, "schedule": "gpipe"})"},
-    {"dp2-m2-z0", R"({"tp": 1, "pp": 1, "micro_batch_size": 1, "global_batch_size": 4})"},
-    {"dp2-m2-z1", R"({"tp": 1, "pp": 1, "micro_batch_size": 1, "global_batch_size": 4, "zero_stage": 1})"},
-    {"dp2-m4-z2", R"({"tp": 1, "pp": 1, "micro_batch_size": 1, "global_batch_size": 8, "zero_stage": 2})"},
-    {"dp2-m2-z3", R"({"tp": 1, "pp": 1, "micro_batch_size": 1, "global_batch_size": 4, "zero_stage": 3})"},
-};
 
 std::vector<RunComparison> run_quick(const RunValidationArgs& args) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const std::string mpirun = rt::find_mpirun();
-  if (mpirun.empty()) {
-    throw InputError("", "--quick", "mpirun not found: install openmpi-bin (tools/install-deps.sh) or set STRATA_MPIRUN");
-  }
-  const std::string self = fs::read_symlink("/proc/self/exe").string();
-  std::string dir = args.work_dir;
-  bool temporary = false;
-  if (dir.empty()) {
-    std::string pattern = (fs::temp_directory_path() / "strata-validate-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw InternalError("cannot create a temporary directory");
-    dir = pattern;
-    temporary = true;
-  }
-  fs::create_directories(dir);
-  struct Cleanup {
-    std::string dir;
-    bool on;
-    ~Cleanup() {
-      std::error_code ec;
-      if (on) fs::remove_all(dir, ec);
-    }
-  } cleanup{dir, temporary};
-
-  const HostLoad before = host_load();
+  const jobs::HostLoad before = jobs::host_load();
   if (before.busy()) {
     fmt::print(stderr,
                "warning: load average {:.1f} on {} cores before --quick: other work on this host will slow the "
                "measured runs (a rank that waits for its peer loses its core) and distort the calibration\n",
                before.load, before.cores);
   }
-  const int steps = static_cast<int>(std::size(kQuickPlans));
-  ProgressLine progress("validate --quick", steps + 1);
-  progress.update(0, "calibrating the cpu backend (2 ranks)");
-  const std::string profile = dir + "/profile.json";
-  run_step(rt::mpirun_argv(mpirun, 2, {self, "calibrate", "--backend", "cpu", "--quick", "--model", "tiny", "--out",
-                                        profile}),
-           dir + "/calibrate.log", "mpirun -n 2 strata calibrate --backend cpu --quick", std::chrono::seconds(300));
-  const Profile p = load_profile(profile);
-  // One host whose two "GPUs" are the MPI ranks; they exchange through shared
-  // memory, so the host link is the profile's measured memory bandwidth (the
-  // measured collectives set the collectives' times).
-  nlohmann::ordered_json cluster;
-  cluster["name"] = "cpu-host";
-  cluster["nodes"] = 1;
-  cluster["gpus_per_node"] = 2;
-  cluster["node"] = {{"name", "cpu-ranks"},
-                     {"gpus", 2},
-                     {"gpu", p.device.name},
-                     {"pcie", {{"bandwidth_gbytes_per_s", p.device.memory_bandwidth_bytes_per_s / 1e9},
-                               {"latency_us", 1.0},
-                               {"source", "cpu ranks exchange through shared memory: the calibrated memory bandwidth"}}}};
-  cluster["profile"] = profile;
-  cluster["source"] = "strata validate --quick: this host, one MPI rank per \"GPU\"";
-  write_file_atomic(dir + "/cluster.json", cluster.dump(2) + "\n");
-
-  std::vector<RunComparison> rows;
-  int done = 1;
-  for (const QuickPlan& qp : kQuickPlans) {
-    progress.update(done++, std::string("plan ") + qp.name);
-    const std::string plan_dir = dir + "/" + qp.name;
-    nlohmann::json plan = nlohmann::json::parse(qp.json);
-    plan["dtype"] = "fp32";
-    plan["source"] = "strata validate --quick";
-    write_file_atomic(plan_dir + "/plan.json", plan.dump(2) + "\n");
-    ScenarioArgs sa;
-    sa.model = "tiny";
-    sa.plan = plan_dir + "/plan.json";
-    sa.cluster = dir + "/cluster.json";
-    const Scenario s = load_scenario(sa);
-    const sim::SimulationResult r = sim::simulate(s);
-    sim::ExportOptions o;
-    // 5 steps, the first left out (it pays first touches of memory): the median
-    // of 4 timed steps, and the loop stays within a minute on an idle 2-core host.
-    o.training.steps = 5;
-    o.training.timing_warmup_steps = 1;
-    o.backend = "cpu";
-    o.command_line = "strata validate --quick";
-    OutputSet out;
-    for (const sim::ExportFile& f : sim::export_plan(s, r, o).files) out.add(plan_dir + "/" + f.name, f.content);
-    out.commit();
-    run_step(rt::mpirun_argv(mpirun, 2, {self, "run", plan_dir + "/strata-run.json"}), plan_dir + "/run.log",
-             std::string("mpirun -n 2 strata run (plan ") + qp.name + ")", std::chrono::seconds(120));
-    rows.push_back(compare_run(plan_dir));
-  }
+  jobs::QuickValidationOptions options;
+  options.strata = std::filesystem::read_symlink("/proc/self/exe").string();
+  options.work_dir = args.work_dir;
+  ProgressLine progress("validate --quick", 0);
+  options.progress = progress.callback();
+  const jobs::QuickValidation q = jobs::run_quick_validation(options);
   progress.finish();
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const HostLoad after = host_load();
   fmt::print("strata validate --quick: calibrate (cpu, 2 ranks) -> simulate -> export -> mpirun -n 2 strata run, "
              "model tiny, {:.0f} s{}; load average {:.1f} before, {:.1f} after, on {} cores{}\n\n",
-             wall, temporary ? "" : ", files in " + dir, before.load, after.load, before.cores,
-             before.busy() || after.busy() ? " (busy: the measured times include waits for a core)" : "");
-  return rows;
+             q.wall_s, q.kept_dir.empty() ? "" : ", files in " + q.kept_dir, q.before.load, q.after.load,
+             q.before.cores,
+             q.before.busy() || q.after.busy() ? " (busy: the measured times include waits for a core)" : "");
+  return q.runs;
 }
 
 }  // namespace
-
-RunComparison compare_run(const std::string& dir) {
-  const std::string pred_file = dir + "/prediction.json";
-  const std::string meas_file = dir + "/measured.json";
-  if (!fs::exists(pred_file)) {
-    throw InputError(pred_file, "", "missing: run `strata export --out " + dir + "` first");
-  }
-  if (!fs::exists(meas_file)) {
-    throw InputError(meas_file, "", "missing: run the plan first (`mpirun -n N strata run " + dir + "/strata-run.json`)");
-  }
-  const nlohmann::json pred = json::parse_file(pred_file);
-  const nlohmann::json meas = json::parse_file(meas_file);
-  RunComparison r;
-  r.dir = dir;
-  r.predicted_step_s = number_at(pred, pred_file, "$", "step_time_s");
-  r.measured_step_s = number_at(meas, meas_file, "$", "step_time_s");
-  r.predicted_peak_bytes = number_at(member(pred, pred_file, "$", "memory"), pred_file, "$.memory", "peak_bytes");
-  r.measured_peak_bytes = number_at(member(meas, meas_file, "$", "memory"), meas_file, "$.memory", "peak_bytes");
-  r.ranks = static_cast<int>(number_at(meas, meas_file, "$", "ranks"));
-  const nlohmann::json& measured_plan = member(meas, meas_file, "$", "plan");
-  const nlohmann::json& predicted_plan = member(member(pred, pred_file, "$", "inputs"), pred_file, "$.inputs", "plan");
-  for (const auto& [key, value] : predicted_plan.items()) {
-    if (key == "source" || key == "notes") continue;
-    if (!measured_plan.contains(key) || measured_plan[key] != value) {
-      throw InputError(meas_file, "$.plan." + key,
-                       fmt::format("the run measured a different plan than {} predicted ({} {} vs {})", pred_file, key,
-                                   measured_plan.contains(key) ? measured_plan[key].dump() : "absent", value.dump()));
-    }
-  }
-  if (r.predicted_step_s <= 0.0 || r.predicted_peak_bytes <= 0.0) {
-    throw InputError(pred_file, "$.step_time_s", "the prediction has no positive step time or peak memory");
-  }
-  r.label = plan_label(predicted_plan);
-  return r;
-}
 
 void add_run_validation_options(CLI::App& validate, RunValidationArgs& args) {
   validate.add_option("--run", args.run_dirs,
@@ -363,13 +70,15 @@ bool run_validation_requested(const RunValidationArgs& args) { return args.quick
 
 void run_validation(const RunValidationArgs& args, const std::string& json_file) {
   std::vector<RunComparison> rows;
-  for (const std::string& d : args.run_dirs) rows.push_back(compare_run(d));
+  for (const std::string& d : args.run_dirs) rows.push_back(jobs::compare_run(d));
   if (args.quick) {
     std::vector<RunComparison> quick = run_quick(args);
     rows.insert(rows.end(), quick.begin(), quick.end());
   }
   print_table(rows);
-  if (!json_file.empty()) write_json(rows, json_file);
+  if (!json_file.empty()) {
+    write_file_atomic(json_file, jobs::run_validation_json(rows, jobs::host_load()).dump(2) + "\n");
+  }
 }
 
 }  // namespace strata::cli

@@ -43,6 +43,15 @@ class ProgressLine {
   void update(std::int64_t done, const std::string& detail = "");
   // Clears the line.
   void finish();
+  // The line as the progress contract's callback: takes each report's total and
+  // detail and never asks to stop (the caller owns the line and outlives the work).
+  ProgressFn callback() {
+    return [this](std::int64_t done, std::int64_t total, std::string_view what) {
+      total_ = total;
+      update(done, std::string(what));
+      return true;
+    };
+  }
 
   bool enabled() const { return enabled_; }
   // Forces the display on or off (tests, --progress flags).

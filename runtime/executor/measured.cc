@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "core/trace_json.h"
-#include "runtime/device/tensor_io.h"
+#include "runtime/comm/gather_bytes.h"
 
 namespace strata::rt {
 namespace {
@@ -51,40 +51,6 @@ std::string trace_events_json(const Recorder& recorder, int rank) {
     append_trace_us(out, e.duration_ns);
     out += fmt::format(",\"args\":{{\"mb\":{},\"layer\":{},\"chunk\":{},\"phase\":\"{}\",\"flops\":{},\"bytes\":{}}}}}",
                        e.microbatch, e.layer, e.chunk, to_string(e.phase), e.flops, e.bytes);
-  }
-  return out;
-}
-
-std::vector<std::string> gather_strings(Communicator& world, Device& device, const std::string& mine) {
-  const int n = world.size();
-  // Lengths as two base-2^20 digits, exact in fp32; bytes one per fp32 element
-  // (0..255 is exact): the communicators move fp32 tensors on every backend.
-  constexpr std::int64_t kDigit = 1 << 20;
-  const auto length = static_cast<std::int64_t>(mine.size());
-  Tensor my_length = device.allocate_tensor(2, DType::kFp32);
-  Tensor lengths = device.allocate_tensor(2 * n, DType::kFp32);
-  upload_fp32(device, {static_cast<float>(length / kDigit), static_cast<float>(length % kDigit)}, my_length.view());
-  world.all_gather(my_length.view(), lengths.view());
-  const std::vector<float> got = download_fp32(device, lengths.view());
-  std::vector<std::int64_t> sizes(n);
-  std::int64_t longest = 1;
-  for (int r = 0; r < n; ++r) {
-    sizes[r] = static_cast<std::int64_t>(got[2 * r]) * kDigit + static_cast<std::int64_t>(got[2 * r + 1]);
-    longest = std::max(longest, sizes[r]);
-  }
-  std::vector<float> bytes(static_cast<std::size_t>(longest), 0.0f);
-  for (std::size_t i = 0; i < mine.size(); ++i) bytes[i] = static_cast<float>(static_cast<unsigned char>(mine[i]));
-  Tensor send = device.allocate_tensor(longest, DType::kFp32);
-  Tensor recv = device.allocate_tensor(longest * n, DType::kFp32);
-  upload_fp32(device, bytes, send.view());
-  world.all_gather(send.view(), recv.view());
-  const std::vector<float> all = download_fp32(device, recv.view());
-  std::vector<std::string> out(n);
-  for (int r = 0; r < n; ++r) {
-    out[r].resize(static_cast<std::size_t>(sizes[r]));
-    for (std::int64_t i = 0; i < sizes[r]; ++i) {
-      out[r][static_cast<std::size_t>(i)] = static_cast<char>(static_cast<unsigned char>(all[r * longest + i]));
-    }
   }
   return out;
 }
@@ -136,7 +102,7 @@ MeasuredRun run_training(const RunConfig& config, Device& device, Communicator& 
   header["rank"] = rank;
   header["peak_memory_bytes"] = executor.peak_memory_bytes();
   const std::string mine = header.dump() + "\n" + trace_events_json(executor.recorder(), rank);
-  const std::vector<std::string> all = gather_strings(world, device, mine);
+  const std::vector<std::string> all = all_gather_bytes(world, mine);
   for (int r = 0; r < static_cast<int>(all.size()); ++r) {
     const std::size_t nl = all[r].find('\n');
     const nlohmann::json h = nlohmann::json::parse(all[r].substr(0, nl));

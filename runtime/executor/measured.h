@@ -58,7 +58,5 @@ std::string measured_trace_json(const RunConfig& config, const MeasuredRun& run)
 
 // This rank's events of the recorder's last step as trace events (pid = rank).
 std::string trace_events_json(const Recorder& recorder, int rank);
-// Each rank's string, on every rank (by rank). Collective over world.
-std::vector<std::string> gather_strings(Communicator& world, Device& device, const std::string& mine);
 
 }  // namespace strata::rt

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/comm/gather_bytes.h"
 #include "runtime/launch/mpi_env.h"
 #include "runtime/comm/process_groups.h"
 #include "runtime/device/random.h"
@@ -108,6 +109,25 @@ TEST_F(CommTest, AllGatherInAndOutOfPlace) {
   device_->copy_on_device(in.view().data, buf.view().slice(rank_ * n, n).data, n * sizeof(float));
   world_->all_gather(buf.view().slice(rank_ * n, n), buf.view());
   expect_near_all(get(buf), want);
+}
+
+// Rank r sends r * 37 + (r odd) bytes (rank 0: none) of every value 0..255 in a
+// rank-dependent order, so odd lengths, the padding and all bit patterns travel.
+std::string bytes_of_rank(int r) {
+  std::string s(static_cast<std::size_t>(r * 37 + r % 2), '\0');
+  for (std::size_t i = 0; i < s.size(); ++i) s[i] = static_cast<char>((i * 7 + static_cast<std::size_t>(r)) % 256);
+  return s;
+}
+
+TEST_F(CommTest, AllGatherBytesGivesEveryRankEachRanksBytesExactly) {
+  const std::vector<std::string> got = all_gather_bytes(*world_, bytes_of_rank(rank_));
+  ASSERT_EQ(static_cast<int>(got.size()), size_);
+  for (int r = 0; r < size_; ++r) EXPECT_EQ(got[r], bytes_of_rank(r)) << "rank " << r;
+  // Every byte value once, 256 of them (an even length), from each rank.
+  std::string all_values(256, '\0');
+  for (int v = 0; v < 256; ++v) all_values[static_cast<std::size_t>(v)] = static_cast<char>(v);
+  const std::vector<std::string> again = all_gather_bytes(*world_, all_values);
+  for (int r = 0; r < size_; ++r) EXPECT_EQ(again[r], all_values) << "rank " << r;
 }
 
 TEST_F(CommTest, ReduceScatterInAndOutOfPlace) {

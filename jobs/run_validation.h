@@ -1,0 +1,68 @@
+// The measured side of `strata validate`: predicted vs measured step time and
+// memory for runs of exported plans, and the whole loop on this machine
+// (calibrate -> simulate -> export -> mpirun strata run -> compare).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/progress.h"
+
+namespace strata::jobs {
+
+// One compared run.
+struct RunComparison {
+  std::string label;  // "tp 2, m 4, ZeRO 1"
+  std::string dir;
+  int ranks = 0;
+  double predicted_step_s = 0.0;
+  double measured_step_s = 0.0;
+  double predicted_peak_bytes = 0.0;
+  double measured_peak_bytes = 0.0;
+  double step_error() const { return measured_step_s / predicted_step_s - 1.0; }
+  double memory_error() const { return measured_peak_bytes / predicted_peak_bytes - 1.0; }
+};
+
+// Reads DIR/prediction.json (strata export) and DIR/measured.json (strata run).
+// Throws InputError when one is missing, malformed, or they describe different plans.
+RunComparison compare_run(const std::string& dir);
+
+// The host's 1-minute load average and online cores (load < 0: unknown): a busy
+// host slows measured runs (a rank waiting for its peer loses its core).
+struct HostLoad {
+  double load = -1.0;
+  long cores = 0;
+  bool busy() const { return load > 0.75 * static_cast<double>(cores); }
+};
+HostLoad host_load();
+
+struct QuickValidationOptions {
+  std::string strata;    // the strata executable the loop runs under mpirun
+  std::string work_dir;  // keep the files here (empty: a temporary directory, removed)
+  ProgressFn progress;   // one unit for the calibration, one per plan
+};
+
+struct QuickValidation {
+  std::vector<RunComparison> runs;
+  double wall_s = 0.0;
+  HostLoad before, after;
+  std::string kept_dir;  // where the files are (empty when they were temporary)
+};
+
+// --quick: calibrates the cpu backend (quick, 2 ranks), then for each of its
+// 2-rank plans on the shipped "tiny" model (tp 2, pp 2, dp 2 with several
+// micro-batch counts and ZeRO stages) simulates, exports, runs it under
+// `mpirun -n 2` and compares. Throws InputError without mpirun, InternalError
+// when a step fails (with the tail of its log).
+QuickValidation run_quick_validation(const QuickValidationOptions& options);
+
+// Median and worst |relative error| of a list.
+double median_abs(std::vector<double> values);
+double max_abs(const std::vector<double>& values);
+
+// The comparisons and their summary, as `strata validate --json` writes them.
+nlohmann::ordered_json run_validation_json(const std::vector<RunComparison>& runs, const HostLoad& host);
+
+}  // namespace strata::jobs
