@@ -67,18 +67,7 @@ Loaded load(const SweepArgs& a) {
 }
 
 nlohmann::ordered_json request_json(const SweepArgs& a, const Loaded& l) {
-  nlohmann::ordered_json r;
-  r["model"] = a.model;
-  r["cluster"] = a.cluster;
-  r["profile"] = a.profile.empty() ? l.cluster.profile : a.profile;
-  r["global_batch_size"] = l.request.global_batch_size;
-  r["seq_length"] = l.model.seq_length;
-  r["dtype"] = a.dtype;
-  r["allow_cross_node_tp"] = a.allow_cross_node_tp;
-  r["constraints"] = sim::to_json(l.request.constraints);
-  r["model_spec"] = to_json(l.model);
-  r["cluster_spec"] = to_json(l.cluster);
-  return r;
+  return sim::sweep_request_json(a.model, a.cluster, a.profile, l.model, l.cluster, l.request);
 }
 
 std::string millions(double x) {

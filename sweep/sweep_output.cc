@@ -71,9 +71,28 @@ std::string sweep_csv(const SweepResult& sweep) {
     out += fmt::format(",{},{},{},{},{},{},{}", num(o.peak_bytes), num(o.capacity_bytes), num(o.headroom()),
                        tf(o.pareto), o.fidelity, csv_field(o.why), tf(p.flash_attention));
     out += o.simulated ? fmt::format(",{},{}", num(o.exposed_s[4]), num(o.compute_s)) : ",,";
-    out += "," + csv_field(o.prune_reason) + "\n";
+    out += ',';
+    out += csv_field(o.prune_reason);
+    out += '\n';
   }
   return out;
+}
+
+nlohmann::ordered_json sweep_request_json(const std::string& model_name, const std::string& cluster_name,
+                                          const std::string& profile_name, const ModelSpec& model,
+                                          const ClusterSpec& cluster, const PlanSpaceRequest& request) {
+  nlohmann::ordered_json r;
+  r["model"] = model_name;
+  r["cluster"] = cluster_name;
+  r["profile"] = profile_name.empty() ? cluster.profile : profile_name;
+  r["global_batch_size"] = request.global_batch_size;
+  r["seq_length"] = model.seq_length;
+  r["dtype"] = to_string(request.dtype);
+  r["allow_cross_node_tp"] = request.allow_cross_node_tp;
+  r["constraints"] = to_json(request.constraints);
+  r["model_spec"] = to_json(model);
+  r["cluster_spec"] = to_json(cluster);
+  return r;
 }
 
 nlohmann::ordered_json sweep_json(const SweepResult& sweep, const nlohmann::ordered_json& request) {

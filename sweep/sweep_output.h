@@ -12,6 +12,13 @@
 
 namespace strata::sim {
 
+// What was asked, as sweep.json's "request" records it: the model, cluster and
+// profile as the user named them (profile "": the cluster's), the plan-space
+// request, and the specs the names resolved to.
+nlohmann::ordered_json sweep_request_json(const std::string& model_name, const std::string& cluster_name,
+                                          const std::string& profile_name, const ModelSpec& model,
+                                          const ClusterSpec& cluster, const PlanSpaceRequest& request);
+
 std::string sweep_csv(const SweepResult& sweep);
 nlohmann::ordered_json sweep_json(const SweepResult& sweep, const nlohmann::ordered_json& request);
 

@@ -21,9 +21,10 @@ SweepOutput run_sweep(const SweepRequest& a, const ProgressFn& progress) {
   const ModelSpec& model = inputs.model;
   const ClusterSpec& cluster = inputs.cluster;
   const Profile& profile = inputs.profile;
-  const std::string profile_name = a.profile.empty() ? cluster.profile : a.profile;
   const std::optional<DType> dtype = parse_dtype(a.dtype);
-  if (!dtype) throw InputError("", "dtype", "expected bf16, fp16 or fp32, got \"" + a.dtype + "\"");
+  if (!dtype || (*dtype != DType::kBf16 && *dtype != DType::kFp16)) {
+    throw InputError("", "dtype", "expected bf16 or fp16 (strata sweep's --dtype), got \"" + a.dtype + "\"");
+  }
 
   sim::PlanSpaceRequest space;
   space.global_batch_size = a.global_batch_size > 0
@@ -38,49 +39,17 @@ SweepOutput run_sweep(const SweepRequest& a, const ProgressFn& progress) {
                                   : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   options.top_k = a.top;
   options.full_top = a.full_top;
-  options.shard_count = kSweepChunks;
-
-  sim::SweepResult merged;
-  for (int shard = 0; shard < kSweepChunks; ++shard) {
-    report_progress(progress, shard, kSweepChunks, "sweep");
-    options.shard_index = shard;
-    // Worker threads report here; a false answer stops the chunk (run_sweep
-    // throws Cancelled).
-    options.progress = [&](std::int64_t done, std::int64_t total, std::string_view what) {
-      return !progress || progress(shard * total + done, kSweepChunks * total, what);
-    };
-    sim::SweepResult part = sim::run_sweep(model, simulator, space, options);
-    if (shard == 0) {
-      merged = std::move(part);
-      continue;
-    }
-    for (std::size_t i = 0; i < part.plans.size(); ++i) {
-      if (part.plans[i].simulated) merged.plans[i] = std::move(part.plans[i]);
-    }
-    merged.counts.simulated += part.counts.simulated;
-  }
-  report_progress(progress, kSweepChunks, kSweepChunks, "sweep");
-  options.shard_index = 0;
-  options.shard_count = 1;
+  // Worker threads report here; a false answer stops the sweep (run_sweep
+  // throws Cancelled within a plan's simulation).
+  options.progress = progress;
+  sim::SweepResult sweep = sim::run_sweep(model, simulator, space, options);
   options.progress = nullptr;
-  sim::rank_sweep(merged, model, simulator, options);
-
-  // The request as `strata sweep` records it (cli/cmd_sweep.cc, request_json).
-  nlohmann::ordered_json request;
-  request["model"] = a.model;
-  request["cluster"] = a.cluster;
-  request["profile"] = profile_name;
-  request["global_batch_size"] = space.global_batch_size;
-  request["seq_length"] = model.seq_length;
-  request["dtype"] = a.dtype;
-  request["allow_cross_node_tp"] = a.allow_cross_node_tp;
-  request["constraints"] = sim::to_json(space.constraints);
-  request["model_spec"] = to_json(model);
-  request["cluster_spec"] = to_json(cluster);
+  sim::rank_sweep(sweep, model, simulator, options);
 
   SweepOutput out;
-  out.sweep_csv = sim::sweep_csv(merged);
-  const nlohmann::ordered_json doc = sim::sweep_json(merged, request);
+  out.sweep_csv = sim::sweep_csv(sweep);
+  const nlohmann::ordered_json doc =
+      sim::sweep_json(sweep, sim::sweep_request_json(a.model, a.cluster, a.profile, model, cluster, space));
   out.sweep_json = doc.dump(2) + "\n";
   out.sweep = read_sweep_json_value(nlohmann::json::parse(out.sweep_json),
                                     "sweep of " + model.name + " on " + cluster.name);

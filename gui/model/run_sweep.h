@@ -1,9 +1,7 @@
 // Running `strata sweep` from the GUI (Run ▸ Sweep…): the same library calls
 // (sweep/sweep.h, sweep/sweep_output.h) with the same request, in the
-// background with progress and cancel. The sweep library takes no cancel, so the
-// plans are simulated as kSweepChunks shards one after another (the library's own
-// sharding, as under mpirun) and a cancel takes effect between shards; results
-// land by plan index, so the merged sweep is the one a single run gives. Qt-free.
+// background with progress and cancel (the progress contract of core/progress.h:
+// a false answer stops the sweep within a plan). Qt-free.
 #pragma once
 
 #include <string>
@@ -12,9 +10,6 @@
 #include "gui/model/sweep_data.h"
 
 namespace strata::gui {
-
-// Shards a sweep is cut into: a cancel waits for at most 1/kSweepChunks of it.
-inline constexpr int kSweepChunks = 16;
 
 struct SweepRequest {
   std::string model;    // path or shipped name
@@ -35,8 +30,8 @@ struct SweepOutput {
 };
 
 // Loads the request's model, cluster and profile, sweeps, ranks and explains.
-// progress (may be empty) gets the fraction of plans simulated; returning false
-// stops the sweep at the next shard with Cancelled. Throws InputError naming the
+// progress (may be empty) gets the plans simulated of those that fit; returning
+// false stops the sweep with Cancelled. Throws InputError naming the
 // file and JSON path of a bad input.
 SweepOutput run_sweep(const SweepRequest& request, const ProgressFn& progress);
 
