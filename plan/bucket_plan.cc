@@ -61,11 +61,9 @@ bool is_shared_embedding(const ModelSpec& model, const PlanSpec& plan, const Blo
   return embedding && !model.untie_embeddings_and_output_weights && plan.pp > 1;
 }
 
-std::vector<int> chunks_by_last_backward(const PlanSpec& plan, int pp_rank) {
-  const std::vector<PipelineOp> program =
-      pipeline_program(plan.schedule, plan.pp, plan.vpp, plan.num_microbatches(), pp_rank);
+std::vector<int> chunks_by_last_backward(const std::vector<PipelineOp>& program, int vpp) {
   std::vector<std::pair<int, int>> last;  // (op index of the chunk's last backward, chunk)
-  for (int c = 0; c < plan.vpp; ++c) {
+  for (int c = 0; c < vpp; ++c) {
     int at = -1;
     for (int i = 0; i < static_cast<int>(program.size()); ++i) {
       if (program[i].phase == PipelinePhase::kBackward && program[i].chunk == c) at = i;
@@ -79,6 +77,13 @@ std::vector<int> chunks_by_last_backward(const PlanSpec& plan, int pp_rank) {
 }
 
 std::vector<GradBucket> grad_buckets(const ModelSpec& model, const PlanSpec& plan, int pp_rank) {
+  if (pp_rank < 0 || pp_rank >= plan.pp) throw InternalError("grad_buckets: no such pipeline rank");
+  return grad_buckets(model, plan, pp_rank,
+                      pipeline_program(plan.schedule, plan.pp, plan.vpp, plan.num_microbatches(), pp_rank));
+}
+
+std::vector<GradBucket> grad_buckets(const ModelSpec& model, const PlanSpec& plan, int pp_rank,
+                                     const std::vector<PipelineOp>& program) {
   if (plan.dp < 1 || model.num_layers % (plan.pp * plan.vpp) != 0 || pp_rank < 0 || pp_rank >= plan.pp) {
     throw InternalError("grad_buckets: the plan is not checked against the model");
   }
@@ -90,7 +95,7 @@ std::vector<GradBucket> grad_buckets(const ModelSpec& model, const PlanSpec& pla
     if (!current.blocks.empty()) buckets.push_back(std::move(current));
     current = GradBucket{};
   };
-  for (int chunk : chunks_by_last_backward(plan, pp_rank)) {
+  for (int chunk : chunks_by_last_backward(program, plan.vpp)) {
     current.chunk = chunk;
     std::vector<BlockRef> blocks = chunk_blocks(model, plan, pp_rank, chunk);
     std::reverse(blocks.begin(), blocks.end());  // backward order

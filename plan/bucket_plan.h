@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "plan/model_spec.h"
+#include "plan/pipeline_schedule.h"
 #include "plan/plan_spec.h"
 
 namespace strata {
@@ -52,11 +53,15 @@ std::int64_t block_params_per_gpu(const ModelSpec& model, const PlanSpec& plan, 
 // Whether a block is the word embedding the first and last stage share (tied, pp > 1).
 bool is_shared_embedding(const ModelSpec& model, const PlanSpec& plan, const BlockRef& block);
 
-// The chunks of pipeline rank `pp_rank` ordered by when their last backward runs.
-std::vector<int> chunks_by_last_backward(const PlanSpec& plan, int pp_rank);
+// The chunks of a pipeline rank ordered by when their last backward runs in its
+// program (pipeline_program of the plan's schedule for that rank).
+std::vector<int> chunks_by_last_backward(const std::vector<PipelineOp>& program, int vpp);
 
 // The gradient buckets of pipeline rank `pp_rank`, in the order their gradients
 // become final. Requires a checked plan (dp resolved, layers divisible by pp * vpp).
+// `program` is the rank's pipeline program; the first form generates it.
 std::vector<GradBucket> grad_buckets(const ModelSpec& model, const PlanSpec& plan, int pp_rank);
+std::vector<GradBucket> grad_buckets(const ModelSpec& model, const PlanSpec& plan, int pp_rank,
+                                     const std::vector<PipelineOp>& program);
 
 }  // namespace strata

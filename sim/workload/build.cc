@@ -42,14 +42,34 @@ double WorkloadBuild::activation_bytes() const {
          dtype_bytes(plan.dtype) / plan.tp;
 }
 
+WorkloadBuild::BlockSlot WorkloadBuild::block_slot(int op, const BlockRef& block) const {
+  switch (block.kind) {
+    case ParamBlock::kLayer: return {BlockSlot::In::kLayer, op * chunk_layers() + block.layer};
+    case ParamBlock::kFinalNorm:
+    case ParamBlock::kOutputLayer: return {BlockSlot::In::kHead, op};
+    case ParamBlock::kWordEmbedding:
+    case ParamBlock::kPositionEmbedding: break;
+  }
+  return {BlockSlot::In::kOp, op};
+}
+
+const Mark& WorkloadBuild::mark(int sim_rank, const BlockSlot& slot) const {
+  switch (slot.in) {
+    case BlockSlot::In::kLayer: return layer_marks[sim_rank][slot.index];
+    case BlockSlot::In::kHead: return head_marks[sim_rank][slot.index];
+    case BlockSlot::In::kOp: break;
+  }
+  return op_marks[sim_rank][slot.index];
+}
+
 void WorkloadBuild::build_programs() {
   const int m = plan.num_microbatches();
   programs.resize(plan.pp);
   op_index.resize(plan.pp);
   buckets.resize(plan.pp);
   for (int r = 0; r < plan.pp; ++r) {
-    buckets[r] = grad_buckets(model, plan, r);
     programs[r] = pipeline_program(plan.schedule, plan.pp, plan.vpp, m, r);
+    buckets[r] = grad_buckets(model, plan, r, programs[r]);
     op_index[r].assign(2 * plan.vpp * m, -1);
     for (int i = 0; i < static_cast<int>(programs[r].size()); ++i) {
       const PipelineOp& op = programs[r][i];

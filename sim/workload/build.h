@@ -70,6 +70,15 @@ class WorkloadBuild {
   int op_key(PipelinePhase phase, int chunk, int mb) const {
     return ((phase == PipelinePhase::kForward ? 0 : 1) * plan.vpp + chunk) * plan.num_microbatches() + mb;
   }
+  // Where a parameter block's tasks sit in pipeline op `op` of a rank: a layer's
+  // slot (index op * chunk_layers + layer in layer_marks), the op's head slot
+  // (final norm, output layer), or, for the embeddings, the whole op.
+  struct BlockSlot {
+    enum class In { kLayer, kHead, kOp } in;
+    int index;
+  };
+  BlockSlot block_slot(int op, const BlockRef& block) const;
+  const Mark& mark(int sim_rank, const BlockSlot& slot) const;
   std::vector<int> tp_group_gpus(int d, int r) const;
   std::vector<int> dp_group_gpus(int t, int r) const;
   int last_backward_op(int r, int chunk) const;

@@ -16,15 +16,7 @@ class DataParallelPass {
   // the backward and is used first in the forward (the embedding is at the op's end
   // or start).
   const Mark& edge_mark(int member, int op, const GradBucket& b) const {
-    const BlockRef& edge = b.blocks.back();
-    switch (edge.kind) {
-      case ParamBlock::kLayer: return b_.layer_marks[member][op * b_.chunk_layers() + edge.layer];
-      case ParamBlock::kFinalNorm:
-      case ParamBlock::kOutputLayer: return b_.head_marks[member][op];
-      case ParamBlock::kWordEmbedding:
-      case ParamBlock::kPositionEmbedding: break;
-    }
-    return b_.op_marks[member][op];
+    return b_.mark(member, b_.block_slot(op, b.blocks.back()));
   }
 
   // The task after which a bucket's gradients of one backward op are final.

@@ -32,11 +32,14 @@ void place_ranks(WorkloadBuild& b) {
 
 namespace {
 
-void set_boundary(Boundaries& bounds, bool forward, int op, int lc, const BlockRef& block) {
-  if (block.kind == ParamBlock::kLayer) {
-    (forward ? bounds.before : bounds.after)[op * lc + block.layer] = 1;
-  } else if (block.kind == ParamBlock::kFinalNorm || block.kind == ParamBlock::kOutputLayer) {
-    (forward ? bounds.head_before : bounds.head_after)[op] = 1;
+// Marks a block's slot (WorkloadBuild::block_slot) as a boundary before (forward)
+// or after (backward) it; the embeddings' slot is the whole op, already bounded.
+void set_boundary(Boundaries& bounds, bool forward, const WorkloadBuild::BlockSlot& slot) {
+  using In = WorkloadBuild::BlockSlot::In;
+  switch (slot.in) {
+    case In::kLayer: (forward ? bounds.before : bounds.after)[slot.index] = 1; break;
+    case In::kHead: (forward ? bounds.head_before : bounds.head_after)[slot.index] = 1; break;
+    case In::kOp: break;
   }
 }
 
@@ -60,13 +63,15 @@ Boundaries collapse_boundaries(const WorkloadBuild& b, int r) {
   for (const GradBucket& bucket : b.buckets[r]) {
     const BlockRef& edge = bucket.blocks.back();  // first used in the forward, last final in the backward
     if (p.zero_stage >= 1 && p.overlap_param_gather) {
-      set_boundary(bounds, true, b.first_forward_op(r, bucket.chunk), lc, edge);
+      set_boundary(bounds, true, b.block_slot(b.first_forward_op(r, bucket.chunk), edge));
     }
     if (!p.overlap_grad_reduce) continue;
     for (int oi = 0; oi < static_cast<int>(program.size()); ++oi) {
       const PipelineOp& op = program[oi];
       if (op.phase != PipelinePhase::kBackward || op.chunk != bucket.chunk) continue;
-      if (p.zero_stage == 2 || oi == b.last_backward_op(r, bucket.chunk)) set_boundary(bounds, false, oi, lc, edge);
+      if (p.zero_stage == 2 || oi == b.last_backward_op(r, bucket.chunk)) {
+        set_boundary(bounds, false, b.block_slot(oi, edge));
+      }
     }
   }
   return bounds;

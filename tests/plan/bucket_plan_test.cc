@@ -86,7 +86,9 @@ TEST(GradBuckets, InterleavedChunksInTheOrderTheirBackwardEnds) {
   // pp 2, vpp 2: rank 0 holds virtual stages 0 and 2, one layer each; chunk 0's
   // last backward is the rank's last op, so chunk 1's buckets come first.
   const PlanSpec p = plan_of(2, 2, 1, 2);
-  EXPECT_EQ(chunks_by_last_backward(p, 0), (std::vector<int>{1, 0}));
+  const std::vector<PipelineOp> program =
+      pipeline_program(p.schedule, p.pp, p.vpp, p.num_microbatches(), 0);
+  EXPECT_EQ(chunks_by_last_backward(program, p.vpp), (std::vector<int>{1, 0}));
   const std::vector<GradBucket> b = grad_buckets(gpt_small(), p, 0);
   ASSERT_EQ(b.size(), 3u);
   EXPECT_EQ(b[0].chunk, 1);
