@@ -9,10 +9,101 @@
 
 namespace strata::gui {
 
+namespace {
+
+// A trace written one event per line, as sim/trace_writer writes it: `ranks`
+// ranks of two lanes each, `per_lane` spans a lane, names from a small set, the
+// header after the events (so it arrives in the last part).
+std::string one_event_per_line_trace(int ranks, int per_lane) {
+  static const char* const kNames[] = {"qkv", "attn", "proj", "fc1", "fc2", "allreduce"};
+  static const char* const kCats[] = {"gemm", "attention", "gemm", "gemm", "gemm", "tp"};
+  std::string t = "{\"traceEvents\":[\n";
+  bool first = true;
+  auto line = [&](const std::string& e) {
+    t += (first ? "" : ",\n") + e;
+    first = false;
+  };
+  for (int r = 0; r < ranks; ++r) {
+    line("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(r) +
+         ",\"args\":{\"name\":\"rank " + std::to_string(r) + "\"}}");
+    for (int lane = 0; lane < 2; ++lane) {
+      line("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(r) + ",\"tid\":" +
+           std::to_string(lane) + ",\"args\":{\"name\":\"" + (lane == 0 ? "compute" : "tp-comm") + "\"}}");
+      for (int i = 0; i < per_lane; ++i) {
+        const int k = (i + r + lane) % 6;
+        line("{\"ph\":\"X\",\"name\":\"" + std::string(kNames[k]) + "\",\"cat\":\"" + kCats[k] +
+             "\",\"pid\":" + std::to_string(r) + ",\"tid\":" + std::to_string(lane) +
+             ",\"ts\":" + std::to_string(10 * i) + ".25,\"dur\":" + std::to_string(5 + i % 4) +
+             ".5,\"args\":{\"mb\":" + std::to_string(i % 8) + ",\"layer\":" + std::to_string(i % 3) +
+             ",\"chunk\":0,\"phase\":\"" + (i % 2 ? "bwd" : "fwd") + "\",\"flops\":" +
+             std::to_string(1000 * i) + ",\"bytes\":" + std::to_string(7 * i) + "}}");
+      }
+    }
+  }
+  t += "\n],\"otherData\":{\"strata\":{\"kind\":\"predicted\",\"model\":\"tiny\",\"step_time_s\":0.5,"
+       "\"num_ranks\":" + std::to_string(ranks) + "}}}\n";
+  return t;
+}
+
+}  // namespace
+
 class TraceReaderTest : public QObject {
   Q_OBJECT
 
  private slots:
+  // A trace cut into parts parsed on four threads is the trace parsed as one
+  // part: every lane, span, name and detail, and the header from the last part.
+  void parts_on_threads_equal_one_part() {
+    const std::string text = one_event_per_line_trace(6, 400);
+    TraceParts parts;
+    parts.parallel_min_bytes = 0;
+    parts.min_part_bytes = text.size() / 5;
+    parts.threads = 4;
+    const TraceModel whole = read_trace_text(text, "whole.json");
+    const TraceModel cut = read_trace_text(text, "cut.json", parts);
+    QCOMPARE(whole.num_spans(), std::size_t{6 * 2 * 400});
+    QCOMPARE(cut.num_spans(), whole.num_spans());
+    QCOMPARE(cut.num_ranks, 6);
+    QCOMPARE(cut.step_time_s, 0.5);
+    QCOMPARE(cut.model_name, std::string("tiny"));
+    QCOMPARE(cut.lanes.size(), whole.lanes.size());
+    for (std::size_t l = 0; l < whole.lanes.size(); ++l) {
+      const Lane& a = whole.lanes[l];
+      const Lane& b = cut.lanes[l];
+      QCOMPARE(b.rank, a.rank);
+      QCOMPARE(b.stream_label, a.stream_label);
+      QCOMPARE(b.process_label, a.process_label);
+      QCOMPARE(b.spans.size(), a.spans.size());
+      for (std::size_t i = 0; i < a.spans.size(); ++i) {
+        QCOMPARE(b.spans[i].start_ns, a.spans[i].start_ns);
+        QCOMPARE(b.spans[i].dur_ns, a.spans[i].dur_ns);
+        QCOMPARE(b.spans[i].category, a.spans[i].category);
+        QCOMPARE(cut.name_of(b.spans[i]), whole.name_of(a.spans[i]));
+        QCOMPARE(cut.detail_of(b.spans[i]).mb, whole.detail_of(a.spans[i]).mb);
+        QCOMPARE(cut.detail_of(b.spans[i]).flops, whole.detail_of(a.spans[i]).flops);
+        QCOMPARE(cut.detail_of(b.spans[i]).bytes, whole.detail_of(a.spans[i]).bytes);
+      }
+    }
+    // A bad event in a later part: the file is read again as one part, so the
+    // error names the event's index in the whole file.
+    std::string bad = text;
+    const std::string gemm = "\"cat\":\"gemm\"";
+    bad.replace(bad.rfind(gemm), gemm.size(), "\"cat\":\"gemx\"");
+    QString whole_error, cut_error;
+    try {
+      read_trace_text(bad, "bad.json");
+    } catch (const InputError& e) {
+      whole_error = e.what();
+    }
+    try {
+      read_trace_text(bad, "bad.json", parts);
+    } catch (const InputError& e) {
+      cut_error = e.what();
+    }
+    QVERIFY2(whole_error.contains("$.traceEvents["), qPrintable(whole_error));
+    QCOMPARE(cut_error, whole_error);
+  }
+
   void reads_the_fixture() {
     const TraceModel t = read_trace_file(testing::data_file("trace_small.json"));
     QCOMPARE(t.kind, std::string("predicted"));
