@@ -79,6 +79,14 @@ void finish_section(ObjectReader& r, Origin origin, bool has_measured, const cha
   r.finish();
 }
 
+// Whether the section has a "measured" part; when it has none, a text in its
+// place is allowed (a note why nothing was measured).
+bool has_measured_part(ObjectReader& r) {
+  if (r.has("measured")) return true;
+  r.allow_text("measured");
+  return false;
+}
+
 SizePoint read_size_point(const nlohmann::json& v, const std::string& file,
                           const std::string& path) {
   ObjectReader r(v, file, path);
@@ -135,6 +143,20 @@ nlohmann::ordered_json curve_json(const SizeCurveData& c) {
 nlohmann::ordered_json sources_json(const std::map<std::string, std::string>& sources) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (const auto& [k, v] : sources) j[k] = v;
+  return j;
+}
+
+// The frame every section's writer shares, in the order its reader takes it:
+// "origin", the section's own parameters (in their order), "sources", and
+// "measured" when the section has measurements.
+nlohmann::ordered_json section_json(Origin origin, const nlohmann::ordered_json& parameters,
+                                    const std::map<std::string, std::string>& sources,
+                                    std::optional<nlohmann::ordered_json> measured) {
+  nlohmann::ordered_json j;
+  j["origin"] = to_string(origin);
+  for (const auto& [key, value] : parameters.items()) j[key] = value;
+  j["sources"] = sources_json(sources);
+  if (measured) j["measured"] = std::move(*measured);
   return j;
 }
 
@@ -202,7 +224,7 @@ GemmSection read_gemm_section(const nlohmann::json& value, const std::string& fi
   }
   s.sources = read_sources(r);
   require_sources(r, s.sources, {"max_efficiency", "tile", "overhead_us"});
-  if (r.has("measured")) {
+  if (has_measured_part(r)) {
     ObjectReader m = r.object("measured");
     for (const std::string& name : dtype_names()) {
       if (!m.has(name)) {
@@ -226,8 +248,6 @@ GemmSection read_gemm_section(const nlohmann::json& value, const std::string& fi
       if (out.empty()) m.fail(name, "needs at least one measured GEMM");
     }
     m.finish();
-  } else {
-    r.allow_text("measured");
   }
   finish_section(r, s.origin, !s.measured.empty(), "GEMMs");
   return s;
@@ -235,14 +255,13 @@ GemmSection read_gemm_section(const nlohmann::json& value, const std::string& fi
 
 nlohmann::ordered_json to_json(const GemmSection& s) {
   nlohmann::ordered_json j;
-  j["origin"] = to_string(s.origin);
   j["tile_m"] = s.tile_m;
   j["tile_n"] = s.tile_n;
   j["overhead_us"] = s.overhead_s / kUs;
   nlohmann::ordered_json eff;
   for (const auto& [d, e] : s.max_efficiency) eff[to_string(d)] = e;
   j["max_efficiency"] = eff;
-  j["sources"] = sources_json(s.sources);
+  std::optional<nlohmann::ordered_json> measured;
   if (!s.measured.empty()) {
     nlohmann::ordered_json m;
     for (const auto& [d, pts] : s.measured) {
@@ -259,9 +278,9 @@ nlohmann::ordered_json to_json(const GemmSection& s) {
       }
       m[to_string(d)] = arr;
     }
-    j["measured"] = m;
+    measured = std::move(m);
   }
-  return j;
+  return section_json(s.origin, j, s.sources, std::move(measured));
 }
 
 // ---------------------------------------------------------------- memory_bound
@@ -275,7 +294,7 @@ MemoryBoundSection read_memory_bound_section(const nlohmann::json& value, const 
   s.overhead_s = r.number("overhead_us", 0.0, 1e6) * kUs;
   s.sources = read_sources(r);
   require_sources(r, s.sources, {"efficiency", "overhead_us"});
-  if (r.has("measured")) {
+  if (has_measured_part(r)) {
     ObjectReader m = r.object("measured");
     for (KernelKind k : all_kernel_kinds()) {
       const std::string name = to_string(k);
@@ -286,8 +305,6 @@ MemoryBoundSection read_memory_bound_section(const nlohmann::json& value, const 
       }
     }
     m.finish();
-  } else {
-    r.allow_text("measured");
   }
   finish_section(r, s.origin, !s.measured.empty(), "kernels");
   return s;
@@ -295,16 +312,15 @@ MemoryBoundSection read_memory_bound_section(const nlohmann::json& value, const 
 
 nlohmann::ordered_json to_json(const MemoryBoundSection& s) {
   nlohmann::ordered_json j;
-  j["origin"] = to_string(s.origin);
   j["efficiency"] = s.efficiency;
   j["overhead_us"] = s.overhead_s / kUs;
-  j["sources"] = sources_json(s.sources);
+  std::optional<nlohmann::ordered_json> measured;
   if (!s.measured.empty()) {
     nlohmann::ordered_json m;
     for (const auto& [k, c] : s.measured) m[to_string(k)] = curve_json(c);
-    j["measured"] = m;
+    measured = std::move(m);
   }
-  return j;
+  return section_json(s.origin, j, s.sources, std::move(measured));
 }
 
 // ---------------------------------------------------------------- attention
@@ -319,7 +335,7 @@ AttentionSection read_attention_section(const nlohmann::json& value, const std::
   s.overhead_s = r.number("overhead_us", 0.0, 1e6) * kUs;
   s.sources = read_sources(r);
   require_sources(r, s.sources, {"forward_efficiency", "backward_efficiency", "overhead_us"});
-  if (r.has("measured")) {
+  if (has_measured_part(r)) {
     const nlohmann::json& pts = r.array("measured");
     for (std::size_t i = 0; i < pts.size(); ++i) {
       ObjectReader p(pts[i], file, r.element_path("measured", i));
@@ -335,8 +351,6 @@ AttentionSection read_attention_section(const nlohmann::json& value, const std::
       p.finish();
       s.measured.push_back(a);
     }
-  } else {
-    r.allow_text("measured");
   }
   finish_section(r, s.origin, !s.measured.empty(), "points");
   return s;
@@ -344,11 +358,10 @@ AttentionSection read_attention_section(const nlohmann::json& value, const std::
 
 nlohmann::ordered_json to_json(const AttentionSection& s) {
   nlohmann::ordered_json j;
-  j["origin"] = to_string(s.origin);
   j["forward_efficiency"] = s.forward_efficiency;
   j["backward_efficiency"] = s.backward_efficiency;
   j["overhead_us"] = s.overhead_s / kUs;
-  j["sources"] = sources_json(s.sources);
+  std::optional<nlohmann::ordered_json> measured;
   if (!s.measured.empty()) {
     nlohmann::ordered_json arr = nlohmann::ordered_json::array();
     for (const AttentionPoint& a : s.measured) {
@@ -363,9 +376,9 @@ nlohmann::ordered_json to_json(const AttentionSection& s) {
       e["spread"] = a.spread;
       arr.push_back(e);
     }
-    j["measured"] = arr;
+    measured = std::move(arr);
   }
-  return j;
+  return section_json(s.origin, j, s.sources, std::move(measured));
 }
 
 // ---------------------------------------------------------------- host_copy
@@ -379,7 +392,7 @@ HostCopySection read_host_copy_section(const nlohmann::json& value, const std::s
   s.latency_s = r.number("latency_us", 0.0, 1e6) * kUs;
   s.sources = read_sources(r);
   require_sources(r, s.sources, {"efficiency", "latency_us"});
-  if (r.has("measured")) {
+  if (has_measured_part(r)) {
     ObjectReader m = r.object("measured");
     if (m.has("host_to_device")) {
       s.host_to_device = read_curve_object(m.raw("host_to_device"), file, m.path_of("host_to_device"));
@@ -392,8 +405,6 @@ HostCopySection read_host_copy_section(const nlohmann::json& value, const std::s
       m.allow_text("device_to_host");
     }
     m.finish();
-  } else {
-    r.allow_text("measured");
   }
   const bool any = s.host_to_device || s.device_to_host;
   finish_section(r, s.origin, any, "copies");
@@ -402,17 +413,16 @@ HostCopySection read_host_copy_section(const nlohmann::json& value, const std::s
 
 nlohmann::ordered_json to_json(const HostCopySection& s) {
   nlohmann::ordered_json j;
-  j["origin"] = to_string(s.origin);
   j["efficiency"] = s.efficiency;
   j["latency_us"] = s.latency_s / kUs;
-  j["sources"] = sources_json(s.sources);
+  std::optional<nlohmann::ordered_json> measured;
   if (s.host_to_device || s.device_to_host) {
     nlohmann::ordered_json m;
     if (s.host_to_device) m["host_to_device"] = curve_json(*s.host_to_device);
     if (s.device_to_host) m["device_to_host"] = curve_json(*s.device_to_host);
-    j["measured"] = m;
+    measured = std::move(m);
   }
-  return j;
+  return section_json(s.origin, j, s.sources, std::move(measured));
 }
 
 // ---------------------------------------------------------------- collectives
@@ -465,8 +475,7 @@ CollectivesSection read_collectives_section(const nlohmann::json& value, const s
 }
 
 nlohmann::ordered_json to_json(const CollectivesSection& s) {
-  nlohmann::ordered_json j;
-  j["origin"] = to_string(s.origin);
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
   if (s.reference_intra_node_busbw_bytes_per_s > 0 || s.reference_inter_node_busbw_bytes_per_s > 0) {
     nlohmann::ordered_json ref;
     if (s.reference_intra_node_busbw_bytes_per_s > 0) {
@@ -477,7 +486,6 @@ nlohmann::ordered_json to_json(const CollectivesSection& s) {
     }
     j["reference_busbw_gbytes_per_s"] = ref;
   }
-  j["sources"] = sources_json(s.sources);
   nlohmann::ordered_json arr = nlohmann::ordered_json::array();
   for (const CollectiveCurve& c : s.measured) {
     nlohmann::ordered_json e;
@@ -490,8 +498,7 @@ nlohmann::ordered_json to_json(const CollectivesSection& s) {
     e["points"] = curve["points"];
     arr.push_back(e);
   }
-  j["measured"] = arr;
-  return j;
+  return section_json(s.origin, j, s.sources, std::move(arr));
 }
 
 // ---------------------------------------------------------------- fit_quality
