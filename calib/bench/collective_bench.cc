@@ -140,7 +140,7 @@ SizePoint measure(rt::Communicator& c, CollectiveOp op, double target_bytes,
     dev.record(*start);
     for (int i = 0; i < calls; ++i) run(c, op, b);
     dev.record(*end);
-    return ns_to_seconds(dev.elapsed_ns(*start, *end)) / calls;
+    return dev.elapsed(*start, *end).seconds() / calls;
   };
   const double probe = max_over_ranks(c, {timed(1)})[0];
   const int calls = calls_for(probe, timing);

@@ -54,14 +54,14 @@ Timing time_on_device(rt::Device& device, const std::function<void()>& op,
   device.record(*start);
   op();
   device.record(*end);
-  const double probe_s = ns_to_seconds(device.elapsed_ns(*start, *end));
+  const double probe_s = device.elapsed(*start, *end).seconds();
   const int calls = calls_for(probe_s, options);
   std::vector<double> samples;
   for (int r = 0; r < options.repeats; ++r) {
     device.record(*start);
     for (int c = 0; c < calls; ++c) op();
     device.record(*end);
-    samples.push_back(ns_to_seconds(device.elapsed_ns(*start, *end)) / calls);
+    samples.push_back(device.elapsed(*start, *end).seconds() / calls);
   }
   return summarize_samples(std::move(samples), calls);
 }

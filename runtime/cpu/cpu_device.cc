@@ -141,14 +141,14 @@ void CpuDevice::record(Event& event) {
   e->recorded = true;
 }
 
-TimeNs CpuDevice::elapsed_ns(const Event& start, const Event& end) {
+Duration CpuDevice::elapsed(const Event& start, const Event& end) {
   const auto* s = dynamic_cast<const CpuEvent*>(&start);
   const auto* e = dynamic_cast<const CpuEvent*>(&end);
   if (s == nullptr || e == nullptr) {
-    throw InternalError("cpu device: elapsed_ns() given another backend's event");
+    throw InternalError("cpu device: elapsed() given another backend's event");
   }
-  if (!s->recorded || !e->recorded) throw InternalError("cpu device: elapsed_ns() on an unrecorded event");
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(e->when - s->when).count();
+  if (!s->recorded || !e->recorded) throw InternalError("cpu device: elapsed() on an unrecorded event");
+  return Duration::from_ns(std::chrono::duration_cast<std::chrono::nanoseconds>(e->when - s->when).count());
 }
 
 float* f32(const char* kernel, const char* name, const TensorView& v, std::int64_t numel) {

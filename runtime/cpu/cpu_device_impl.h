@@ -97,7 +97,7 @@ class CpuDevice final : public Device {
 
   std::unique_ptr<Event> create_event() override;
   void record(Event& event) override;
-  TimeNs elapsed_ns(const Event& start, const Event& end) override;
+  Duration elapsed(const Event& start, const Event& end) override;
   void synchronize() override {}
 
  protected:

@@ -238,21 +238,21 @@ void CudaDevice::record(Event& event) {
   e->recorded = true;
 }
 
-TimeNs CudaDevice::elapsed_ns(const Event& start, const Event& end) {
+Duration CudaDevice::elapsed(const Event& start, const Event& end) {
   const auto* s = dynamic_cast<const CudaEvent*>(&start);
   const auto* e = dynamic_cast<const CudaEvent*>(&end);
   if (s == nullptr || e == nullptr) {
-    throw InternalError("cuda device: elapsed_ns() given another backend's event");
+    throw InternalError("cuda device: elapsed() given another backend's event");
   }
   if (!s->recorded || !e->recorded) {
-    throw InternalError("cuda device: elapsed_ns() on an unrecorded event");
+    throw InternalError("cuda device: elapsed() on an unrecorded event");
   }
   activate();
   cuda_check(cudaEventSynchronize(e->event), "cudaEventSynchronize");
   float ms = 0.0f;
   cuda_check(cudaEventElapsedTime(&ms, s->event, e->event), "cudaEventElapsedTime");
   // CUDA events resolve about 0.5 us (CUDA Runtime API, cudaEventElapsedTime).
-  return static_cast<TimeNs>(static_cast<double>(ms) * 1e6 + 0.5);
+  return Duration::from_ns(static_cast<TimeNs>(static_cast<double>(ms) * 1e6 + 0.5));
 }
 
 void CudaDevice::synchronize() {

@@ -109,7 +109,7 @@ class CudaDevice final : public Device {
 
   std::unique_ptr<Event> create_event() override;
   void record(Event& event) override;
-  TimeNs elapsed_ns(const Event& start, const Event& end) override;
+  Duration elapsed(const Event& start, const Event& end) override;
   void synchronize() override;
 
  protected:

@@ -359,7 +359,7 @@ class Device {
   // Marks the point after all work issued so far (cpu: now, steady_clock).
   virtual void record(Event& event) = 0;
   // Time from start to end (both recorded); waits for end to complete.
-  virtual TimeNs elapsed_ns(const Event& start, const Event& end) = 0;
+  virtual Duration elapsed(const Event& start, const Event& end) = 0;
   // Blocks until all issued work has completed.
   virtual void synchronize() = 0;
 

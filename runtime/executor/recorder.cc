@@ -22,8 +22,8 @@ void Recorder::end_step() {
   device_.synchronize();
   if (device_timing_) {
     for (const Pending& p : pending_) {
-      const TimeNs start = device_.elapsed_ns(*step_start_event_, *event_pool_[p.event_index]);
-      const TimeNs end = device_.elapsed_ns(*step_start_event_, *event_pool_[p.event_index + 1]);
+      const TimeNs start = device_.elapsed(*step_start_event_, *event_pool_[p.event_index]).ns();
+      const TimeNs end = device_.elapsed(*step_start_event_, *event_pool_[p.event_index + 1]).ns();
       current_[p.slot].start_ns = start;
       current_[p.slot].duration_ns = end - start;
     }

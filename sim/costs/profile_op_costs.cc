@@ -23,15 +23,15 @@ KernelKind kernel_kind_of(OpRole role) {
   return KernelKind::kElementwise;
 }
 
-TimeNs ProfileOpCosts::gemm_ns(const GemmShape& s, DType dtype) const {
-  return seconds_to_ns(model_.gemm_seconds(GemmQuery{s.m, s.n, s.k, s.batch, dtype}));
+Duration ProfileOpCosts::gemm(const GemmShape& s, DType dtype) const {
+  return Duration::from_seconds(model_.gemm_seconds(GemmQuery{s.m, s.n, s.k, s.batch, dtype}));
 }
 
-TimeNs ProfileOpCosts::elementwise_ns(OpRole role, double bytes, DType dtype) const {
-  return seconds_to_ns(model_.kernel_seconds(kernel_kind_of(role), bytes, dtype));
+Duration ProfileOpCosts::elementwise(OpRole role, double bytes, DType dtype) const {
+  return Duration::from_seconds(model_.kernel_seconds(kernel_kind_of(role), bytes, dtype));
 }
 
-TimeNs ProfileOpCosts::attention_ns(std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim,
+Duration ProfileOpCosts::attention(std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim,
                                     bool backward, DType dtype) const {
   AttentionQuery q;
   q.batch_heads = batch_heads;
@@ -40,19 +40,19 @@ TimeNs ProfileOpCosts::attention_ns(std::int64_t batch_heads, std::int64_t seq, 
   q.causal = true;  // decoder-only language models
   q.backward = backward;
   q.dtype = dtype;
-  return seconds_to_ns(model_.attention_seconds(q));
+  return Duration::from_seconds(model_.attention_seconds(q));
 }
 
-TimeNs ProfileOpCosts::optimizer_ns(double bytes) const {
-  return seconds_to_ns(model_.kernel_seconds(KernelKind::kAdam, bytes, DType::kFp32));
+Duration ProfileOpCosts::optimizer(double bytes) const {
+  return Duration::from_seconds(model_.kernel_seconds(KernelKind::kAdam, bytes, DType::kFp32));
 }
 
-TimeNs ProfileOpCosts::host_copy_ns(double bytes) const {
-  return seconds_to_ns(model_.host_copy_seconds(bytes));
+Duration ProfileOpCosts::host_copy(double bytes) const {
+  return Duration::from_seconds(model_.host_copy_seconds(bytes));
 }
 
-TimeNs ProfileOpCosts::host_optimizer_ns(double params) const {
-  return seconds_to_ns(params * kHostOptimizerBytesPerParam / kHostOptimizerBytesPerSecond);
+Duration ProfileOpCosts::host_optimizer(double params) const {
+  return Duration::from_seconds(params * kHostOptimizerBytesPerParam / kHostOptimizerBytesPerSecond);
 }
 
 }  // namespace strata::sim

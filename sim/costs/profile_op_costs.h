@@ -18,13 +18,13 @@ inline constexpr double kHostOptimizerBytesPerParam = 28.0;
 class ProfileOpCosts : public OpCosts {
  public:
   explicit ProfileOpCosts(const CostModel& model) : model_(model) {}
-  TimeNs gemm_ns(const GemmShape& shape, DType dtype) const override;
-  TimeNs elementwise_ns(OpRole role, double bytes, DType dtype) const override;
-  TimeNs attention_ns(std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim,
+  Duration gemm(const GemmShape& shape, DType dtype) const override;
+  Duration elementwise(OpRole role, double bytes, DType dtype) const override;
+  Duration attention(std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim,
                       bool backward, DType dtype) const override;
-  TimeNs optimizer_ns(double bytes) const override;
-  TimeNs host_copy_ns(double bytes) const override;
-  TimeNs host_optimizer_ns(double params) const override;
+  Duration optimizer(double bytes) const override;
+  Duration host_copy(double bytes) const override;
+  Duration host_optimizer(double params) const override;
 
  private:
   const CostModel& model_;

@@ -95,7 +95,7 @@ CommSpec TopologyCommCosts::from_flows(CollectiveOp op, const std::vector<int>& 
   if (group.size() < 2 || bytes <= 0.0) return spec;
   const topo::CollectiveEstimate choice = collectives_.estimate(op, group, bytes);
   const FlowShape& shape = flow_shape(op, group, bytes, choice);
-  spec.fixed_ns = seconds_to_ns(shape.fixed_ns * 1e-9);
+  spec.fixed = Duration::from_seconds(shape.fixed_ns * 1e-9);
   // Every flow runs at its protocol's rate (its bytes over the choice's bandwidth
   // time) or its path's bottleneck, whichever is lower; the collective ends with
   // its slowest flow, and the flows within 1% of it give its links.
@@ -128,11 +128,11 @@ CommSpec TopologyCommCosts::from_flows(CollectiveOp op, const std::vector<int>& 
   // A measured time for this op, group size and placement replaces the model's.
   if (auto measured = cost_model_.collective_seconds(op, static_cast<int>(group.size()),
                                                      spans_nodes(topology_, group), bytes)) {
-    const double transfer = *measured - ns_to_seconds(spec.fixed_ns);
+    const double transfer = *measured - spec.fixed.seconds();
     if (transfer > 0.0) {
       spec.rate_cap_bytes_per_s = spec.bytes / transfer;
     } else {
-      spec.fixed_ns = seconds_to_ns(*measured);
+      spec.fixed = Duration::from_seconds(*measured);
       spec.bytes = 0.0;
     }
   }
@@ -245,7 +245,7 @@ CommSpec TopologyCommCosts::latency_bound(CollectiveOp op, const std::vector<int
   if (group.size() >= 2 && bytes > 0.0) {
     const auto measured = cost_model_.collective_seconds(op, static_cast<int>(group.size()),
                                                          spans_nodes(topology_, group), bytes);
-    spec.fixed_ns = seconds_to_ns(measured ? *measured : collectives_.estimate(op, group, bytes).time_s);
+    spec.fixed = Duration::from_seconds(measured ? *measured : collectives_.estimate(op, group, bytes).time_s);
   }
   cache_.insert(std::move(key), spec);
   return spec;

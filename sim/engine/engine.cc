@@ -148,9 +148,9 @@ class Engine {
     }
     const CommSpec& comm = g_.comm(c);
     if (comm.bytes <= 0.0 || comm.rate_cap_bytes_per_s <= 0.0) {
-      schedule(t, now_ + comm.fixed_ns, EventType::kTaskDone);
+      schedule(t, now_ + comm.fixed.ns(), EventType::kTaskDone);
     } else if (net_ == nullptr || comm.links.empty()) {
-      schedule(t, now_ + comm.fixed_ns + transfer_ns(comm.bytes, comm.rate_cap_bytes_per_s),
+      schedule(t, now_ + comm.fixed.ns() + transfer_ns(comm.bytes, comm.rate_cap_bytes_per_s),
                EventType::kTaskDone);
     } else {
       starting_.push_back(t);  // added with the instant's other flows (flush_ready)
@@ -179,7 +179,7 @@ class Engine {
     ending_.push_back(id);  // removed with the instant's other flows (flush_ready)
     flows_.erase(id);
     flow_of_task_.erase(t);
-    schedule(t, now_ + g_.comm(g_.comm_of(t)).fixed_ns, EventType::kTaskDone);
+    schedule(t, now_ + g_.comm(g_.comm_of(t)).fixed.ns(), EventType::kTaskDone);
   }
 
   void task_done(TaskId t) {

@@ -20,15 +20,15 @@ TaskId TaskGraph::new_task(TimeNs duration_ns, std::int32_t comm) {
   return static_cast<TaskId>(duration_ns_.size() - 1);
 }
 
-TaskId TaskGraph::add_compute(int rank, int stream, TimeNs duration_ns) {
-  TaskId t = new_task(duration_ns, -1);
+TaskId TaskGraph::add_compute(int rank, int stream, Duration duration) {
+  TaskId t = new_task(duration.ns(), -1);
   slots_.push_back(slot(rank, stream));
   slot_offset_.push_back(static_cast<std::int32_t>(slots_.size()));
   return t;
 }
 
-TaskId TaskGraph::add_shared_compute(const std::vector<int>& ranks, int stream, TimeNs duration_ns) {
-  TaskId t = new_task(duration_ns, -1);
+TaskId TaskGraph::add_shared_compute(const std::vector<int>& ranks, int stream, Duration duration) {
+  TaskId t = new_task(duration.ns(), -1);
   for (int rank : ranks) slots_.push_back(slot(rank, stream));
   slot_offset_.push_back(static_cast<std::int32_t>(slots_.size()));
   return t;
@@ -51,7 +51,7 @@ bool TaskGraph::runs_on(TaskId t, int rank) const {
 }
 
 TaskId TaskGraph::add_comm_task(const std::vector<std::pair<int, int>>& slots, std::int32_t comm) {
-  TaskId t = new_task(comms_[comm].fixed_ns, comm);
+  TaskId t = new_task(comms_[comm].fixed.ns(), comm);
   for (const auto& [rank, stream] : slots) slots_.push_back(slot(rank, stream));
   slot_offset_.push_back(static_cast<std::int32_t>(slots_.size()));
   return t;

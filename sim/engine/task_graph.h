@@ -28,7 +28,7 @@ using TaskId = std::int32_t;
 // A communication's cost: a fixed latency plus `bytes` carried at a rate that is
 // at most rate_cap; on a network model, over `links` shared max-min fairly.
 struct CommSpec {
-  TimeNs fixed_ns = 0;
+  Duration fixed;  // latency, before and besides the transfer
   double bytes = 0.0;
   double rate_cap_bytes_per_s = 0.0;  // 0: the transfer is free (latency only)
   std::vector<std::int32_t> links;    // empty: costed without the network (fixed time)
@@ -46,9 +46,9 @@ class TaskGraph {
   std::int32_t add_comm(CommSpec comm);
 
   // A task of fixed duration on one stream.
-  TaskId add_compute(int rank, int stream, TimeNs duration_ns);
+  TaskId add_compute(int rank, int stream, Duration duration);
   // One task run in lockstep on the same stream of several ranks.
-  TaskId add_shared_compute(const std::vector<int>& ranks, int stream, TimeNs duration_ns);
+  TaskId add_shared_compute(const std::vector<int>& ranks, int stream, Duration duration);
   // A communication task on several (rank, stream) slots.
   TaskId add_comm_task(const std::vector<std::pair<int, int>>& slots, std::int32_t comm);
   // `task` starts only after `before` finished.

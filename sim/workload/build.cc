@@ -78,15 +78,16 @@ void WorkloadBuild::build_programs() {
   }
 }
 
-TaskId WorkloadBuild::compute(int rank, StreamKind stream, TimeNs ns, std::int32_t label, const TaskInfo& info) {
-  const TaskId t = w.graph.add_compute(rank, stream_index(stream), ns);
+TaskId WorkloadBuild::compute(int rank, StreamKind stream, Duration duration, std::int32_t label,
+                              const TaskInfo& info) {
+  const TaskId t = w.graph.add_compute(rank, stream_index(stream), duration);
   w.notes.add(t, label, info);
   return t;
 }
 
-TaskId WorkloadBuild::shared_compute(const std::vector<int>& ranks, TimeNs ns, std::int32_t label,
+TaskId WorkloadBuild::shared_compute(const std::vector<int>& ranks, Duration duration, std::int32_t label,
                                      const TaskInfo& info) {
-  const TaskId t = w.graph.add_shared_compute(ranks, stream_index(StreamKind::kCompute), ns);
+  const TaskId t = w.graph.add_shared_compute(ranks, stream_index(StreamKind::kCompute), duration);
   w.notes.add(t, label, info);
   return t;
 }

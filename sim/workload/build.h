@@ -89,8 +89,9 @@ class WorkloadBuild {
   // Each pipeline rank's program and buckets.
   void build_programs();
   // Tasks, added to the graph and annotated.
-  TaskId compute(int rank, StreamKind stream, TimeNs ns, std::int32_t label, const TaskInfo& info);
-  TaskId shared_compute(const std::vector<int>& ranks, TimeNs ns, std::int32_t label, const TaskInfo& info);
+  TaskId compute(int rank, StreamKind stream, Duration duration, std::int32_t label, const TaskInfo& info);
+  TaskId shared_compute(const std::vector<int>& ranks, Duration duration, std::int32_t label,
+                        const TaskInfo& info);
   // slots: (rank, stream_index(StreamKind)).
   TaskId comm_task(const std::vector<std::pair<int, int>>& slots, std::int32_t comm, std::int32_t label,
                    const TaskInfo& info);

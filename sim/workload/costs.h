@@ -19,19 +19,19 @@ namespace strata::sim {
 class OpCosts {
  public:
   virtual ~OpCosts() = default;
-  virtual TimeNs gemm_ns(const GemmShape& shape, DType dtype) const = 0;
+  virtual Duration gemm(const GemmShape& shape, DType dtype) const = 0;
   // A memory-bound op of the layer operation list (a norm, softmax, activation,
   // residual add, cross-entropy, ...) moving `bytes`.
-  virtual TimeNs elementwise_ns(OpRole role, double bytes, DType dtype) const = 0;
+  virtual Duration elementwise(OpRole role, double bytes, DType dtype) const = 0;
   // Fused (flash-style) attention over batch_heads heads of seq x head_dim; causal.
-  virtual TimeNs attention_ns(std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim,
+  virtual Duration attention(std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim,
                               bool backward, DType dtype) const = 0;
   // The optimizer update (Adam) streaming `bytes` through device memory.
-  virtual TimeNs optimizer_ns(double bytes) const = 0;
+  virtual Duration optimizer(double bytes) const = 0;
   // A pinned host <-> device copy.
-  virtual TimeNs host_copy_ns(double bytes) const = 0;
+  virtual Duration host_copy(double bytes) const = 0;
   // The optimizer update on the host (offload) for `params` parameters.
-  virtual TimeNs host_optimizer_ns(double params) const = 0;
+  virtual Duration host_optimizer(double params) const = 0;
 };
 
 class CommCosts {

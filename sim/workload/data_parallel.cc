@@ -241,17 +241,17 @@ class DataParallelPass {
       const int rank = static_cast<int>(i);
       if (p_.offload_optimizer) {
         info.bytes = shard * dtype_bytes(p_.dtype);
-        TaskId d2h = b_.compute(rank, StreamKind::kCopy, oc_.host_copy_ns(info.bytes), lbl_d2h, info);
+        TaskId d2h = b_.compute(rank, StreamKind::kCopy, oc_.host_copy(info.bytes), lbl_d2h, info);
         // The three run back to back on the copy stream: gradients down, the host's
         // Adam update, weights back up.
-        b_.compute(rank, StreamKind::kCopy, oc_.host_optimizer_ns(shard), lbl_host, info);
-        TaskId h2d = b_.compute(rank, StreamKind::kCopy, oc_.host_copy_ns(info.bytes), lbl_h2d, info);
+        b_.compute(rank, StreamKind::kCopy, oc_.host_optimizer(shard), lbl_host, info);
+        TaskId h2d = b_.compute(rank, StreamKind::kCopy, oc_.host_copy(info.bytes), lbl_h2d, info);
         b_.w.graph.add_dependency(norm >= 0 ? norm : b_.last_task[i], d2h);
         updated[i] = h2d;
       } else {
         // The update reads the gradient in its accumulation dtype.
         info.bytes = shard * (b_.options.optimizer_bytes_per_param - dtype_bytes(p_.dtype) + p_.grad_bytes());
-        TaskId opt = b_.compute(rank, StreamKind::kCompute, oc_.optimizer_ns(info.bytes), lbl_opt, info);
+        TaskId opt = b_.compute(rank, StreamKind::kCompute, oc_.optimizer(info.bytes), lbl_opt, info);
         if (norm >= 0) b_.w.graph.add_dependency(norm, opt);
         updated[i] = opt;
       }

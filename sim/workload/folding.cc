@@ -78,7 +78,7 @@ Boundaries collapse_boundaries(const WorkloadBuild& b, int r) {
 }
 
 TimeNs collapsed_comm_ns(const CommSpec& spec) {
-  TimeNs ns = spec.fixed_ns;
+  TimeNs ns = spec.fixed.ns();
   if (spec.bytes > 0.0 && spec.rate_cap_bytes_per_s > 0.0) ns += seconds_to_ns(spec.bytes / spec.rate_cap_bytes_per_s);
   return ns;
 }

@@ -75,7 +75,7 @@ class OpEmitter {
     TaskInfo info = info_for(j);
     info.detail = ids.detail[k];
     info.bytes = s.bytes;
-    TaskId t = b_.shared_compute(members_, s.duration_ns, ids.label[k], info);
+    TaskId t = b_.shared_compute(members_, Duration::from_ns(s.duration_ns), ids.label[k], info);
     if (prev_ >= 0 && prev_comm_) b_.w.graph.add_dependency(prev_, t);
     prev_ = t;
     prev_comm_ = false;
@@ -147,7 +147,7 @@ class OpEmitter {
       last = chunk_first_layer_ + std::max(pending_layers_.front(), pending_layers_.back());
     }
     const std::int32_t label = stretches_.label(forward, first, last);
-    TaskId t = b_.shared_compute(members_, pending_ns_, label, info);
+    TaskId t = b_.shared_compute(members_, Duration::from_ns(pending_ns_), label, info);
     prev_ = t;
     prev_comm_ = false;
     for (int member : members_) b_.op_marks[member][oi_].add(t);

@@ -33,11 +33,11 @@ DetailOp forward_detail(const LayerOp& op, const PlanSpec& p, const OpCosts& c,
                                    const std::string& prefix = "") {
   TimeNs t = 0;
   switch (op.kind) {
-    case OpKind::kGemm: t = c.gemm_ns(op.gemm, p.dtype); break;
+    case OpKind::kGemm: t = c.gemm(op.gemm, p.dtype).ns(); break;
     case OpKind::kAttention:
-      t = c.attention_ns(op.attn_batch_heads, op.attn_seq, op.attn_head_dim, false, p.dtype);
+      t = c.attention(op.attn_batch_heads, op.attn_seq, op.attn_head_dim, false, p.dtype).ns();
       break;
-    case OpKind::kElementwise: t = c.elementwise_ns(op.role, op.bytes, p.dtype); break;
+    case OpKind::kElementwise: t = c.elementwise(op.role, op.bytes, p.dtype).ns(); break;
   }
   return {prefix + op.name, op_category(op), t, op.flops, op.bytes};
 }
@@ -53,18 +53,18 @@ std::vector<DetailOp> backward_details(const LayerOp& op, const PlanSpec& p,
     case OpKind::kGemm: {
       GemmShape dgrad{op.gemm.m, op.gemm.k, op.gemm.n, op.gemm.batch};
       GemmShape wgrad{op.gemm.k, op.gemm.n, op.gemm.m, op.gemm.batch};
-      out.push_back({op.name + " dgrad", op_category(op), c.gemm_ns(dgrad, p.dtype), dgrad.flops(), 0.0});
-      out.push_back({op.name + " wgrad", op_category(op), c.gemm_ns(wgrad, p.dtype), wgrad.flops(), 0.0});
+      out.push_back({op.name + " dgrad", op_category(op), c.gemm(dgrad, p.dtype).ns(), dgrad.flops(), 0.0});
+      out.push_back({op.name + " wgrad", op_category(op), c.gemm(wgrad, p.dtype).ns(), wgrad.flops(), 0.0});
       break;
     }
     case OpKind::kAttention:
       out.push_back({op.name + " bwd", Category::kAttention,
-                     c.attention_ns(op.attn_batch_heads, op.attn_seq, op.attn_head_dim, true, p.dtype),
+                     c.attention(op.attn_batch_heads, op.attn_seq, op.attn_head_dim, true, p.dtype).ns(),
                      2.0 * op.flops, 2.0 * op.bytes});
       break;
     case OpKind::kElementwise:
       out.push_back({op.name + " bwd", Category::kElementwise,
-                     c.elementwise_ns(op.role, 2.0 * op.bytes, p.dtype), 0.0, 2.0 * op.bytes});
+                     c.elementwise(op.role, 2.0 * op.bytes, p.dtype).ns(), 0.0, 2.0 * op.bytes});
       break;
   }
   return out;

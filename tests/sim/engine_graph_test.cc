@@ -67,7 +67,7 @@ CommSpec transfer(double bytes, std::int32_t link, TimeNs latency_ns = 0) {
   c.bytes = bytes;
   c.rate_cap_bytes_per_s = 1e12;  // the link, not the cap, is the limit
   c.links = {link};
-  c.fixed_ns = latency_ns;
+  c.fixed = Duration::from_ns(latency_ns);
   return c;
 }
 
@@ -96,10 +96,10 @@ TEST(EngineGraph, TwoFlowsShareOneLink) {
 // A stream runs its tasks in order; a dependency across ranks waits for its task.
 TEST(EngineGraph, AChainOnAStreamAndAcrossRanks) {
   TaskGraph g(2, 2);
-  const TaskId t0 = g.add_compute(0, 0, 3);
-  const TaskId t1 = g.add_compute(0, 0, 5);
-  const TaskId t2 = g.add_compute(0, 0, 7);
-  const TaskId other = g.add_compute(1, 1, 4);  // rank 1, its second stream
+  const TaskId t0 = g.add_compute(0, 0, Duration::from_ns(3));
+  const TaskId t1 = g.add_compute(0, 0, Duration::from_ns(5));
+  const TaskId t2 = g.add_compute(0, 0, Duration::from_ns(7));
+  const TaskId other = g.add_compute(1, 1, Duration::from_ns(4));  // rank 1, its second stream
   g.add_dependency(t1, other);
   g.finalize();
   const RunResult r = run_task_graph(g, nullptr);
@@ -117,10 +117,10 @@ TEST(EngineGraph, AChainOnAStreamAndAcrossRanks) {
 // A -> (B, C) -> D on four ranks: D starts when the longer branch ends.
 TEST(EngineGraph, ADiamondWaitsForItsLongerBranch) {
   TaskGraph g(4, 1);
-  const TaskId a = g.add_compute(0, 0, 2);
-  const TaskId b = g.add_compute(1, 0, 3);
-  const TaskId c = g.add_compute(2, 0, 5);
-  const TaskId d = g.add_compute(3, 0, 1);
+  const TaskId a = g.add_compute(0, 0, Duration::from_ns(2));
+  const TaskId b = g.add_compute(1, 0, Duration::from_ns(3));
+  const TaskId c = g.add_compute(2, 0, Duration::from_ns(5));
+  const TaskId d = g.add_compute(3, 0, Duration::from_ns(1));
   g.add_dependency(a, b);
   g.add_dependency(a, c);
   g.add_dependency(b, d);
@@ -137,9 +137,9 @@ TEST(EngineGraph, ADiamondWaitsForItsLongerBranch) {
 // A shared task holds every stream it runs on: the next task of either waits.
 TEST(EngineGraph, ASharedTaskHoldsAllItsStreams) {
   TaskGraph g(2, 1);
-  const TaskId solo = g.add_compute(1, 0, 4);
-  const TaskId shared = g.add_shared_compute({0, 1}, 0, 6);
-  const TaskId after = g.add_compute(0, 0, 1);
+  const TaskId solo = g.add_compute(1, 0, Duration::from_ns(4));
+  const TaskId shared = g.add_shared_compute({0, 1}, 0, Duration::from_ns(6));
+  const TaskId after = g.add_compute(0, 0, Duration::from_ns(1));
   g.finalize();
   const RunResult r = run_task_graph(g, nullptr);
   EXPECT_EQ(r.start_ns[shared], 4);  // waits for rank 1's stream
@@ -149,8 +149,8 @@ TEST(EngineGraph, ASharedTaskHoldsAllItsStreams) {
 
 TEST(EngineGraph, ACycleIsADeadlock) {
   TaskGraph g(1, 2);
-  const TaskId x = g.add_compute(0, 0, 1);
-  const TaskId y = g.add_compute(0, 1, 1);
+  const TaskId x = g.add_compute(0, 0, Duration::from_ns(1));
+  const TaskId y = g.add_compute(0, 1, Duration::from_ns(1));
   g.add_dependency(x, y);
   g.add_dependency(y, x);
   g.finalize();

@@ -159,7 +159,7 @@ TEST(Engine, GradReduceOverlapHidesTheReduction) {
   for (TaskId t : w.stream(0, StreamKind::kDpComm)) {
     const CommSpec& c = w.graph.comm(w.graph.comm_of(t));
     if (w.notes.label_of_task(t).name == "grad all_reduce") {
-      reduce_s += ns_to_seconds(c.fixed_ns) + c.bytes / c.rate_cap_bytes_per_s;
+      reduce_s += c.fixed.seconds() + c.bytes / c.rate_cap_bytes_per_s;
     }
   }
   ASSERT_GT(reduce_s, 0.0);

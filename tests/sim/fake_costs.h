@@ -12,14 +12,14 @@ namespace strata::sim::testing {
 class GemmCountCosts : public OpCosts {
  public:
   GemmCountCosts(TimeNs gemm_ns, std::int64_t vocab_slice) : gemm_ns_(gemm_ns), vocab_(vocab_slice) {}
-  TimeNs gemm_ns(const GemmShape& s, DType) const override {
-    return (s.n == vocab_ || s.k == vocab_ || s.m == vocab_) ? 0 : gemm_ns_;
+  Duration gemm(const GemmShape& s, DType) const override {
+    return (s.n == vocab_ || s.k == vocab_ || s.m == vocab_) ? Duration() : Duration::from_ns(gemm_ns_);
   }
-  TimeNs elementwise_ns(OpRole, double, DType) const override { return 0; }
-  TimeNs attention_ns(std::int64_t, std::int64_t, std::int64_t, bool, DType) const override { return 0; }
-  TimeNs optimizer_ns(double) const override { return 0; }
-  TimeNs host_copy_ns(double) const override { return 0; }
-  TimeNs host_optimizer_ns(double) const override { return 0; }
+  Duration elementwise(OpRole, double, DType) const override { return {}; }
+  Duration attention(std::int64_t, std::int64_t, std::int64_t, bool, DType) const override { return {}; }
+  Duration optimizer(double) const override { return {}; }
+  Duration host_copy(double) const override { return {}; }
+  Duration host_optimizer(double) const override { return {}; }
 
  private:
   TimeNs gemm_ns_;
@@ -45,7 +45,7 @@ class AlphaBetaComm : public CommCosts {
  private:
   CommSpec spec(double bytes) const {
     CommSpec s;
-    s.fixed_ns = alpha_;
+    s.fixed = Duration::from_ns(alpha_);
     s.bytes = bytes;
     s.rate_cap_bytes_per_s = bw_;
     return s;

@@ -55,7 +55,7 @@ std::vector<CommSpec> costs_in_order(Fixture& f, Fidelity fidelity, const std::v
 }
 
 void expect_same(const CommSpec& a, const CommSpec& b) {
-  EXPECT_EQ(a.fixed_ns, b.fixed_ns) << a.name;
+  EXPECT_EQ(a.fixed, b.fixed) << a.name;
   EXPECT_EQ(a.bytes, b.bytes) << a.name;  // exact: results are byte-identical whatever the order
   EXPECT_EQ(a.rate_cap_bytes_per_s, b.rate_cap_bytes_per_s) << a.name;
   EXPECT_EQ(a.links, b.links) << a.name;
@@ -86,7 +86,7 @@ TEST(TopologyCommCosts, UncontendedTimeIsTheNcclEstimateAtEverySize) {
   const std::vector<int> dp_group = RankLayout(f.s.plan).group(GroupKind::kData, 0);
   for (double bytes : kSizes) {
     const CommSpec c = costs.collective(CollectiveOp::kAllReduce, dp_group, bytes);
-    const double seconds = ns_to_seconds(c.fixed_ns) + (c.bytes > 0 ? c.bytes / c.rate_cap_bytes_per_s : 0.0);
+    const double seconds = c.fixed.seconds() + (c.bytes > 0 ? c.bytes / c.rate_cap_bytes_per_s : 0.0);
     const double nccl = f.collectives.estimate(CollectiveOp::kAllReduce, dp_group, bytes).time_s;
     EXPECT_NEAR(seconds / nccl, 1.0, 0.01) << bytes << " B";
   }
@@ -102,15 +102,15 @@ TEST(TopologyCommCosts, LatencyBoundCollectiveIsTheNcclEstimateWithoutLinks) {
   for (std::size_t g = 0; g < everyone.size(); ++g) everyone[g] = static_cast<int>(g);
   const CommSpec norm = costs.latency_bound(CollectiveOp::kAllReduce, everyone, 4.0);
   const double nccl = f.collectives.estimate(CollectiveOp::kAllReduce, everyone, 4.0).time_s;
-  EXPECT_EQ(norm.fixed_ns, seconds_to_ns(nccl));
+  EXPECT_EQ(norm.fixed, Duration::from_seconds(nccl));
   EXPECT_GT(nccl, 10e-6);  // latency of a tree over 128 nodes, not free
   EXPECT_EQ(norm.bytes, 0.0);
   EXPECT_TRUE(norm.links.empty());
   const CommSpec flows = costs.collective(CollectiveOp::kAllReduce, everyone, 4.0);
-  const double flow_seconds = ns_to_seconds(flows.fixed_ns) + flows.bytes / flows.rate_cap_bytes_per_s;
-  EXPECT_NEAR(ns_to_seconds(norm.fixed_ns) / flow_seconds, 1.0, 0.01);
+  const double flow_seconds = flows.fixed.seconds() + flows.bytes / flows.rate_cap_bytes_per_s;
+  EXPECT_NEAR(norm.fixed.seconds() / flow_seconds, 1.0, 0.01);
   // One rank: nothing to reduce.
-  EXPECT_EQ(costs.latency_bound(CollectiveOp::kAllReduce, {5}, 4.0).fixed_ns, 0);
+  EXPECT_EQ(costs.latency_bound(CollectiveOp::kAllReduce, {5}, 4.0).fixed, Duration());
 }
 
 // Where the profile measured the collective (op, group size, placement), its time
@@ -132,8 +132,8 @@ TEST(TopologyCommCosts, LatencyBoundCollectiveTakesTheMeasuredTime) {
   std::vector<int> everyone(static_cast<std::size_t>(world));
   for (std::size_t g = 0; g < everyone.size(); ++g) everyone[g] = static_cast<int>(g);
   const CommSpec c = costs.latency_bound(CollectiveOp::kAllReduce, everyone, 4096.0);
-  EXPECT_EQ(c.fixed_ns, seconds_to_ns(40e-6 + 4096 / 5e9));
-  EXPECT_NE(c.fixed_ns, seconds_to_ns(f.collectives.estimate(CollectiveOp::kAllReduce, everyone, 4096.0).time_s));
+  EXPECT_EQ(c.fixed, Duration::from_seconds(40e-6 + 4096 / 5e9));
+  EXPECT_NE(c.fixed, Duration::from_seconds(f.collectives.estimate(CollectiveOp::kAllReduce, everyone, 4096.0).time_s));
   EXPECT_TRUE(c.links.empty());
 }
 
