@@ -18,23 +18,6 @@ std::vector<int> WorkloadBuild::dp_group_gpus(int t, int r) const {
   return g;
 }
 
-int WorkloadBuild::last_backward_op(int r, int chunk) const {
-  int last = -1;
-  const auto& program = programs[r];
-  for (int i = 0; i < static_cast<int>(program.size()); ++i) {
-    if (program[i].phase == PipelinePhase::kBackward && program[i].chunk == chunk) last = i;
-  }
-  return last;
-}
-
-int WorkloadBuild::first_forward_op(int r, int chunk) const {
-  const auto& program = programs[r];
-  for (int i = 0; i < static_cast<int>(program.size()); ++i) {
-    if (program[i].phase == PipelinePhase::kForward && program[i].chunk == chunk) return i;
-  }
-  return -1;
-}
-
 double WorkloadBuild::activation_bytes() const {
   // Megatron's scatter/gather optimisation (Narayanan et al. 2021, section 4.1) and
   // sequence parallelism both send 1/tp of the activation tensor per tensor-parallel rank.
@@ -67,6 +50,8 @@ void WorkloadBuild::build_programs() {
   programs.resize(plan.pp);
   op_index.resize(plan.pp);
   buckets.resize(plan.pp);
+  last_backward_.assign(plan.pp, std::vector<int>(plan.vpp, -1));
+  first_forward_.assign(plan.pp, std::vector<int>(plan.vpp, -1));
   for (int r = 0; r < plan.pp; ++r) {
     programs[r] = pipeline_program(plan.schedule, plan.pp, plan.vpp, m, r);
     buckets[r] = grad_buckets(model, plan, r, programs[r]);
@@ -74,6 +59,8 @@ void WorkloadBuild::build_programs() {
     for (int i = 0; i < static_cast<int>(programs[r].size()); ++i) {
       const PipelineOp& op = programs[r][i];
       op_index[r][op_key(op.phase, op.chunk, op.microbatch)] = i;
+      if (op.phase == PipelinePhase::kBackward) last_backward_[r][op.chunk] = i;
+      if (op.phase == PipelinePhase::kForward && first_forward_[r][op.chunk] < 0) first_forward_[r][op.chunk] = i;
     }
   }
 }

@@ -81,8 +81,10 @@ class WorkloadBuild {
   const Mark& mark(int sim_rank, const BlockSlot& slot) const;
   std::vector<int> tp_group_gpus(int d, int r) const;
   std::vector<int> dp_group_gpus(int t, int r) const;
-  int last_backward_op(int r, int chunk) const;
-  int first_forward_op(int r, int chunk) const;
+  // Index in pipeline rank r's program of chunk's last backward and first
+  // forward op (-1: none); looked up per bucket and op, so kept from build_programs.
+  int last_backward_op(int r, int chunk) const { return last_backward_[r][chunk]; }
+  int first_forward_op(int r, int chunk) const { return first_forward_[r][chunk]; }
   // Bytes of one activation tensor a pipeline stage sends one tensor-parallel peer.
   double activation_bytes() const;
 
@@ -107,6 +109,8 @@ class WorkloadBuild {
   std::map<std::tuple<int, int, int, int, long long>, std::int32_t> comm_ids_;
   std::map<std::tuple<std::string, int, int>, std::int32_t> label_ids_;
   std::map<std::pair<int, int>, std::int32_t> p2p_ids_;
+  std::vector<std::vector<int>> last_backward_;  // [pipeline rank][chunk]
+  std::vector<std::vector<int>> first_forward_;  // [pipeline rank][chunk]
 };
 
 }  // namespace strata::sim
