@@ -11,7 +11,7 @@
 namespace strata::jobs {
 
 static_assert(std::is_trivially_copyable_v<SimulatedPlan>);
-static_assert(sizeof(SimulatedPlan) == sizeof(double) * (9 + sim::kNumCommKinds),
+static_assert(sizeof(SimulatedPlan) == sizeof(std::uint64_t) + sizeof(double) * (8 + sim::kNumCommKinds),
               "SimulatedPlan must have no padding, so its bytes are its values");
 
 std::string encode(const std::vector<SimulatedPlan>& plans) {
@@ -37,15 +37,7 @@ std::vector<SimulatedPlan> simulated_plans(const sim::SweepResult& sweep) {
     if (!o.simulated) continue;
     SimulatedPlan r;
     r.index = i;
-    r.step_time_s = o.step_time_s;
-    r.tokens_per_s = o.tokens_per_s;
-    r.mfu = o.mfu;
-    r.hfu = o.hfu;
-    r.tflops_per_gpu = o.tflops_per_gpu;
-    r.bubble_ratio = o.bubble_ratio;
-    r.compute_s = o.compute_s;
-    r.folded_step_time_s = o.folded_step_time_s;
-    r.exposed_s = o.exposed_s;
+    r.metrics = o;  // its PlanMetrics
     out.push_back(r);
   }
   return out;
@@ -60,15 +52,7 @@ void apply(const SimulatedPlan& r, sim::SweepResult& sweep) {
   sim::PlanOutcome& o = sweep.plans[r.index];
   o.simulated = true;
   o.fidelity = "folded";
-  o.step_time_s = r.step_time_s;
-  o.tokens_per_s = r.tokens_per_s;
-  o.mfu = r.mfu;
-  o.hfu = r.hfu;
-  o.tflops_per_gpu = r.tflops_per_gpu;
-  o.bubble_ratio = r.bubble_ratio;
-  o.compute_s = r.compute_s;
-  o.folded_step_time_s = r.folded_step_time_s;
-  o.exposed_s = r.exposed_s;
+  static_cast<sim::PlanMetrics&>(o) = r.metrics;
 }
 
 sim::SweepResult run_sharded_sweep(const ModelSpec& model, const sim::Simulator& simulator,

@@ -3,7 +3,6 @@
 // ends with the whole sweep, bit for bit what one process computes.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -17,15 +16,7 @@ namespace strata::jobs {
 // the enumeration and the folded simulation's metrics.
 struct SimulatedPlan {
   std::uint64_t index = 0;
-  double step_time_s = 0.0;
-  double tokens_per_s = 0.0;
-  double mfu = 0.0;
-  double hfu = 0.0;
-  double tflops_per_gpu = 0.0;
-  double bubble_ratio = 0.0;
-  double compute_s = 0.0;
-  double folded_step_time_s = 0.0;
-  std::array<double, sim::kNumCommKinds> exposed_s{};
+  sim::PlanMetrics metrics;
 };
 
 // The message: the records' bytes back to back (no padding: every field is 8

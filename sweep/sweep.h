@@ -30,7 +30,22 @@ struct SweepOptions {
 };
 
 // One valid plan and what became of it.
-struct PlanOutcome {
+// What simulating one plan gave: plain numbers, so a sharded sweep can send them
+// between ranks as they are (jobs/sharded_sweep.h).
+struct PlanMetrics {
+  double step_time_s = 0.0;
+  double tokens_per_s = 0.0;
+  double mfu = 0.0;
+  double hfu = 0.0;
+  double tflops_per_gpu = 0.0;
+  double bubble_ratio = 0.0;
+  double compute_s = 0.0;
+  std::array<double, kNumCommKinds> exposed_s{};
+  double folded_step_time_s = 0.0;  // kept when re-simulated at full fidelity
+};
+
+// One plan of the sweep; its metrics are meaningful when simulated.
+struct PlanOutcome : PlanMetrics {
   PlanSpec plan;
   std::string label;
   // Memory model.
@@ -42,15 +57,6 @@ struct PlanOutcome {
   // Simulation (when it fits).
   bool simulated = false;
   std::string fidelity;            // "folded", or "full" after re-simulation
-  double step_time_s = 0.0;
-  double tokens_per_s = 0.0;
-  double mfu = 0.0;
-  double hfu = 0.0;
-  double tflops_per_gpu = 0.0;
-  double bubble_ratio = 0.0;
-  double compute_s = 0.0;
-  std::array<double, kNumCommKinds> exposed_s{};
-  double folded_step_time_s = 0.0;  // kept when re-simulated at full fidelity
   // Ranking.
   int rank = 0;         // 1 = best; 0 when not ranked (does not fit)
   bool pareto = false;  // on the front of throughput vs memory headroom
