@@ -16,8 +16,9 @@ namespace {
 // simulator that names the profile; fp32 plans are predicted with a calibrated
 // profile (strata calibrate), as `strata validate --quick` does.
 nlohmann::json exported(const std::string& plan_json) {
-  const std::string dir = ::testing::TempDir();
-  const std::string plan_file = dir + "/run-config-plan.json";
+  // One file per test: ctest runs this executable's tests as parallel processes.
+  const std::string plan_file = ::testing::TempDir() + "/run-config-plan-" +
+                                ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".json";
   {
     std::FILE* f = std::fopen(plan_file.c_str(), "w");
     std::fputs(plan_json.c_str(), f);
