@@ -81,7 +81,7 @@ void FlowSharing::detach(int slot) {
         }
       }
     }
-    load_[static_cast<std::size_t>(l)] -= f.rate;
+    load_[static_cast<std::size_t>(l)] -= f.rate * f.w(i);
     if (list.empty()) load_[static_cast<std::size_t>(l)] = 0.0;
   }
 }
@@ -101,8 +101,16 @@ void FlowSharing::set_rate(int slot, double rate) {
   }
 }
 
-void FlowSharing::check_new_flow(const std::vector<LinkId>& path, double cap) const {
+void FlowSharing::check_new_flow(const std::vector<LinkId>& path, double cap,
+                                 const std::vector<double>& weights) const {
   if (!(cap > 0.0)) throw InternalError("FlowSharing::add: the rate cap must be > 0");
+  if (!weights.empty() && weights.size() != path.size()) {
+    throw InternalError(fmt::format("FlowSharing::add: {} weights for a path of {} links", weights.size(),
+                                    path.size()));
+  }
+  for (double w : weights) {
+    if (!(w > 0.0) || std::isinf(w)) throw InternalError(fmt::format("FlowSharing::add: weight {} is not > 0", w));
+  }
   if (path.empty() && std::isinf(cap)) {
     throw InternalError("FlowSharing::add: a flow needs links or a finite rate cap");
   }
@@ -113,7 +121,7 @@ void FlowSharing::check_new_flow(const std::vector<LinkId>& path, double cap) co
   }
 }
 
-int FlowSharing::start_flow(const std::vector<LinkId>& path, double cap) {
+int FlowSharing::start_flow(const std::vector<LinkId>& path, double cap, const std::vector<double>& weights) {
   int slot;
   if (!free_slots_.empty()) {
     slot = free_slots_.back();
@@ -124,6 +132,7 @@ int FlowSharing::start_flow(const std::vector<LinkId>& path, double cap) {
   }
   Flow& f = flows_[static_cast<std::size_t>(slot)];
   f.path = path;
+  f.weight = weights;
   f.cap = cap;
   f.rate = 0.0;
   f.live = true;
@@ -140,13 +149,13 @@ std::vector<FlowSharing::FlowId> FlowSharing::add_all(const std::vector<std::vec
   if (paths.size() != caps.size()) {
     throw InternalError("FlowSharing::add_all: one rate cap per path");
   }
-  for (std::size_t i = 0; i < paths.size(); ++i) check_new_flow(paths[i], caps[i]);
+  for (std::size_t i = 0; i < paths.size(); ++i) check_new_flow(paths[i], caps[i], {});
   std::vector<FlowId> ids;
   ids.reserve(paths.size());
   std::vector<LinkId> seeds;
   std::vector<int> pathless;  // capped flows without links: at their cap, nothing to solve
   for (std::size_t i = 0; i < paths.size(); ++i) {
-    const int slot = start_flow(paths[i], caps[i]);
+    const int slot = start_flow(paths[i], caps[i], {});
     ids.push_back(id_of(slot));
     if (paths[i].empty()) pathless.push_back(slot);
     seeds.insert(seeds.end(), paths[i].begin(), paths[i].end());
@@ -162,23 +171,29 @@ std::vector<FlowSharing::FlowId> FlowSharing::add_all(const std::vector<std::vec
   return ids;
 }
 
-FlowSharing::FlowId FlowSharing::add(const std::vector<LinkId>& path, double cap) {
-  check_new_flow(path, cap);
-  const int slot = start_flow(path, cap);  // at rate 0 until solved below
+FlowSharing::FlowId FlowSharing::add(const std::vector<LinkId>& path, double cap) { return add(path, cap, {}); }
+
+FlowSharing::FlowId FlowSharing::add(const std::vector<LinkId>& path, double cap, const std::vector<double>& weights) {
+  check_new_flow(path, cap, weights);
+  const int slot = start_flow(path, cap, weights);  // at rate 0 until solved below
   Flow& f = flows_[static_cast<std::size_t>(slot)];
 
-  // Fast path: the flow's fair rate needs nobody else to move.
+  // Fast path: the flow's fair rate needs nobody else to move. On each link it
+  // may take the residual over its weight there.
+  auto room = [&](std::size_t i) {
+    const auto l = static_cast<std::size_t>(path[i]);
+    return (capacity_[l] - load_[l]) / f.w(i);
+  };
   double residual = cap;
-  for (LinkId l : path) {
-    residual = std::min(residual, capacity_[static_cast<std::size_t>(l)] - load_[static_cast<std::size_t>(l)]);
-  }
+  for (std::size_t i = 0; i < path.size(); ++i) residual = std::min(residual, room(i));
   bool fast = residual > 0.0;
   if (fast && residual < cap) {
     // The flow fills the links where the residual is smallest; it is fair there only
     // if no flow already on them is faster.
-    for (LinkId l : path) {
-      const double res = capacity_[static_cast<std::size_t>(l)] - load_[static_cast<std::size_t>(l)];
-      if (res > residual + kRelTol * capacity_[static_cast<std::size_t>(l)]) continue;
+    for (std::size_t i = 0; i < path.size(); ++i) {
+      const LinkId l = path[i];
+      const double res = room(i);
+      if (res > residual + kRelTol * capacity_[static_cast<std::size_t>(l)] / f.w(i)) continue;
       for (int other : link_flows_[static_cast<std::size_t>(l)]) {
         if (flows_[static_cast<std::size_t>(other)].rate > residual * (1.0 + kRelTol)) fast = false;
       }
@@ -186,7 +201,7 @@ FlowSharing::FlowId FlowSharing::add(const std::vector<LinkId>& path, double cap
   }
   if (fast) {
     f.rate = residual;
-    for (LinkId l : path) load_[static_cast<std::size_t>(l)] += residual;
+    for (std::size_t i = 0; i < path.size(); ++i) load_[static_cast<std::size_t>(path[i])] += residual * f.w(i);
     last_resolved_ = 0;
   } else {
     resolve_from(path);
@@ -319,9 +334,9 @@ void FlowSharing::resolve_from(const std::vector<LinkId>& seed_links) {
     avail.assign(nl, 0.0);
     in_s_old.assign(nl, 0.0);
     for (int slot : flows) {
-      for (LinkId l : flows_[static_cast<std::size_t>(slot)].path) {
-        in_s_old[static_cast<std::size_t>(link_local_[static_cast<std::size_t>(l)])] +=
-            flows_[static_cast<std::size_t>(slot)].rate;
+      const Flow& f = flows_[static_cast<std::size_t>(slot)];
+      for (std::size_t j = 0; j < f.path.size(); ++j) {
+        in_s_old[static_cast<std::size_t>(link_local_[static_cast<std::size_t>(f.path[j])])] += f.rate * f.w(j);
       }
     }
     for (std::size_t k = 0; k < nl; ++k) {
@@ -334,8 +349,9 @@ void FlowSharing::resolve_from(const std::vector<LinkId>& seed_links) {
     bool widened = false;
     in_s_new.assign(nl, 0.0);
     for (std::size_t i = 0; i < flows.size(); ++i) {
-      for (LinkId l : flows_[static_cast<std::size_t>(flows[i])].path) {
-        in_s_new[static_cast<std::size_t>(link_local_[static_cast<std::size_t>(l)])] += new_rate[i];
+      const Flow& f = flows_[static_cast<std::size_t>(flows[i])];
+      for (std::size_t j = 0; j < f.path.size(); ++j) {
+        in_s_new[static_cast<std::size_t>(link_local_[static_cast<std::size_t>(f.path[j])])] += new_rate[i] * f.w(j);
       }
     }
     const std::size_t nl_now = links.size();
@@ -356,25 +372,29 @@ void FlowSharing::resolve_from(const std::vector<LinkId>& seed_links) {
 
   // Commit: loads change by the S flows' rate differences.
   for (std::size_t i = 0; i < flows.size(); ++i) {
-    const double delta = new_rate[i] - flows_[static_cast<std::size_t>(flows[i])].rate;
-    for (LinkId l : flows_[static_cast<std::size_t>(flows[i])].path) load_[static_cast<std::size_t>(l)] += delta;
+    const Flow& f = flows_[static_cast<std::size_t>(flows[i])];
+    const double delta = new_rate[i] - f.rate;
+    for (std::size_t j = 0; j < f.path.size(); ++j) load_[static_cast<std::size_t>(f.path[j])] += delta * f.w(j);
     set_rate(flows[i], new_rate[i]);
   }
 }
 
 void FlowSharing::fill(const std::vector<double>& avail, std::vector<double>& new_rate) {
   // Progressive filling over S. Unfrozen flows share one level x; link k fills when
-  // frozen_k + unfrozen_k · x = avail_k. Events sit in a heap with lazy deletion (a
+  // frozen_k + unfrozen_weight_k · x = avail_k (frozen_k: the frozen flows' weighted
+  // rates; the weight sum is the unfrozen count for plain flows). Events sit in a heap with lazy deletion (a
   // link's entry is current when its version matches).
   const std::vector<int>& flows = scratch_flows_;
   const std::vector<LinkId>& links = scratch_links_;
   const std::size_t nl = links.size();
   std::vector<double>& frozen = scratch_frozen_;
   std::vector<int>& unfrozen = scratch_unfrozen_;
+  std::vector<double>& unfrozen_weight = scratch_unfrozen_weight_;
   std::vector<std::uint32_t>& version = scratch_version_;
   std::vector<char>& done = scratch_done_;
   frozen.assign(nl, 0.0);
   unfrozen.assign(nl, 0);
+  unfrozen_weight.assign(nl, 0.0);
   version.assign(nl, 0);
   done.assign(flows.size(), 0);
   new_rate.assign(flows.size(), 0.0);
@@ -388,7 +408,11 @@ void FlowSharing::fill(const std::vector<double>& avail, std::vector<double>& ne
   };
   for (std::size_t i = 0; i < flows.size(); ++i) {
     const Flow& f = flows_[static_cast<std::size_t>(flows[i])];
-    for (LinkId l : f.path) ++unfrozen[static_cast<std::size_t>(link_local_[static_cast<std::size_t>(l)])];
+    for (std::size_t j = 0; j < f.path.size(); ++j) {
+      const auto k = static_cast<std::size_t>(link_local_[static_cast<std::size_t>(f.path[j])]);
+      ++unfrozen[k];
+      unfrozen_weight[k] += f.w(j);
+    }
     if (!std::isinf(f.cap)) push(FillEvent{f.cap, 1, static_cast<int>(i), 0});
   }
   // S's flows per link (compressed rows), so a filling link visits only them.
@@ -408,18 +432,20 @@ void FlowSharing::fill(const std::vector<double>& avail, std::vector<double>& ne
     }
   }
   for (std::size_t k = 0; k < nl; ++k) {
-    if (unfrozen[k] > 0) push(FillEvent{avail[k] / unfrozen[k], 0, static_cast<int>(k), 0});
+    if (unfrozen[k] > 0) push(FillEvent{avail[k] / unfrozen_weight[k], 0, static_cast<int>(k), 0});
   }
   auto freeze = [&](int i, double level) {
     done[static_cast<std::size_t>(i)] = 1;
     new_rate[static_cast<std::size_t>(i)] = level;
-    for (LinkId l : flows_[static_cast<std::size_t>(flows[static_cast<std::size_t>(i)])].path) {
-      const auto k = static_cast<std::size_t>(link_local_[static_cast<std::size_t>(l)]);
-      frozen[k] += level;
+    const Flow& f = flows_[static_cast<std::size_t>(flows[static_cast<std::size_t>(i)])];
+    for (std::size_t j = 0; j < f.path.size(); ++j) {
+      const auto k = static_cast<std::size_t>(link_local_[static_cast<std::size_t>(f.path[j])]);
+      frozen[k] += level * f.w(j);
       --unfrozen[k];
+      unfrozen_weight[k] -= f.w(j);
       ++version[k];
       if (unfrozen[k] > 0) {
-        const double x = (avail[k] - frozen[k]) / unfrozen[k];
+        const double x = (avail[k] - frozen[k]) / unfrozen_weight[k];
         push(FillEvent{std::max(x, level), 0, static_cast<int>(k), version[k]});
       }
     }

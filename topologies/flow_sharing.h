@@ -10,6 +10,13 @@
 // other flow is faster (its bottleneck). Equivalently: raise all rates together,
 // freeze a flow when it reaches its cap or one of its links fills, repeat.
 //
+// Weighted flows: a flow may load each link of its path with a weight w > 0 times
+// its rate (the sum becomes sum of w_{f,l} r_f <= capacity_l). One flow then
+// stands for a collective whose links carry different shares of its bytes (a
+// ring's NVLink hops carry all of them, its NIC hops a part); rates are still
+// raised together, so max-min fairness is over the flows' rates. Weight 1 on
+// every link is the plain flow, with bit-identical results.
+//
 // Incremental update: a change can only move flows connected to it through full
 // links (bottlenecks). add() first tries the cases that need no re-solve (the new
 // flow is capped below every residual on its path, or it fills a link where no
@@ -45,6 +52,10 @@ class FlowSharing {
   // handle that stays unique for this object's lifetime. Throws InternalError for
   // link ids out of range or a non-positive cap.
   FlowId add(const std::vector<LinkId>& path, double rate_cap_bytes_per_s);
+  // A weighted flow: at rate r it puts weights[i] * r on path[i] (weights > 0, one
+  // per link; empty: all 1). Throws InternalError for a size mismatch or a weight
+  // that is not positive and finite.
+  FlowId add(const std::vector<LinkId>& path, double rate_cap_bytes_per_s, const std::vector<double>& weights);
   // Several flows starting together (a collective's flows): the same as add() for
   // each, but re-solved once. paths and caps have one entry per flow; ids come back
   // in the same order.
@@ -71,6 +82,8 @@ class FlowSharing {
  private:
   struct Flow {
     std::vector<LinkId> path;
+    std::vector<double> weight;  // per link of path; empty: all 1
+    double w(std::size_t i) const { return weight.empty() ? 1.0 : weight[i]; }
     std::vector<int> position;  // index of this flow in link_flows_[path[i]]
     double cap = kNoCap;
     double rate = 0.0;
@@ -80,9 +93,9 @@ class FlowSharing {
   };
 
   int slot_of(FlowId id) const;
-  void check_new_flow(const std::vector<LinkId>& path, double cap) const;
+  void check_new_flow(const std::vector<LinkId>& path, double cap, const std::vector<double>& weights) const;
   // Takes a slot for a new flow at rate 0 and attaches it to its links.
-  int start_flow(const std::vector<LinkId>& path, double cap);
+  int start_flow(const std::vector<LinkId>& path, double cap, const std::vector<double>& weights);
   // Detaches a live flow and frees its slot; reports whether a link of it was full.
   bool end_flow(int slot, std::vector<LinkId>& links_out);
   FlowId id_of(int slot) const;
@@ -96,7 +109,7 @@ class FlowSharing {
   void fill(const std::vector<double>& avail, std::vector<double>& new_rate);
 
   std::vector<double> capacity_;
-  std::vector<double> load_;                     // sum of rates per link
+  std::vector<double> load_;                     // sum of weight x rate per link
   std::vector<std::vector<int>> link_flows_;     // live flow slots per link
   std::vector<Flow> flows_;
   std::vector<int> free_slots_;
@@ -125,6 +138,7 @@ class FlowSharing {
   std::vector<LinkId> scratch_links_;
   std::vector<double> scratch_rate_, scratch_avail_, scratch_old_, scratch_new_, scratch_frozen_;
   std::vector<int> scratch_unfrozen_, scratch_offset_, scratch_members_, scratch_cursor_;
+  std::vector<double> scratch_unfrozen_weight_;
   std::vector<std::uint32_t> scratch_version_;
   std::vector<char> scratch_done_;
   std::vector<FillEvent> scratch_heap_;
