@@ -108,7 +108,11 @@ class SweepWorld {
     rt::DeviceOptions options;
     options.cpu_threads = 1;  // only carries the shards' messages
     device_ = rt::make_device(rt::Backend::kCpu, 0, options);
-    world_ = rt::make_world_communicator(*device_);
+    // Shards are balanced (every size-th plan), but the gather waits for the
+    // slowest: give it an hour, not the training step's five minutes.
+    rt::CommOptions comm;
+    comm.timeout = std::chrono::hours(1);
+    world_ = rt::make_world_communicator(*device_, comm);
   }
   rt::Communicator& world() const { return *world_; }
   bool root() const { return world_->rank() == 0; }
