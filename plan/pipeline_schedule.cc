@@ -68,7 +68,10 @@ std::vector<PipelineOp> pipeline_program(Schedule schedule, int pp, int vpp, int
 std::string to_string(const PipelineOp& op, int vpp) {
   std::string s = op.phase == PipelinePhase::kForward ? "F" : "B";
   s += std::to_string(op.microbatch);
-  if (vpp > 1) s += "." + std::to_string(op.chunk);
+  if (vpp > 1) {
+    s += '.';
+    s += std::to_string(op.chunk);
+  }
   return s;
 }
 

@@ -26,10 +26,10 @@ constexpr int kNodeRole = 0;  // QGraphicsItem::data key holding a node box's no
 
 QString link_tooltip(const TopologyPicture& pic, const PictureLink& l) {
   std::string text = fmt::format("{} ↔ {}", pic.items[l.from].label, pic.items[l.to].label);
-  if (!l.kind.empty()) text += " · " + l.kind;
+  if (!l.kind.empty()) text += fmt::format(" · {}", l.kind);
   if (l.merged > 1) text += fmt::format(" · {} links", l.merged);
   text += fmt::format("\n{:.0f} GB/s per direction", l.bandwidth_bytes_per_s / 1e9);
-  text += "\n" + format_bytes(l.bytes) + " moved in the step";
+  text += fmt::format("\n{} moved in the step", format_bytes(l.bytes));
   text += fmt::format("\n{:.1f}% busy (the busier direction{})", l.utilization * 100.0,
                       l.merged > 1 ? ", hottest link" : "");
   return QString::fromStdString(text);

@@ -58,7 +58,10 @@ std::string mpirun_shell_command(const std::string& mpirun, int ranks,
                                  const std::vector<std::string>& command) {
   std::string line = "env";
   for (const auto& [name, value] : mpirun_environment()) line += " " + name + "=" + shell_quote(value);
-  for (const auto& word : mpirun_argv(mpirun, ranks, command)) line += " " + shell_quote(word);
+  for (const auto& word : mpirun_argv(mpirun, ranks, command)) {
+    line += ' ';
+    line += shell_quote(word);
+  }
   return line;
 }
 

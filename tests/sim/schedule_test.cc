@@ -10,7 +10,8 @@ namespace {
 std::string program_string(Schedule s, int pp, int vpp, int m, int rank) {
   std::string out;
   for (const PipelineOp& op : pipeline_program(s, pp, vpp, m, rank)) {
-    out += (out.empty() ? "" : " ") + to_string(op, vpp);
+    if (!out.empty()) out += ' ';
+    out += to_string(op, vpp);
   }
   return out;
 }

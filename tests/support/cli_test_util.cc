@@ -55,7 +55,10 @@ std::string TempDir::write(const std::string& name, const std::string& content) 
 namespace {
 CommandResult run_command(std::string command, const std::vector<std::string>& args) {
   TempDir capture;
-  for (const std::string& a : args) command += " " + shell_quote(a);
+  for (const std::string& a : args) {
+    command += ' ';
+    command += shell_quote(a);
+  }
   command += " >" + shell_quote(capture.file("out")) + " 2>" + shell_quote(capture.file("err")) +
              " </dev/null";
   int status = std::system(command.c_str());
