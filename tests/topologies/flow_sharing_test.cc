@@ -99,10 +99,18 @@ TEST(FlowSharing, BadArgumentsAreInternalErrors) {
   EXPECT_THROW(s.rate(12345), InternalError);
 }
 
+// A flow as the from-scratch reference sees it: its links, a weight per link, its cap.
+struct RefFlow {
+  std::vector<LinkId> path;
+  std::vector<double> weight;
+  double cap;
+};
+
 // A from-scratch progressive filling, the textbook way: raise every unfrozen flow by
-// the smallest increment that fills a link or reaches a cap, freeze, repeat.
-std::map<FlowId, double> reference_rates(const std::vector<double>& capacity,
-                                         const std::map<FlowId, std::pair<std::vector<LinkId>, double>>& flows) {
+// the smallest increment that fills a link (where sum of weight x rate reaches the
+// capacity) or reaches a cap, freeze, repeat.
+std::map<FlowId, double> weighted_reference_rates(const std::vector<double>& capacity,
+                                                  const std::map<FlowId, RefFlow>& flows) {
   std::map<FlowId, double> rate;
   std::map<FlowId, bool> frozen;
   for (const auto& [id, f] : flows) {
@@ -110,20 +118,19 @@ std::map<FlowId, double> reference_rates(const std::vector<double>& capacity,
     frozen[id] = false;
   }
   while (true) {
-    double step = std::numeric_limits<double>::infinity();
-    std::vector<double> used(capacity.size(), 0.0);
-    std::vector<int> active(capacity.size(), 0);
+    std::vector<double> used(capacity.size(), 0.0), active(capacity.size(), 0.0);
     for (const auto& [id, f] : flows) {
-      for (LinkId l : f.first) {
-        used[static_cast<std::size_t>(l)] += rate[id];
-        if (!frozen[id]) ++active[static_cast<std::size_t>(l)];
+      for (std::size_t i = 0; i < f.path.size(); ++i) {
+        used[static_cast<std::size_t>(f.path[i])] += f.weight[i] * rate[id];
+        if (!frozen[id]) active[static_cast<std::size_t>(f.path[i])] += f.weight[i];
       }
     }
+    double step = std::numeric_limits<double>::infinity();
     bool any = false;
     for (const auto& [id, f] : flows) {
       if (frozen[id]) continue;
       any = true;
-      step = std::min(step, f.second - rate[id]);
+      step = std::min(step, f.cap - rate[id]);
     }
     if (!any) break;
     for (std::size_t l = 0; l < capacity.size(); ++l) {
@@ -134,16 +141,26 @@ std::map<FlowId, double> reference_rates(const std::vector<double>& capacity,
     }
     std::fill(used.begin(), used.end(), 0.0);
     for (const auto& [id, f] : flows) {
-      for (LinkId l : f.first) used[static_cast<std::size_t>(l)] += rate[id];
+      for (std::size_t i = 0; i < f.path.size(); ++i) used[static_cast<std::size_t>(f.path[i])] += f.weight[i] * rate[id];
     }
     for (const auto& [id, f] : flows) {
       if (frozen[id]) continue;
-      bool stop = rate[id] >= f.second * (1 - 1e-12);
-      for (LinkId l : f.first) stop = stop || used[static_cast<std::size_t>(l)] >= capacity[static_cast<std::size_t>(l)] * (1 - 1e-12);
+      bool stop = rate[id] >= f.cap * (1 - 1e-12);
+      for (LinkId l : f.path) {
+        stop = stop || used[static_cast<std::size_t>(l)] >= capacity[static_cast<std::size_t>(l)] * (1 - 1e-12);
+      }
       if (stop) frozen[id] = true;
     }
   }
   return rate;
+}
+
+// The same for plain flows (weight 1 on every link).
+std::map<FlowId, double> reference_rates(const std::vector<double>& capacity,
+                                         const std::map<FlowId, std::pair<std::vector<LinkId>, double>>& flows) {
+  std::map<FlowId, RefFlow> plain;
+  for (const auto& [id, f] : flows) plain[id] = {f.first, std::vector<double>(f.first.size(), 1.0), f.second};
+  return weighted_reference_rates(capacity, plain);
 }
 
 TEST(FlowSharing, IncrementalMatchesFromScratch) {
@@ -237,60 +254,14 @@ TEST(FlowSharing, UnitWeightsAreThePlainFlow) {
 // Weighted flows added and removed at random against a from-scratch weighted
 // progressive filling.
 TEST(FlowSharing, WeightedIncrementalMatchesFromScratch) {
-  struct Live {
-    std::vector<LinkId> path;
-    std::vector<double> weight;
-    double cap;
-  };
-  auto reference = [](const std::vector<double>& capacity, const std::map<FlowId, Live>& flows) {
-    std::map<FlowId, double> rate;
-    std::map<FlowId, bool> frozen;
-    for (const auto& [id, f] : flows) rate[id] = 0.0, frozen[id] = false;
-    while (true) {
-      std::vector<double> used(capacity.size(), 0.0), active(capacity.size(), 0.0);
-      for (const auto& [id, f] : flows) {
-        for (std::size_t i = 0; i < f.path.size(); ++i) {
-          used[static_cast<std::size_t>(f.path[i])] += f.weight[i] * rate[id];
-          if (!frozen[id]) active[static_cast<std::size_t>(f.path[i])] += f.weight[i];
-        }
-      }
-      double step = std::numeric_limits<double>::infinity();
-      bool any = false;
-      for (const auto& [id, f] : flows) {
-        if (frozen[id]) continue;
-        any = true;
-        step = std::min(step, f.cap - rate[id]);
-      }
-      if (!any) break;
-      for (std::size_t l = 0; l < capacity.size(); ++l) {
-        if (active[l] > 0) step = std::min(step, (capacity[l] - used[l]) / active[l]);
-      }
-      for (auto& [id, r] : rate) {
-        if (!frozen[id]) r += step;
-      }
-      std::fill(used.begin(), used.end(), 0.0);
-      for (const auto& [id, f] : flows) {
-        for (std::size_t i = 0; i < f.path.size(); ++i) used[static_cast<std::size_t>(f.path[i])] += f.weight[i] * rate[id];
-      }
-      for (const auto& [id, f] : flows) {
-        if (frozen[id]) continue;
-        bool stop = rate[id] >= f.cap * (1 - 1e-12);
-        for (LinkId l : f.path) {
-          stop = stop || used[static_cast<std::size_t>(l)] >= capacity[static_cast<std::size_t>(l)] * (1 - 1e-12);
-        }
-        if (stop) frozen[id] = true;
-      }
-    }
-    return rate;
-  };
   std::mt19937_64 rng(20261202);
   std::vector<double> capacity;
   for (int l = 0; l < 16; ++l) capacity.push_back(1.0 + static_cast<double>(rng() % 9));
   FlowSharing s(capacity);
-  std::map<FlowId, Live> live;
+  std::map<FlowId, RefFlow> live;
   for (int op = 0; op < 300; ++op) {
     if (live.empty() || rng() % 3 != 0) {
-      Live f;
+      RefFlow f;
       for (int i = 0; i < 1 + static_cast<int>(rng() % 4); ++i) {
         const auto l = static_cast<LinkId>(rng() % capacity.size());
         if (std::find(f.path.begin(), f.path.end(), l) != f.path.end()) continue;
@@ -306,7 +277,7 @@ TEST(FlowSharing, WeightedIncrementalMatchesFromScratch) {
       live.erase(it);
     }
     if (op % 15 == 14) {
-      for (const auto& [id, r] : reference(capacity, live)) {
+      for (const auto& [id, r] : weighted_reference_rates(capacity, live)) {
         EXPECT_NEAR(s.rate(id), r, 1e-9 * std::max(1.0, r)) << "after op " << op;
       }
     }
