@@ -70,7 +70,7 @@ inline PlanSpec plan(int tp, int pp, int dp, int mbs, int gbs) {
 // embeddings) and a Llama-shaped one (RMSNorm, no biases, SwiGLU, grouped-query
 // attention, untied output layer).
 inline ModelSpec gpt_small() {
-  ModelSpec m;
+  ModelSpec m = gpt3_175b();  // its architecture, at test size and without dropout
   m.name = "gpt-small-test";
   m.num_layers = 4;
   m.hidden_size = 32;
@@ -85,29 +85,22 @@ inline ModelSpec gpt_small() {
 }
 
 inline ModelSpec llama_small() {
-  ModelSpec m;
+  ModelSpec m = llama3_8b();  // its architecture (dropout already 0), at test size
   m.name = "llama-small-test";
   m.num_layers = 4;
   m.hidden_size = 32;
   m.num_attention_heads = 4;
   m.num_query_groups = 2;
   m.ffn_hidden_size = 64;
-  m.swiglu = true;
-  m.normalization = Normalization::kRmsNorm;
   m.seq_length = 16;
   m.vocab_size = 64;
-  m.untie_embeddings_and_output_weights = true;
-  m.position_embedding_type = PositionEmbedding::kRope;
-  m.add_bias_linear = false;
-  m.hidden_dropout = 0.0;
-  m.attention_dropout = 0.0;
   return m;
 }
 
 // A GPT-style model with `layers` layers, h 64, 4 heads, ffn 256, 32 positions,
 // vocabulary 128: small enough to simulate every rank quickly.
 inline ModelSpec small_gpt(int layers) {
-  ModelSpec m;
+  ModelSpec m = gpt3_175b();  // its architecture, with the default dropout
   m.name = "small";
   m.num_layers = layers;
   m.hidden_size = 64;
