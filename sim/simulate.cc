@@ -37,7 +37,7 @@ std::vector<LinkUse> link_usage(const topo::Topology& topology, const Workload& 
     const std::int32_t c = g.comm_of(t);
     if (c < 0) continue;
     const CommSpec& spec = g.comm(c);
-    for (std::int32_t l : spec.links) bytes[l] += spec.bytes;
+    for (std::size_t i = 0; i < spec.links.size(); ++i) bytes[spec.links[i]] += spec.bytes * spec.link_weight(i);
   }
   std::vector<LinkUse> out;
   const double step = ns_to_seconds(run.makespan_ns);

@@ -145,17 +145,20 @@ int FlowSharing::start_flow(const std::vector<LinkId>& path, double cap, const s
 }
 
 std::vector<FlowSharing::FlowId> FlowSharing::add_all(const std::vector<std::vector<LinkId>>& paths,
-                                                     const std::vector<double>& caps) {
-  if (paths.size() != caps.size()) {
-    throw InternalError("FlowSharing::add_all: one rate cap per path");
+                                                     const std::vector<double>& caps,
+                                                     const std::vector<std::vector<double>>& weights) {
+  if (paths.size() != caps.size() || (!weights.empty() && weights.size() != paths.size())) {
+    throw InternalError("FlowSharing::add_all: one rate cap (and one weight list, if any) per path");
   }
-  for (std::size_t i = 0; i < paths.size(); ++i) check_new_flow(paths[i], caps[i], {});
+  static const std::vector<double> kUnit;
+  auto weights_of = [&](std::size_t i) -> const std::vector<double>& { return weights.empty() ? kUnit : weights[i]; };
+  for (std::size_t i = 0; i < paths.size(); ++i) check_new_flow(paths[i], caps[i], weights_of(i));
   std::vector<FlowId> ids;
   ids.reserve(paths.size());
   std::vector<LinkId> seeds;
   std::vector<int> pathless;  // capped flows without links: at their cap, nothing to solve
   for (std::size_t i = 0; i < paths.size(); ++i) {
-    const int slot = start_flow(paths[i], caps[i], {});
+    const int slot = start_flow(paths[i], caps[i], weights_of(i));
     ids.push_back(id_of(slot));
     if (paths[i].empty()) pathless.push_back(slot);
     seeds.insert(seeds.end(), paths[i].begin(), paths[i].end());

@@ -57,10 +57,11 @@ class FlowSharing {
   // that is not positive and finite.
   FlowId add(const std::vector<LinkId>& path, double rate_cap_bytes_per_s, const std::vector<double>& weights);
   // Several flows starting together (a collective's flows): the same as add() for
-  // each, but re-solved once. paths and caps have one entry per flow; ids come back
-  // in the same order.
+  // each, but re-solved once. paths and caps have one entry per flow, weights one
+  // per flow or none (all 1); ids come back in the same order.
   std::vector<FlowId> add_all(const std::vector<std::vector<LinkId>>& paths,
-                              const std::vector<double>& rate_caps_bytes_per_s);
+                              const std::vector<double>& rate_caps_bytes_per_s,
+                              const std::vector<std::vector<double>>& weights = {});
   // Removes a live flow; its bandwidth goes to the others. Throws InternalError for
   // an unknown or already removed id.
   void remove(FlowId id);

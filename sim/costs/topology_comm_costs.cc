@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <string>
 
 #include <fmt/format.h>
@@ -74,18 +75,16 @@ const FlowShape& TopologyCommCosts::flow_shape(CollectiveOp op, const std::vecto
   const topo::CollectiveFlows flows = collectives_.flows(op, group, bytes);
   FlowShape shape;
   shape.fixed_ns = flows.fixed_latency_ns;
+  std::map<std::int32_t, double> share_on;  // per link, in link order
   for (const topo::FlowSpec& f : flows.flows) {
     if (f.bytes <= 0.0) continue;
-    FlowShape::Flow g;
-    g.share = snapped_share(f.bytes, bytes);
-    g.path_bytes_per_s = f.path.empty() ? std::numeric_limits<double>::infinity()
-                                        : topology_.path_bandwidth_bytes_per_s(f.path);
-    g.path = f.path;
-    shape.all_links.insert(shape.all_links.end(), g.path.begin(), g.path.end());
-    shape.flows.push_back(std::move(g));
+    const double share = snapped_share(f.bytes, bytes);
+    for (std::int32_t l : f.path) share_on[l] += share;
   }
-  std::sort(shape.all_links.begin(), shape.all_links.end());
-  shape.all_links.erase(std::unique(shape.all_links.begin(), shape.all_links.end()), shape.all_links.end());
+  for (const auto& [link, share] : share_on) {
+    shape.links.push_back(link);
+    shape.link_share.push_back(share);
+  }
   return cache_.insert_shape(std::move(key), std::move(shape));
 }
 
@@ -96,35 +95,21 @@ CommSpec TopologyCommCosts::from_flows(CollectiveOp op, const std::vector<int>& 
   const topo::CollectiveEstimate choice = collectives_.estimate(op, group, bytes);
   const FlowShape& shape = flow_shape(op, group, bytes, choice);
   spec.fixed = Duration::from_seconds(shape.fixed_ns * 1e-9);
-  // Every flow runs at its protocol's rate (its bytes over the choice's bandwidth
-  // time) or its path's bottleneck, whichever is lower; the collective ends with
-  // its slowest flow, and the flows within 1% of it give its links.
   const double bandwidth_s = choice.bandwidth_s;
-  if (shape.flows.empty() || !(bandwidth_s > 0.0)) return spec;
-  auto seconds = [&](const FlowShape::Flow& f) { return std::max(bandwidth_s, f.share * bytes / f.path_bytes_per_s); };
-  double worst = 0.0;
-  const FlowShape::Flow* critical = nullptr;
-  for (const FlowShape::Flow& f : shape.flows) {
-    if (seconds(f) > worst) {
-      worst = seconds(f);
-      critical = &f;
-    }
+  if (shape.links.empty() || !(bandwidth_s > 0.0)) return spec;
+  // One flow carries the message; each link carries what the collective's flows put
+  // on it (its share of the message), so a NIC that carries an eighth of an NVLink
+  // edge's bytes is loaded with an eighth. Alone on the wires it runs at the
+  // protocol's rate (the choice's bandwidth time) or as fast as its most loaded
+  // link allows, whichever is slower.
+  double seconds = bandwidth_s;
+  for (std::size_t i = 0; i < shape.links.size(); ++i) {
+    seconds = std::max(seconds, shape.link_share[i] * bytes / topology_.link(shape.links[i]).bandwidth_bytes_per_s);
   }
-  std::size_t critical_flows = 0;
-  for (const FlowShape::Flow& f : shape.flows) {
-    if (seconds(f) >= 0.99 * worst) ++critical_flows;
-  }
-  if (critical_flows == shape.flows.size()) {
-    spec.links = shape.all_links;  // the usual case: every flow at the protocol's rate
-  } else {
-    for (const FlowShape::Flow& f : shape.flows) {
-      if (seconds(f) >= 0.99 * worst) spec.links.insert(spec.links.end(), f.path.begin(), f.path.end());
-    }
-    std::sort(spec.links.begin(), spec.links.end());
-    spec.links.erase(std::unique(spec.links.begin(), spec.links.end()), spec.links.end());
-  }
-  spec.bytes = critical->share * bytes;
-  spec.rate_cap_bytes_per_s = spec.bytes / worst;
+  spec.bytes = bytes;
+  spec.links = shape.links;
+  spec.link_weights = shape.link_share;
+  spec.rate_cap_bytes_per_s = bytes / seconds;
   // A measured time for this op, group size and placement replaces the model's.
   if (auto measured = cost_model_.collective_seconds(op, static_cast<int>(group.size()),
                                                      spans_nodes(topology_, group), bytes)) {
@@ -184,6 +169,7 @@ CommSpec TopologyCommCosts::folded(CollectiveOp op, const std::vector<int>& grou
   CommSpec own = from_flows(op, group, bytes);
   if (own.bytes <= 0.0 || own.links.empty()) {
     own.links.clear();
+    own.link_weights.clear();
     return own;
   }
   // Solve the sharing with every copy active; the group's collective ends when its
@@ -216,11 +202,12 @@ CommSpec TopologyCommCosts::folded(CollectiveOp op, const std::vector<int>& grou
     for (std::int32_t l : specs[i].links) {
       local.push_back(static_cast<std::int32_t>(std::lower_bound(links.begin(), links.end(), l) - links.begin()));
     }
-    const auto id = sharing.add(local, specs[i].rate_cap_bytes_per_s);
+    const auto id = sharing.add(local, specs[i].rate_cap_bytes_per_s, specs[i].link_weights);
     if (i == own_index) mine = id;
   }
   own.rate_cap_bytes_per_s = std::min(own.rate_cap_bytes_per_s, sharing.rate(mine));
   own.links.clear();  // costed without the network: the contention is already in the rate
+  own.link_weights.clear();
   return own;
 }
 

@@ -2,11 +2,12 @@
 // (topologies/): NCCL's cost model for each collective, and max-min fair sharing
 // of the links for contention.
 //
-// Full fidelity: a collective becomes one flow over the links of its critical
-// point-to-point flows (those that set its time: every edge of a ring), carrying
-// the critical flow's bytes at its protocol's cap, so that alone on the wires it
-// takes exactly NCCL's predicted time, and concurrent collectives slow each other
-// wherever they share a link.
+// Full fidelity: a collective becomes one flow carrying its message over every link
+// its point-to-point flows cross, weighted per link by the bytes those flows put
+// there (NVLink ring edges, PCIe, NICs: each carries its own share), capped at its
+// protocol's rate, so that alone on the wires it takes NCCL's predicted time, and
+// concurrent collectives slow each other wherever they share a link, each link
+// loaded by the bytes it really carries.
 // Folded fidelity: only one rank per stage runs, so contention with the symmetric
 // copies of a collective (the same collective of the other tensor-parallel or
 // data-parallel groups of the stage on the same nodes, which run at the same
@@ -31,20 +32,17 @@
 
 namespace strata::sim {
 
-// A collective's flows for one NCCL choice, per message byte. Within one
-// algorithm, protocol and channel count every flow's bytes are a fixed multiple
+// A collective's load on the links for one NCCL choice, per message byte. Within
+// one algorithm, protocol and channel count every flow's bytes are a fixed multiple
 // of the message's and its path is fixed; what varies with the size is the
 // protocol's bandwidth time (NCCL's model has size-dependent factors), applied
 // per size. One flow build then serves every size that makes the same choice.
 struct FlowShape {
-  struct Flow {
-    double share = 0.0;           // bytes per message byte, on a 2^-40 grid
-    double path_bytes_per_s = 0.0;  // the path's bottleneck (infinity: no path)
-    std::vector<std::int32_t> path;
-  };
   double fixed_ns = 0.0;  // the choice's latency
-  std::vector<Flow> flows;
-  std::vector<std::int32_t> all_links;  // every flow's links, sorted, once each
+  // Every link some flow crosses, sorted, and the bytes all the flows put on it
+  // per message byte (each flow's share on a 2^-40 grid, summed in flow order).
+  std::vector<std::int32_t> links;
+  std::vector<double> link_share;
 };
 
 // Costed collectives, shared by every plan a sweep simulates on one cluster.
@@ -103,16 +101,21 @@ class TopologyCommCosts : public CommCosts {
 class TopologyFlowModel : public FlowModel {
  public:
   explicit TopologyFlowModel(const topo::Topology& topology) : sharing_(topology) {}
-  FlowId add(const std::vector<std::int32_t>& links, double rate_cap_bytes_per_s) override {
-    return sharing_.add(links, rate_cap_bytes_per_s);
+  FlowId add(const std::vector<std::int32_t>& links, double rate_cap_bytes_per_s,
+             const std::vector<double>& weights) override {
+    return sharing_.add(links, rate_cap_bytes_per_s, weights);
   }
   void remove(FlowId id) override { sharing_.remove(id); }
   std::vector<FlowId> add_all(const std::vector<const std::vector<std::int32_t>*>& links,
-                              const std::vector<double>& rate_caps_bytes_per_s) override {
+                              const std::vector<double>& rate_caps_bytes_per_s,
+                              const std::vector<const std::vector<double>*>& weights) override {
     std::vector<std::vector<std::int32_t>> paths;
+    std::vector<std::vector<double>> path_weights;
     paths.reserve(links.size());
+    path_weights.reserve(links.size());
     for (const auto* l : links) paths.push_back(*l);
-    const auto ids = sharing_.add_all(paths, rate_caps_bytes_per_s);
+    for (const auto* w : weights) path_weights.push_back(*w);
+    const auto ids = sharing_.add_all(paths, rate_caps_bytes_per_s, path_weights);
     return {ids.begin(), ids.end()};
   }
   void remove_all(const std::vector<FlowId>& ids) override {

@@ -115,12 +115,14 @@ class Engine {
     if (!starting_.empty()) {
       std::vector<const std::vector<std::int32_t>*> links;
       std::vector<double> caps;
+      std::vector<const std::vector<double>*> weights;
       for (TaskId t : starting_) {
         const CommSpec& comm = g_.comm(g_.comm_of(t));
         links.push_back(&comm.links);
         caps.push_back(comm.rate_cap_bytes_per_s);
+        weights.push_back(&comm.link_weights);
       }
-      const std::vector<FlowModel::FlowId> ids = net_->add_all(links, caps);
+      const std::vector<FlowModel::FlowId> ids = net_->add_all(links, caps, weights);
       for (std::size_t i = 0; i < starting_.size(); ++i) {
         ActiveFlow f;
         f.id = ids[i];

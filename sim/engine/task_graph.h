@@ -26,13 +26,20 @@ namespace strata::sim {
 using TaskId = std::int32_t;
 
 // A communication's cost: a fixed latency plus `bytes` carried at a rate that is
-// at most rate_cap; on a network model, over `links` shared max-min fairly.
+// at most rate_cap; on a network model, over `links` shared max-min fairly, each
+// link loaded with its weight times the rate.
 struct CommSpec {
   Duration fixed;  // latency, before and besides the transfer
   double bytes = 0.0;
   double rate_cap_bytes_per_s = 0.0;  // 0: the transfer is free (latency only)
   std::vector<std::int32_t> links;    // empty: costed without the network (fixed time)
+  // Bytes carried on links[i] per byte of `bytes` (a collective's flows load its
+  // links unequally: a 2-node ring puts an eighth of an NVLink edge's bytes on each
+  // NIC); empty: 1 on every link.
+  std::vector<double> link_weights;
   std::string name;                   // "all_reduce tp8 24.0 MiB" for traces
+
+  double link_weight(std::size_t i) const { return link_weights.empty() ? 1.0 : link_weights[i]; }
 };
 
 class TaskGraph {

@@ -19,7 +19,8 @@ class EqualShareLinks : public FlowModel {
  public:
   explicit EqualShareLinks(std::vector<double> capacity_bytes_per_s) : capacity_(std::move(capacity_bytes_per_s)) {}
 
-  FlowId add(const std::vector<std::int32_t>& links, double cap) override {
+  FlowId add(const std::vector<std::int32_t>& links, double cap, const std::vector<double>& weights) override {
+    if (!weights.empty()) throw InternalError("EqualShareLinks: unweighted flows only");
     const FlowId id = next_++;
     flows_[id] = {links, cap, 0.0};
     update();

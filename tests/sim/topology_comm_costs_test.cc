@@ -7,6 +7,8 @@
 #include "costmodel/fitting.h"
 #include "plan/rank_layout.h"
 #include "sim/costs/topology_comm_costs.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/task_graph.h"
 #include "sim/scenario.h"
 #include "topologies/collective_model.h"
 #include "topologies/nccl_tuning.h"
@@ -135,6 +137,103 @@ TEST(TopologyCommCosts, LatencyBoundCollectiveTakesTheMeasuredTime) {
   EXPECT_EQ(c.fixed, Duration::from_seconds(40e-6 + 4096 / 5e9));
   EXPECT_NE(c.fixed, Duration::from_seconds(f.collectives.estimate(CollectiveOp::kAllReduce, everyone, 4096.0).time_s));
   EXPECT_TRUE(c.links.empty());
+}
+
+// Two DGX A100 nodes (8 HDR NICs each) and a 16-GPU data-parallel group: the
+// shape of a 2-node FSDP step, where every collective crosses the network.
+Scenario dp16_on_2_dgx_a100(double nic_gbps = 0.0) {
+  ScenarioArgs a;
+  a.model = "llama3-8b";
+  a.plan = "llama3-8b-8";
+  a.cluster = "dgx-a100-1node";
+  Scenario s = load_scenario(a);
+  s.cluster = load_cluster_spec("dgx-a100-2node");
+  if (nic_gbps > 0.0) s.cluster.fabric.nic_gbps = nic_gbps;
+  s.plan.tp = 1;
+  s.plan.dp = 16;
+  return s;
+}
+
+std::vector<int> first_gpus(int n) {
+  std::vector<int> g(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) g[static_cast<std::size_t>(i)] = i;
+  return g;
+}
+
+// The collective alone in the event engine, its links shared max-min fairly.
+double engine_seconds_alone(const topo::Topology& topology, const CommSpec& spec,
+                            const std::vector<int>& group) {
+  TaskGraph graph(static_cast<int>(group.size()), 1);
+  const std::int32_t comm = graph.add_comm(spec);
+  std::vector<std::pair<int, int>> slots;
+  for (std::size_t r = 0; r < group.size(); ++r) slots.emplace_back(static_cast<int>(r), 0);
+  graph.add_comm_task(slots, comm);
+  graph.finalize();
+  TopologyFlowModel network(topology);
+  return ns_to_seconds(run_task_graph(graph, &network).makespan_ns);
+}
+
+// The bytes the collective puts on node 0's NIC uplinks, summed: what crosses between the nodes.
+double bytes_leaving_node0(const topo::Topology& topology, const CommSpec& spec) {
+  double total = 0.0;
+  for (std::size_t i = 0; i < spec.links.size(); ++i) {
+    const topo::Link& l = topology.link(spec.links[i]);
+    const topo::VertexInfo& from = topology.vertex(l.from_vertex);
+    if (from.kind != topo::VertexKind::kNic || from.node != 0 || l.kind == topo::LinkKind::kPcie) continue;
+    total += spec.bytes * (spec.link_weights.empty() ? 1.0 : spec.link_weights[i]);
+  }
+  return total;
+}
+
+// A ring over 16 GPUs on 2 nodes: alone on the wires, in both fidelities and in the
+// engine, it takes NCCL's predicted time, and the network carries what a ring
+// moves between two nodes. All-gather of S bytes (the output): each of the C
+// channel rings crosses from node 0 to node 1 once carrying (n-1)/n of its S/C, so
+// S(n-1)/n leaves node 0. All-reduce: twice that (reduce-scatter, then all-gather).
+TEST(TopologyCommCosts, TwoNodeRingCostsWhatNcclsModelAndTheLinksSay) {
+  Fixture f(dp16_on_2_dgx_a100());
+  const std::vector<int> group = first_gpus(16);
+  const double S = 256.0 * 1024 * 1024;
+  struct Case {
+    CollectiveOp op;
+    double crossing;  // bytes leaving node 0
+  };
+  for (const Case& c : {Case{CollectiveOp::kAllGather, S * 15 / 16}, Case{CollectiveOp::kAllReduce, 2 * S * 15 / 16}}) {
+    SCOPED_TRACE(to_string(c.op));
+    const topo::CollectiveEstimate nccl = f.collectives.estimate(c.op, group, S);
+    ASSERT_EQ(nccl.algorithm, topo::CollectiveAlgorithm::kRing);
+    for (Fidelity fidelity : {Fidelity::kFull, Fidelity::kFolded}) {
+      CommCostCache cache;
+      TopologyCommCosts costs(f.topology, f.collectives, f.cost_model, f.s.plan, fidelity, cache);
+      const CommSpec spec = costs.collective(c.op, group, S);
+      const double alone = fidelity == Fidelity::kFull ? engine_seconds_alone(f.topology, spec, group)
+                                                       : spec.fixed.seconds() + spec.bytes / spec.rate_cap_bytes_per_s;
+      EXPECT_NEAR(alone / nccl.time_s, 1.0, 0.01) << (fidelity == Fidelity::kFull ? "full" : "folded");
+    }
+    CommCostCache cache;
+    TopologyCommCosts costs(f.topology, f.collectives, f.cost_model, f.s.plan, Fidelity::kFull, cache);
+    EXPECT_NEAR(bytes_leaving_node0(f.topology, costs.collective(c.op, group, S)) / c.crossing, 1.0, 1e-6);
+  }
+}
+
+// The network, not NVLink, bounds a 2-node all-gather: twice the NIC rate makes it
+// faster, by as much as NCCL's model says, in the engine as alone. HDR100 against
+// HDR: a DGX A100's NICs sit on PCIe Gen4 x16 switches (~25 GB/s), so a 400 Gb/s
+// NIC would be PCIe-bound and no faster than HDR; 100 Gb/s is the NIC's own limit.
+TEST(TopologyCommCosts, DoublingNicBandwidthShortensAnInterNodeBoundCollective) {
+  const std::vector<int> group = first_gpus(16);
+  const double S = 256.0 * 1024 * 1024;
+  std::vector<double> engine, nccl;
+  for (double gbps : {100.0, 200.0}) {
+    Fixture f(dp16_on_2_dgx_a100(gbps));
+    CommCostCache cache;
+    TopologyCommCosts costs(f.topology, f.collectives, f.cost_model, f.s.plan, Fidelity::kFull, cache);
+    engine.push_back(engine_seconds_alone(f.topology, costs.collective(CollectiveOp::kAllGather, group, S), group));
+    nccl.push_back(f.collectives.estimate(CollectiveOp::kAllGather, group, S).time_s);
+  }
+  EXPECT_LT(nccl[1], 0.75 * nccl[0]);  // the model's own premise: inter-node bound
+  EXPECT_LT(engine[1], 0.75 * engine[0]);
+  EXPECT_NEAR(engine[1] / nccl[1], 1.0, 0.01);
 }
 
 }  // namespace

@@ -306,6 +306,30 @@ TEST(FlowSharing, BatchOfFlows) {
   EXPECT_EQ(s.live_flows(), 2);  // a rejected batch changes nothing
 }
 
+// A weighted batch, hand-solved: link 0 (10) carries r0 + 2 r1, link 1 (6) carries
+// r1 / 2 + r2. Filling together, link 0 fills first at r = 10/3 (3r = 10; link 1
+// would allow 4), freezing flows 0 and 1; flow 2 takes what link 1 has left,
+// 6 - 5/3 = 13/3. Added one by one, the same.
+TEST(FlowSharing, WeightedBatchOfFlows) {
+  const std::vector<std::vector<LinkId>> paths = {{0}, {0, 1}, {1}};
+  const std::vector<double> caps(3, FlowSharing::kNoCap);
+  const std::vector<std::vector<double>> weights = {{1.0}, {2.0, 0.5}, {}};
+  FlowSharing batch(std::vector<double>{10.0, 6.0});
+  const std::vector<FlowId> ids = batch.add_all(paths, caps, weights);
+  EXPECT_NEAR(batch.rate(ids[0]), 10.0 / 3, 1e-12);
+  EXPECT_NEAR(batch.rate(ids[1]), 10.0 / 3, 1e-12);
+  EXPECT_NEAR(batch.rate(ids[2]), 13.0 / 3, 1e-12);
+  FlowSharing one_by_one(std::vector<double>{10.0, 6.0});
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    const FlowId id = one_by_one.add(paths[i], caps[i], weights[i]);
+    if (i + 1 == paths.size()) {
+      EXPECT_NEAR(one_by_one.rate(id), 13.0 / 3, 1e-12);
+    }
+  }
+  EXPECT_THROW(batch.add_all({{0}}, {1.0}, {{1.0}, {1.0}}), InternalError);  // one weight list per path
+  EXPECT_THROW(batch.add_all({{0}}, {1.0}, {{0.0}}), InternalError);         // weights > 0
+}
+
 TEST(FlowSharing, BatchesMatchFromScratch) {
   std::mt19937_64 rng(20261129);
   std::vector<double> capacity;
