@@ -37,6 +37,7 @@ const char* to_string(Lane lane) {
     case Lane::kPpSend: return "pp-send";
     case Lane::kPpRecv: return "pp-recv";
     case Lane::kCopy: return "copy";
+    case Lane::kDpReduce: return "dp-reduce";
   }
   return "compute";
 }

@@ -17,9 +17,11 @@ bool parse_category(std::string_view s, Category* out);
 // Tensor-, pipeline- and data-parallel traffic and ZeRO's gathers.
 bool is_communication(Category c);
 
-// A rank's lanes, its trace thread ids 0..5 in this order.
-enum class Lane : std::uint8_t { kCompute, kTpComm, kDpComm, kPpSend, kPpRecv, kCopy };
-inline constexpr int kNumLanes = 6;
+// A rank's lanes, its trace thread ids 0..6 in this order. dp-reduce: ZeRO-3's
+// gradient reduce-scatters where the framework runs them on a stream of their own
+// (FSDP's post-backward stream); every other data-parallel collective is on dp-comm.
+enum class Lane : std::uint8_t { kCompute, kTpComm, kDpComm, kPpSend, kPpRecv, kCopy, kDpReduce };
+inline constexpr int kNumLanes = 7;
 const char* to_string(Lane lane);
 
 enum class Phase : std::uint8_t { kForward, kBackward, kRecompute, kStep };

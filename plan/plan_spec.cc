@@ -57,6 +57,7 @@ PlanSpec read_plan_spec(const nlohmann::json& doc, const std::string& file, cons
       r.boolean_or("accumulate_allreduce_grads_in_fp32", p.dtype == DType::kBf16);
   if (r.has("rank_order")) p.rank_order = read_rank_order(r.string("rank_order"), file, r.path_of("rank_order"));
   p.ddp_bucket_size = r.integer_or("ddp_bucket_size", kDefaultDdpBucketSize, 1, std::int64_t{1} << 40);
+  p.framework = r.string_or("framework", kDefaultFramework);
   if (r.has("source")) p.source = r.string("source");
   r.allow_text("notes");
   r.finish();
@@ -199,6 +200,7 @@ nlohmann::ordered_json to_json(const PlanSpec& p) {
   j["accumulate_allreduce_grads_in_fp32"] = p.accumulate_allreduce_grads_in_fp32;
   j["rank_order"] = to_string(p.rank_order);
   j["ddp_bucket_size"] = p.ddp_bucket_size;
+  j["framework"] = p.framework;
   return j;
 }
 

@@ -20,6 +20,9 @@ enum class Recompute { kNone, kSelective, kFull };
 // bucket_size = max(40000000, 1000000 * dp)); Strata uses the floor.
 inline constexpr std::int64_t kDefaultDdpBucketSize = 40000000;
 
+// The framework a plan runs with when it names none.
+inline constexpr const char* kDefaultFramework = "strata-runtime";
+
 struct PlanSpec {
   int tp = 1;
   int pp = 1;
@@ -45,6 +48,10 @@ struct PlanSpec {
   // Parameters per data-parallel gradient bucket (Megatron-LM's --ddp-bucket-size;
   // its default floor is 40M: max(40M, 1M * dp) in distributed_data_parallel.py).
   std::int64_t ddp_bucket_size = kDefaultDdpBucketSize;
+  // The training software the plan runs with: a framework profile's name
+  // (scenarios/frameworks/; costmodel/framework_profile.h), Strata's own runtime
+  // unless the plan names another.
+  std::string framework = kDefaultFramework;
   std::string source;
 
   int num_gpus() const { return tp * pp * dp; }

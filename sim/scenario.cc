@@ -3,6 +3,7 @@
 #include "core/data_paths.h"
 #include "core/error.h"
 #include "core/json_reader.h"
+#include "costmodel/framework_profile.h"
 
 namespace strata {
 
@@ -31,6 +32,19 @@ void read_scenario_plan(Scenario& s, const nlohmann::json& doc, const std::strin
                         bool allow_cross_node_tp) {
   s.plan_file = file;
   s.plan = read_plan_spec(doc, file, path);
+  const FrameworkProfile* framework = nullptr;
+  try {
+    framework = &framework_profile(s.plan.framework);
+  } catch (const InputError& e) {
+    if (e.file() != s.plan.framework) throw;  // the framework file itself is at fault
+    throw InputError(file, path + ".framework", e.message());
+  }
+  if (s.plan.zero_stage == 3 && !framework->sharded) {
+    throw InputError(file, path + ".zero_stage",
+                     "framework \"" + framework->name + "\" does not shard parameters (ZeRO-3): its profile (" +
+                         framework->file + ") has no sharded_data_parallel section; use zero_stage 0-2 or a "
+                         "framework that has one");
+  }
   PlanContext context;
   context.num_gpus = s.cluster.num_gpus();
   context.gpus_per_node = s.cluster.gpus_per_node;

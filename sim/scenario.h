@@ -49,7 +49,8 @@ Profile load_scenario_profile(const ClusterSpec& cluster, const std::string& clu
                               const std::string& profile);
 
 // Reads the scenario's plan from `doc` (at `path` of `file`) and checks it
-// against the scenario's model and cluster.
+// against the scenario's model and cluster, and that the framework it names
+// exists and can run it (costmodel/framework_profile.h).
 void read_scenario_plan(Scenario& s, const nlohmann::json& doc, const std::string& file,
                         const std::string& path, bool allow_cross_node_tp);
 

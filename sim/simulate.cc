@@ -103,7 +103,11 @@ SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
   ProfileOpCosts op_costs(st.cost_model);
   TopologyCommCosts comm_costs(st.topology, st.collectives, st.cost_model, plan, options.fidelity,
                                st.comm_cache);
-  Workload workload = build_workload(model, plan, op_costs, comm_costs, options.fidelity);
+  WorkloadOptions workload_options;
+  if (const FrameworkProfile& framework = framework_profile(plan.framework); framework.sharded) {
+    workload_options.sharded = *framework.sharded;
+  }
+  Workload workload = build_workload(model, plan, op_costs, comm_costs, options.fidelity, workload_options);
   phase_done("workload");
   report(3, "running the step");
   std::unique_ptr<TopologyFlowModel> network;

@@ -27,8 +27,12 @@ class DataParallelPass {
 
   TaskId dp_comm(const std::vector<int>& members, std::int32_t comm, std::int32_t lbl,
                  const TaskInfo& info) {
+    return dp_comm(members, StreamKind::kDpComm, comm, lbl, info);
+  }
+  TaskId dp_comm(const std::vector<int>& members, StreamKind lane, std::int32_t comm, std::int32_t lbl,
+                 const TaskInfo& info) {
     std::vector<std::pair<int, int>> slots;
-    for (int member : members) slots.emplace_back(member, stream_index(StreamKind::kDpComm));
+    for (int member : members) slots.emplace_back(member, stream_index(lane));
     return b_.comm_task(slots, comm, lbl, info);
   }
 
@@ -137,48 +141,71 @@ class DataParallelPass {
   }
 
   // ZeRO-3: every layer's weights are gathered before its forward and again before its
-  // backward, and its gradients reduce-scattered after its backward, every micro-batch.
+  // backward, and its gradients reduce-scattered after its backward, every micro-batch,
+  // in the order and with the overlap of the plan's framework (ShardedDataParallel):
+  // - a layer's gather may start once the layer `live` before it has finished (its
+  //   weights freed): `unsharded_layers` in the forward and, with BACKWARD_PRE, in the
+  //   backward; 1 with BACKWARD_POST or no prefetch, or without overlap_param_gather;
+  // - on one stream the collectives run in issue order: with prefetch the next
+  //   layer's gather is issued before this layer's reduce-scatter, without it after;
+  // - reduce-scatters on a stream of their own do not wait behind gathers at all.
   void add_zero3(const std::vector<int>& members, const std::vector<int>& group, int r,
                  std::vector<TaskId>& last_dp, std::int32_t lbl_ag_fwd, std::int32_t lbl_ag_bwd,
                  std::int32_t lbl_rs) {
+    const ShardedDataParallel& z = b_.options.sharded;
     const double e = dtype_bytes(p_.dtype);
     const double layer_params = static_cast<double>(layer_params_per_gpu(m_, p_.tp));
     const double layer_bytes = layer_params * e;
     const std::int32_t ag = b_.collective(CollectiveOp::kAllGather, group, layer_bytes);
     const std::int32_t rs = b_.collective(CollectiveOp::kReduceScatter, group, layer_params * p_.grad_bytes());
+    const StreamKind reduce_lane = z.reduce_stream == ReduceStream::kOwn ? StreamKind::kDpReduce : StreamKind::kDpComm;
+    const bool prefetch = p_.overlap_param_gather && z.backward_prefetch != BackwardPrefetch::kNone;
+    const int forward_live = p_.overlap_param_gather ? z.unsharded_layers : 1;
+    const int backward_live = p_.overlap_param_gather && z.backward_prefetch == BackwardPrefetch::kPre ? z.unsharded_layers : 1;
     const int lc = b_.chunk_layers();
     const auto& program = b_.programs[r];
     for (std::size_t oi = 0; oi < program.size(); ++oi) {
       const PipelineOp& op = program[oi];
       const bool forward = op.phase == PipelinePhase::kForward;
-      // Layers in execution order within this op.
-      for (int step = 0; step < lc; ++step) {
-        const int j = forward ? step : lc - 1 - step;
+      const int live = forward ? forward_live : backward_live;
+      // The layer of execution step `step` within this op, and its marks.
+      auto layer_of = [&](int step) { return forward ? step : lc - 1 - step; };
+      auto layer_mark = [&](int member, int step) -> const Mark& {
+        return b_.layer_marks[member][oi * lc + layer_of(step)];
+      };
+      auto info_of = [&](int step, double bytes) {
         TaskInfo info;
         info.microbatch = op.microbatch;
         info.chunk = op.chunk;
-        info.layer = virtual_stage(p_.pp, r, op.chunk) * lc + j;
-        info.bytes = layer_bytes;
-        TaskId gather = dp_comm(members, ag, forward ? lbl_ag_fwd : lbl_ag_bwd, info);
-        // Prefetch: with overlap the gather of a layer may start once the layer two
-        // before it has finished (two layers' weights live); without, once the previous
-        // layer has finished.
-        const int wait_steps = p_.overlap_param_gather ? 2 : 1;
-        const int prev_step = step - wait_steps;
+        info.layer = virtual_stage(p_.pp, r, op.chunk) * lc + layer_of(step);
+        info.bytes = bytes;
+        return info;
+      };
+      auto gather = [&](int step) {
+        TaskId g = dp_comm(members, StreamKind::kDpComm, ag, forward ? lbl_ag_fwd : lbl_ag_bwd, info_of(step, layer_bytes));
         for (int member : members) {
-          if (prev_step >= 0) {
-            const int pj = forward ? prev_step : lc - 1 - prev_step;
-            b_.w.graph.add_dependency(b_.layer_marks[member][oi * lc + pj].last, gather);
-          }
-          b_.w.graph.add_dependency(gather, b_.layer_marks[member][oi * lc + j].first);
+          if (step - live >= 0) b_.w.graph.add_dependency(layer_mark(member, step - live).last, g);
+          b_.w.graph.add_dependency(g, layer_mark(member, step).first);
         }
-        if (!forward) {
-          TaskId red = dp_comm(members, rs, lbl_rs, info);
-          for (int member : members) {
-            b_.w.graph.add_dependency(b_.layer_marks[member][oi * lc + j].last, red);
-            last_dp[member] = red;
-          }
+      };
+      auto reduce = [&](int step) {
+        TaskId red = dp_comm(members, reduce_lane, rs, lbl_rs, info_of(step, layer_params * p_.grad_bytes()));
+        for (int member : members) {
+          b_.w.graph.add_dependency(layer_mark(member, step).last, red);
+          last_dp[member] = red;
         }
+      };
+      if (forward) {
+        for (int step = 0; step < lc; ++step) gather(step);
+        continue;
+      }
+      // Issue order (the order of tasks on a stream): G0, then per layer the next
+      // gather before (prefetch) or after (none) the layer's reduce-scatter.
+      gather(0);
+      for (int step = 0; step < lc; ++step) {
+        if (prefetch && step + 1 < lc) gather(step + 1);
+        reduce(step);
+        if (!prefetch && step + 1 < lc) gather(step + 1);
       }
     }
   }

@@ -17,6 +17,7 @@
 
 #include <vector>
 
+#include "costmodel/framework_profile.h"
 #include "sim/engine/task_graph.h"
 #include "sim/workload/task_annotations.h"
 #include "plan/model_spec.h"
@@ -32,6 +33,8 @@ struct WorkloadOptions {
   // Bytes an Adam update streams per parameter: reads fp32 master weight, both moments
   // and the 16-bit gradient (14), writes master weight, moments and the 16-bit weight (14).
   double optimizer_bytes_per_param = 28.0;
+  // How ZeRO-3 orders its gathers and reduce-scatters: the plan's framework's.
+  ShardedDataParallel sharded;
 };
 
 struct Workload {

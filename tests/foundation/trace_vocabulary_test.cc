@@ -24,7 +24,7 @@ TEST(TraceVocabulary, NamesAreTheDocumentedOnesAndParseBack) {
   Category unused;
   EXPECT_FALSE(parse_category("gemm ", &unused));
   EXPECT_FALSE(parse_category("", &unused));
-  const std::vector<std::string> lanes = {"compute", "tp-comm", "dp-comm", "pp-send", "pp-recv", "copy"};
+  const std::vector<std::string> lanes = {"compute", "tp-comm", "dp-comm", "pp-send", "pp-recv", "copy", "dp-reduce"};
   ASSERT_EQ(static_cast<int>(lanes.size()), kNumLanes);
   for (int t = 0; t < kNumLanes; ++t) EXPECT_EQ(to_string(static_cast<Lane>(t)), lanes[t]);
   for (const auto& [name, phase] : std::vector<std::pair<std::string, Phase>>{

@@ -1,0 +1,81 @@
+#include "costmodel/framework_profile.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "core/data_paths.h"
+#include "core/json_reader.h"
+
+namespace strata {
+namespace {
+
+ShardedDataParallel read_sharded(json::ObjectReader r) {
+  ShardedDataParallel s;
+  const std::string prefetch = r.choice("backward_prefetch", {"pre", "post", "none"});
+  s.backward_prefetch = prefetch == "pre"    ? BackwardPrefetch::kPre
+                        : prefetch == "post" ? BackwardPrefetch::kPost
+                                             : BackwardPrefetch::kNone;
+  s.unsharded_layers = static_cast<int>(r.integer("unsharded_layers", 1, 64));
+  s.reduce_stream = r.choice("reduce_stream", {"own", "gathers"}) == "own" ? ReduceStream::kOwn : ReduceStream::kGathers;
+  s.source = r.string("source");
+  r.allow_text("notes");
+  r.finish();
+  return s;
+}
+
+}  // namespace
+
+const char* to_string(BackwardPrefetch p) {
+  switch (p) {
+    case BackwardPrefetch::kPre: return "pre";
+    case BackwardPrefetch::kPost: return "post";
+    case BackwardPrefetch::kNone: return "none";
+  }
+  return "?";
+}
+
+const char* to_string(ReduceStream s) { return s == ReduceStream::kOwn ? "own" : "gathers"; }
+
+FrameworkProfile read_framework_profile(const nlohmann::json& doc, const std::string& file) {
+  json::ObjectReader r(doc, file);
+  FrameworkProfile f;
+  f.file = file;
+  f.name = r.string("name");
+  f.description = r.string("description");
+  f.source = r.string("source");
+  r.allow_text("notes");
+  if (r.has("sharded_data_parallel")) f.sharded = read_sharded(r.object("sharded_data_parallel"));
+  r.finish();
+  return f;
+}
+
+FrameworkProfile load_framework_profile(const std::string& path_or_name) {
+  const std::string path = resolve_data_file(path_or_name, "scenarios/frameworks", "framework");
+  return read_framework_profile(json::parse_file(path), path);
+}
+
+const FrameworkProfile& framework_profile(const std::string& path_or_name) {
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<const FrameworkProfile>> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& slot = loaded[path_or_name];
+  if (!slot) slot = std::make_unique<const FrameworkProfile>(load_framework_profile(path_or_name));
+  return *slot;
+}
+
+nlohmann::ordered_json to_json(const FrameworkProfile& f) {
+  nlohmann::ordered_json j;
+  j["name"] = f.name;
+  j["description"] = f.description;
+  j["source"] = f.source;
+  if (f.sharded) {
+    j["sharded_data_parallel"] = {{"backward_prefetch", to_string(f.sharded->backward_prefetch)},
+                                  {"unsharded_layers", f.sharded->unsharded_layers},
+                                  {"reduce_stream", to_string(f.sharded->reduce_stream)},
+                                  {"source", f.sharded->source}};
+  }
+  return j;
+}
+
+}  // namespace strata

@@ -1,0 +1,67 @@
+// The framework profile: what the training software makes of the GPU.
+//
+// The device profile says what the hardware can do; the framework profile says
+// how a given software stack schedules its work on it: the order and overlap of
+// its collectives today, and (as they land) its attention kernel, host dispatch
+// and step costs. Shipped presets (scenarios/frameworks/) describe released
+// software, each figure with its source; a plan names one with its `framework`
+// key. Presets describe software, never a validation row: nothing in them is
+// fitted to end-to-end training results.
+// The schema is documented in docs/formats.md ("framework.json").
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace strata {
+
+// When the gather of the next layer's weights is issued in the backward
+// (PyTorch FSDP's BackwardPrefetch).
+enum class BackwardPrefetch {
+  kPre,   // before the current layer's gradient computation: gather and compute overlap
+  kPost,  // after it (the current layer's weights freed first): overlaps the reduce-scatter only
+  kNone,  // at the next layer's own pre-backward, after the current reduce-scatter is issued
+};
+const char* to_string(BackwardPrefetch p);
+
+// Where the gradient reduce-scatters run.
+enum class ReduceStream {
+  kOwn,      // a stream of their own (FSDP's post-backward stream, DeepSpeed's reduction stream)
+  kGathers,  // the same stream (communicator) as the parameter gathers, in issue order
+};
+const char* to_string(ReduceStream s);
+
+// How ZeRO-3 / fully sharded data parallelism orders its collectives.
+struct ShardedDataParallel {
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::kPre;
+  // Layers whose gathered weights may be alive at once: a layer's gather waits
+  // until the layer this many before it has finished (FSDP1's limit_all_gathers
+  // rate limiter, FSDP2's two all-gather outputs). At least 1.
+  int unsharded_layers = 2;
+  ReduceStream reduce_stream = ReduceStream::kOwn;
+  std::string source;
+};
+
+struct FrameworkProfile {
+  std::string name;
+  std::string file;  // where it was read from
+  std::string description;
+  std::string source;
+  // How it orders ZeRO-3 collectives; absent for software without ZeRO-3 (a
+  // plan with zero_stage 3 naming such a framework is an input error).
+  std::optional<ShardedDataParallel> sharded;
+};
+
+// Reads a framework profile strictly; file names it in errors.
+FrameworkProfile read_framework_profile(const nlohmann::json& doc, const std::string& file);
+// Resolves a path or shipped name (scenarios/frameworks/) and reads it.
+FrameworkProfile load_framework_profile(const std::string& path_or_name);
+// load_framework_profile, read once per process and name (thread-safe): what the
+// simulator uses to find the profile a plan names.
+const FrameworkProfile& framework_profile(const std::string& path_or_name);
+// The profile as JSON (the schema read_framework_profile accepts).
+nlohmann::ordered_json to_json(const FrameworkProfile& profile);
+
+}  // namespace strata
