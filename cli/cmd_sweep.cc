@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/json_reader.h"
 #include "core/progress.h"
+#include "costmodel/framework_profile.h"
 #include "jobs/sharded_sweep.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/launch/mpi_env.h"
@@ -36,6 +37,7 @@ struct SweepArgs {
   std::vector<int> nodes;
   bool allow_cross_node_tp = false;
   std::string dtype = "bf16";
+  std::string framework = kDefaultFramework;
   std::string out_dir;
 };
 
@@ -61,6 +63,12 @@ Loaded load(const SweepArgs& a) {
       a.global_batch_size > 0 ? a.global_batch_size : sim::default_global_batch(l.model.seq_length, l.cluster.num_gpus());
   l.request.allow_cross_node_tp = a.allow_cross_node_tp;
   l.request.dtype = *parse_dtype(a.dtype);
+  try {
+    framework_profile(a.framework);  // exists and reads
+    l.request.framework = a.framework;
+  } catch (const InputError& e) {
+    throw InputError("", "--framework", e.message());
+  }
   if (!a.constraints_file.empty()) l.request.constraints = sim::load_constraints(a.constraints_file);
   for (const std::string& w : a.where) l.request.constraints.push_back(sim::parse_constraint(w, "--where"));
   return l;
@@ -148,10 +156,10 @@ SweepRun sweep_once(const SweepArgs& a, const Loaded& l, const SweepWorld& ranks
 
 void print_summary(const SweepArgs& a, const Loaded& l, const SweepRun& run) {
   const sim::SweepCounts& c = run.result.counts;
-  fmt::print("sweep    {} on {} ({} x {}), global batch {} ({} tokens), seq {}, {}\n", l.model.name,
+  fmt::print("sweep    {} on {} ({} x {}), global batch {} ({} tokens), seq {}, {}, framework {}\n", l.model.name,
              l.cluster.name, l.cluster.num_gpus(), l.profile.device.name, l.request.global_batch_size,
              millions(static_cast<double>(l.request.global_batch_size) * l.model.seq_length), l.model.seq_length,
-             a.dtype);
+             a.dtype, l.request.framework);
   std::string reasons;
   for (const auto& [reason, n] : c.pruned_by_reason) reasons += fmt::format("{}{} {}", reasons.empty() ? "" : ", ", n, reason);
   fmt::print("plans    {} valid ({} combinations, {} excluded by constraints, {} invalid); {} do not fit{}\n",
@@ -255,6 +263,9 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--threads", a->threads, "simulation threads (default: all cores)")->check(CLI::PositiveNumber);
   cmd->add_option("--nodes", a->nodes, "node counts to compare, e.g. 16,32,64,128")->delimiter(',');
   cmd->add_option("--dtype", a->dtype, "training precision")->check(CLI::IsMember({"bf16", "fp16"}));
+  cmd->add_option("--framework", a->framework,
+                  "training software every plan runs with: a framework profile (scenarios/frameworks/, default "
+                  "strata-runtime); ZeRO-3 is tried only if it shards parameters");
   cmd->add_flag("--allow-cross-node-tp", a->allow_cross_node_tp, "allow tensor parallelism across nodes");
   cmd->add_option("--out", a->out_dir, "directory for sweep.csv and sweep.json")->required();
   cmd->callback([a] { run_sweep_command(*a); });

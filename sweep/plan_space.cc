@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "costmodel/framework_profile.h"
 
 namespace strata::sim {
 namespace {
@@ -43,6 +44,7 @@ std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& clu
                                       const PlanSpaceRequest& req, PlanSpaceCounts& counts) {
   const int gpus = cluster.num_gpus();
   const int per_node = cluster.gpus_per_node;
+  const bool framework_shards = framework_profile(req.framework).sharded.has_value();
   auto parse_bool = [](const std::string& v) { return v == "true"; };
   const std::vector<bool> flash = option_values<bool>(req.constraints, "flash_attention", req.flash_attention, parse_bool);
   const std::vector<bool> overlap_grad = option_values<bool>(req.constraints, "overlap_grad_reduce", true, parse_bool);
@@ -78,7 +80,7 @@ std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& clu
           }
           for (Schedule schedule : schedules) {
             // ZeRO with a single data-parallel rank shards nothing: only stage 0.
-            const int max_zero = dp > 1 ? 3 : 0;
+            const int max_zero = dp > 1 ? (framework_shards ? 3 : 2) : 0;
             for (int zero = 0; zero <= max_zero; ++zero) {
               for (bool offload : {false, true}) {
                 if (offload && zero == 0) continue;
@@ -106,6 +108,7 @@ std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& clu
                             p.overlap_grad_reduce = og;
                             p.overlap_param_gather = opg;
                             p.dtype = dtype;
+                            p.framework = req.framework;
                             // Megatron-LM accumulates and reduces bf16 gradients in fp32
                             // (arguments.py), as plan.json's default does.
                             p.accumulate_allreduce_grads_in_fp32 = dtype == DType::kBf16;

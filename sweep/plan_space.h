@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "plan/model_spec.h"
@@ -33,6 +34,9 @@ struct PlanSpaceRequest {
   bool flash_attention = true;
   int max_micro_batch_size = 16;  // micro-batch sizes tried: powers of two up to this
   int max_vpp = 8;                // virtual stages tried: divisors of layers per stage up to this
+  // The training software every plan runs with (a framework profile's name); ZeRO-3
+  // is tried only when it shards parameters.
+  std::string framework = kDefaultFramework;
 };
 
 struct PlanSpaceCounts {

@@ -88,6 +88,7 @@ nlohmann::ordered_json sweep_request_json(const std::string& model_name, const s
   r["global_batch_size"] = request.global_batch_size;
   r["seq_length"] = model.seq_length;
   r["dtype"] = to_string(request.dtype);
+  r["framework"] = request.framework;
   r["allow_cross_node_tp"] = request.allow_cross_node_tp;
   r["constraints"] = to_json(request.constraints);
   r["model_spec"] = to_json(model);

@@ -157,6 +157,24 @@ TEST(Sweep, ConstraintsRestrictThePlans) {
   }
 }
 
+// Every plan runs with the sweep's framework; ZeRO-3 is tried only with one that
+// shards parameters (Megatron-LM of 2021 has no ZeRO-3).
+TEST(Sweep, PlansRunWithTheRequestedFramework) {
+  SmallSpace s;
+  auto zero3_plans = [&](const std::string& framework) {
+    s.request.framework = framework;
+    PlanSpaceCounts counts;
+    int zero3 = 0;
+    for (const PlanSpec& p : enumerate_plans(s.model, s.cl, s.request, counts)) {
+      EXPECT_EQ(p.framework, framework);
+      zero3 += p.zero_stage == 3 ? 1 : 0;
+    }
+    return zero3;
+  };
+  EXPECT_GT(zero3_plans("pytorch-fsdp1"), 0);
+  EXPECT_EQ(zero3_plans("megatron-lm-2021"), 0);
+}
+
 TEST(Sweep, ParetoFrontIsNotDominated) {
   SmallSpace s;
   SweepOptions options;
