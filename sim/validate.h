@@ -15,8 +15,14 @@ struct ValidationCase {
   std::string id;
   std::string file;
   std::string source;
-  Scenario scenario;
-  std::string metric;     // "hw_tflops_per_gpu", "tflops_per_gpu", "step_time_s", "mfu", "hfu"
+  std::string family;     // the source and software the run belongs to ("sc21-table1", "mosaicml-fsdp", ...)
+  std::string framework;  // the framework profile the plan names
+  Scenario scenario;      // model, cluster and profile always; the plan only when supported
+  // Why the simulator cannot run this case yet (a plan key it does not know),
+  // empty when it can. Such cases are listed, never dropped.
+  std::string unsupported;
+  // "hw_tflops_per_gpu", "tflops_per_gpu", "step_time_s", "mfu", "hfu", "tokens_per_sec_per_gpu"
+  std::string metric;
   double published = 0.0;
 };
 
@@ -27,6 +33,9 @@ std::vector<ValidationCase> load_published_cases();
 
 struct ValidationRow {
   std::string id;
+  std::string family;
+  std::string framework;
+  std::string unsupported;  // non-empty: not simulated, the fields below are zero
   std::string metric;
   double published = 0.0;
   double predicted = 0.0;
@@ -34,13 +43,28 @@ struct ValidationRow {
   double step_time_s = 0.0;
   double hw_tflops_per_gpu = 0.0;
   double mfu = 0.0;
+  double tokens_per_sec_per_gpu = 0.0;
   double bubble_ratio = 0.0;
+  double peak_memory_bytes = 0.0;      // the fullest GPU's predicted memory
+  double memory_capacity_bytes = 0.0;
+  bool fits = false;  // the source ran it, so false is an error of the memory model
   int num_gpus = 0;
 };
 
 ValidationRow validate_case(const ValidationCase& c, Fidelity fidelity);
 
-// Median of |relative error|.
+// Error statistics over the rows that ran (unsupported ones are left out).
+struct ErrorSummary {
+  int count = 0;
+  double median_abs = 0.0;     // median of |relative error|
+  double p90_abs = 0.0;        // 90th percentile of |relative error| (nearest rank)
+  double worst_abs = 0.0;      // largest |relative error|
+  double median_signed = 0.0;  // median of the signed errors: + optimistic for rates, pessimistic for times
+  double worst_signed = 0.0;   // the signed error of the worst row
+};
+ErrorSummary summarize_errors(const std::vector<ValidationRow>& rows);
+
+// Median of |relative error| over the rows that ran.
 double median_abs_error(const std::vector<ValidationRow>& rows);
 
 }  // namespace strata::sim
