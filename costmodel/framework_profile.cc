@@ -5,7 +5,9 @@
 #include <mutex>
 
 #include "core/data_paths.h"
+#include "core/error.h"
 #include "core/json_reader.h"
+#include "costmodel/attention_kernel.h"
 
 namespace strata {
 namespace {
@@ -22,6 +24,32 @@ ShardedDataParallel read_sharded(json::ObjectReader r) {
   r.allow_text("notes");
   r.finish();
   return s;
+}
+
+FrameworkAttention read_attention(json::ObjectReader r) {
+  FrameworkAttention a;
+  auto check = [&](const std::string& kernel, const std::string& path) {
+    try {
+      attention_kernel(kernel);
+    } catch (const InputError& e) {
+      if (e.file() != kernel) throw;  // the kernel file itself is at fault
+      throw InputError(r.file(), path, e.message());
+    }
+  };
+  a.kernel = r.string("kernel");
+  check(a.kernel, r.path_of("kernel"));
+  if (r.has("kernel_by_device")) {
+    json::ObjectReader by = r.object("kernel_by_device");
+    for (auto it = by.value().begin(); it != by.value().end(); ++it) {
+      a.kernel_by_device[it.key()] = by.string(it.key());
+      check(a.kernel_by_device[it.key()], by.path_of(it.key()));
+    }
+    by.finish();
+  }
+  a.source = r.string("source");
+  r.allow_text("notes");
+  r.finish();
+  return a;
 }
 
 }  // namespace
@@ -46,6 +74,7 @@ FrameworkProfile read_framework_profile(const nlohmann::json& doc, const std::st
   f.source = r.string("source");
   r.allow_text("notes");
   if (r.has("sharded_data_parallel")) f.sharded = read_sharded(r.object("sharded_data_parallel"));
+  if (r.has("attention")) f.attention = read_attention(r.object("attention"));
   r.finish();
   return f;
 }
@@ -74,6 +103,13 @@ nlohmann::ordered_json to_json(const FrameworkProfile& f) {
                                   {"unsharded_layers", f.sharded->unsharded_layers},
                                   {"reduce_stream", to_string(f.sharded->reduce_stream)},
                                   {"source", f.sharded->source}};
+  }
+  if (f.attention) {
+    nlohmann::ordered_json a;
+    a["kernel"] = f.attention->kernel;
+    if (!f.attention->kernel_by_device.empty()) a["kernel_by_device"] = f.attention->kernel_by_device;
+    a["source"] = f.attention->source;
+    j["attention"] = a;
   }
   return j;
 }

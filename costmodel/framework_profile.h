@@ -10,6 +10,7 @@
 // The schema is documented in docs/formats.md ("framework.json").
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -44,6 +45,19 @@ struct ShardedDataParallel {
   std::string source;
 };
 
+// Which fused attention kernel the software runs (scenarios/attention-kernels/),
+// per device where it picks by GPU (Transformer Engine: cuDNN on Hopper,
+// flash-attn on Ampere).
+struct FrameworkAttention {
+  std::string kernel;                                 // on every device not listed below
+  std::map<std::string, std::string> kernel_by_device;  // device profile name -> kernel
+  std::string source;
+  const std::string& kernel_for(const std::string& device) const {
+    auto it = kernel_by_device.find(device);
+    return it == kernel_by_device.end() ? kernel : it->second;
+  }
+};
+
 struct FrameworkProfile {
   std::string name;
   std::string file;  // where it was read from
@@ -52,6 +66,9 @@ struct FrameworkProfile {
   // How it orders ZeRO-3 collectives; absent for software without ZeRO-3 (a
   // plan with zero_stage 3 naming such a framework is an input error).
   std::optional<ShardedDataParallel> sharded;
+  // Its fused attention kernel (plans with flash_attention); absent: the device
+  // profile's attention model.
+  std::optional<FrameworkAttention> attention;
 };
 
 // Reads a framework profile strictly; file names it in errors.

@@ -100,13 +100,15 @@ SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
                   std::chrono::duration<double, std::milli>(now - phase_start).count());
     phase_start = now;
   };
-  ProfileOpCosts op_costs(st.cost_model);
+  const FrameworkProfile& framework = framework_profile(plan.framework);
+  const std::string& device = st.profile.device.name;
+  const AttentionKernel* kernel =
+      framework.attention ? &attention_kernel(framework.attention->kernel_for(device)) : nullptr;
+  ProfileOpCosts op_costs(st.cost_model, kernel, device);
   TopologyCommCosts comm_costs(st.topology, st.collectives, st.cost_model, plan, options.fidelity,
                                st.comm_cache);
   WorkloadOptions workload_options;
-  if (const FrameworkProfile& framework = framework_profile(plan.framework); framework.sharded) {
-    workload_options.sharded = *framework.sharded;
-  }
+  if (framework.sharded) workload_options.sharded = *framework.sharded;
   Workload workload = build_workload(model, plan, op_costs, comm_costs, options.fidelity, workload_options);
   phase_done("workload");
   report(3, "running the step");

@@ -40,6 +40,12 @@ Duration ProfileOpCosts::attention(std::int64_t batch_heads, std::int64_t seq, s
   q.causal = true;  // decoder-only language models
   q.backward = backward;
   q.dtype = dtype;
+  if (kernel_ != nullptr) {
+    // The benchmarks' rates are whole-kernel times at their shapes: no overhead added.
+    if (auto rate = kernel_->rate(device_, q.causal, head_dim, seq, backward)) {
+      return Duration::from_seconds(attention_flops(q) / rate->flops_per_s);
+    }
+  }
   return Duration::from_seconds(model_.attention_seconds(q));
 }
 

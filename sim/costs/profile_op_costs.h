@@ -2,6 +2,10 @@
 // datasheet rooflines for shipped profiles, measured curves after `strata calibrate`.
 #pragma once
 
+#include <string>
+#include <utility>
+
+#include "costmodel/attention_kernel.h"
 #include "costmodel/cost_model.h"
 #include "sim/workload/costs.h"
 
@@ -18,6 +22,10 @@ inline constexpr double kHostOptimizerBytesPerParam = 28.0;
 class ProfileOpCosts : public OpCosts {
  public:
   explicit ProfileOpCosts(const CostModel& model) : model_(model) {}
+  // Fused attention at the rate `kernel` was measured at on `device` where it was
+  // measured there; the profile's attention model elsewhere.
+  ProfileOpCosts(const CostModel& model, const AttentionKernel* kernel, std::string device)
+      : model_(model), kernel_(kernel), device_(std::move(device)) {}
   Duration gemm(const GemmShape& shape, DType dtype) const override;
   Duration elementwise(OpRole role, double bytes, DType dtype) const override;
   Duration attention(std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim,
@@ -28,6 +36,8 @@ class ProfileOpCosts : public OpCosts {
 
  private:
   const CostModel& model_;
+  const AttentionKernel* kernel_ = nullptr;
+  std::string device_;
 };
 
 // The memory-bound kernel kind of a layer op (kNorm for a norm, ...).
