@@ -165,7 +165,8 @@ std::vector<std::vector<int>> TopologyCommCosts::symmetric_copies(const std::vec
   return copies;
 }
 
-CommSpec TopologyCommCosts::folded(CollectiveOp op, const std::vector<int>& group, double bytes) const {
+CommSpec TopologyCommCosts::folded(CollectiveOp op, const std::vector<int>& group, double bytes,
+                                   std::optional<Partner> partner) const {
   CommSpec own = from_flows(op, group, bytes);
   if (own.bytes <= 0.0 || own.links.empty()) {
     own.links.clear();
@@ -186,6 +187,12 @@ CommSpec TopologyCommCosts::folded(CollectiveOp op, const std::vector<int>& grou
     }
     CommSpec s = from_flows(op, copy, bytes);
     if (s.bytes > 0.0 && !s.links.empty()) specs.push_back(std::move(s));
+  }
+  if (partner) {
+    for (const std::vector<int>& copy : symmetric_copies(group)) {
+      CommSpec s = from_flows(partner->op, copy, partner->bytes);
+      if (s.bytes > 0.0 && !s.links.empty()) specs.push_back(std::move(s));
+    }
   }
   std::vector<std::int32_t> links;
   for (const CommSpec& s : specs) links.insert(links.end(), s.links.begin(), s.links.end());
@@ -215,7 +222,7 @@ CommSpec TopologyCommCosts::collective(CollectiveOp op, const std::vector<int>& 
   // Full fidelity costs do not depend on the plan's shape.
   const bool folded_costs = fidelity_ == Fidelity::kFolded;
   CommCostCache::Key key{static_cast<int>(fidelity_), folded_costs ? plan_.tp : 0,
-                         folded_costs ? plan_.dp : 0, static_cast<int>(op), group, bytes};
+                         folded_costs ? plan_.dp : 0, static_cast<int>(op), group, bytes, -1, 0.0};
   CommSpec spec;
   if (cache_.find(key, spec)) return spec;
   spec = folded_costs ? folded(op, group, bytes) : from_flows(op, group, bytes);
@@ -225,7 +232,7 @@ CommSpec TopologyCommCosts::collective(CollectiveOp op, const std::vector<int>& 
 }
 
 CommSpec TopologyCommCosts::latency_bound(CollectiveOp op, const std::vector<int>& group, double bytes) const {
-  CommCostCache::Key key{-1, 0, 0, static_cast<int>(op), group, bytes};
+  CommCostCache::Key key{-1, 0, 0, static_cast<int>(op), group, bytes, -1, 0.0};
   CommSpec spec;
   if (cache_.find(key, spec)) return spec;
   spec.name = spec_name(op, group, bytes);
@@ -234,6 +241,19 @@ CommSpec TopologyCommCosts::latency_bound(CollectiveOp op, const std::vector<int
                                                          spans_nodes(topology_, group), bytes);
     spec.fixed = Duration::from_seconds(measured ? *measured : collectives_.estimate(op, group, bytes).time_s);
   }
+  cache_.insert(std::move(key), spec);
+  return spec;
+}
+
+CommSpec TopologyCommCosts::collective_beside(CollectiveOp op, const std::vector<int>& group, double bytes,
+                                              CollectiveOp partner, double partner_bytes) const {
+  if (fidelity_ != Fidelity::kFolded) return collective(op, group, bytes);
+  CommCostCache::Key key{static_cast<int>(fidelity_), plan_.tp, plan_.dp, static_cast<int>(op), group, bytes,
+                         static_cast<int>(partner), partner_bytes};
+  CommSpec spec;
+  if (cache_.find(key, spec)) return spec;
+  spec = folded(op, group, bytes, Partner{partner, partner_bytes});
+  spec.name = spec_name(op, group, bytes);
   cache_.insert(std::move(key), spec);
   return spec;
 }

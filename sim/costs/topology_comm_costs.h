@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <tuple>
 
 #include "costmodel/cost_model.h"
@@ -49,10 +50,11 @@ struct FlowShape {
 // Thread-safe.
 class CommCostCache {
  public:
-  // (fidelity, tp, dp, op, group, bytes): folded costs depend on the plan's shape
-  // through the symmetric copies they include. Latency-bound costs, the same for
-  // every fidelity and plan, take fidelity -1 and tp = dp = 0.
-  using Key = std::tuple<int, int, int, int, std::vector<int>, double>;
+  // (fidelity, tp, dp, op, group, bytes, partner op, partner bytes): folded costs
+  // depend on the plan's shape through the symmetric copies they include, and on
+  // the collective beside them (-1 and 0 for none). Latency-bound costs, the same
+  // for every fidelity and plan, take fidelity -1 and tp = dp = 0.
+  using Key = std::tuple<int, int, int, int, std::vector<int>, double, int, double>;
   bool find(const Key& key, CommSpec& out) const;
   void insert(Key key, const CommSpec& spec);
 
@@ -79,6 +81,9 @@ class TopologyCommCosts : public CommCosts {
   // NCCL's estimate (or the profile's measured time) as a fixed time: no flows, no
   // symmetric copies (a gradient norm over 1,024 GPUs would build thousands).
   CommSpec latency_bound(CollectiveOp op, const std::vector<int>& group, double bytes) const override;
+  // Folded: the sharing solved with the partner's copies active as well.
+  CommSpec collective_beside(CollectiveOp op, const std::vector<int>& group, double bytes, CollectiveOp partner,
+                             double partner_bytes) const override;
 
  private:
   CommSpec from_flows(CollectiveOp op, const std::vector<int>& group, double bytes) const;
@@ -86,7 +91,13 @@ class TopologyCommCosts : public CommCosts {
                               const topo::CollectiveEstimate& choice) const;
   // The same collective on the other groups of the stage that run at the same time.
   std::vector<std::vector<int>> symmetric_copies(const std::vector<int>& group) const;
-  CommSpec folded(CollectiveOp op, const std::vector<int>& group, double bytes) const;
+  // partner: a collective of every copy's group running at the same time, or none.
+  struct Partner {
+    CollectiveOp op;
+    double bytes;
+  };
+  CommSpec folded(CollectiveOp op, const std::vector<int>& group, double bytes,
+                  std::optional<Partner> partner = std::nullopt) const;
 
   // Every collective of a step repeats thousands of times: cost each once.
   CommCostCache& cache_;

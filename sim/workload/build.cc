@@ -88,10 +88,22 @@ TaskId WorkloadBuild::comm_task(const std::vector<std::pair<int, int>>& slots, s
 
 std::int32_t WorkloadBuild::collective(CollectiveOp op, const std::vector<int>& group, double bytes) {
   auto key = std::make_tuple(static_cast<int>(op), group.front(), group.size() > 1 ? group[1] - group[0] : 0,
-                             static_cast<int>(group.size()), static_cast<long long>(bytes));
+                             static_cast<int>(group.size()), static_cast<long long>(bytes), -1, 0LL);
   auto it = comm_ids_.find(key);
   if (it != comm_ids_.end()) return it->second;
   std::int32_t id = w.graph.add_comm(comm_costs.collective(op, group, bytes));
+  comm_ids_.emplace(key, id);
+  return id;
+}
+
+std::int32_t WorkloadBuild::collective_beside(CollectiveOp op, const std::vector<int>& group, double bytes,
+                                              CollectiveOp partner, double partner_bytes) {
+  auto key = std::make_tuple(static_cast<int>(op), group.front(), group.size() > 1 ? group[1] - group[0] : 0,
+                             static_cast<int>(group.size()), static_cast<long long>(bytes),
+                             static_cast<int>(partner), static_cast<long long>(partner_bytes));
+  auto it = comm_ids_.find(key);
+  if (it != comm_ids_.end()) return it->second;
+  std::int32_t id = w.graph.add_comm(comm_costs.collective_beside(op, group, bytes, partner, partner_bytes));
   comm_ids_.emplace(key, id);
   return id;
 }

@@ -100,13 +100,17 @@ class WorkloadBuild {
 
   // The CommSpec of a collective, interned so repeated collectives share one entry.
   std::int32_t collective(CollectiveOp op, const std::vector<int>& group, double bytes);
+  // CommCosts::collective_beside, added to the graph once.
+  std::int32_t collective_beside(CollectiveOp op, const std::vector<int>& group, double bytes, CollectiveOp partner,
+                                 double partner_bytes);
   // The CommSpec of a pipeline transfer of one activation tensor, interned.
   std::int32_t p2p(int src_gpu, int dst_gpu);
   // A task label, interned.
   std::int32_t label(const std::string& name, Category category, Phase phase);
 
  private:
-  std::map<std::tuple<int, int, int, int, long long>, std::int32_t> comm_ids_;
+  // (op, first GPU, stride, size, bytes, partner op or -1, partner bytes)
+  std::map<std::tuple<int, int, int, int, long long, int, long long>, std::int32_t> comm_ids_;
   std::map<std::tuple<std::string, int, int>, std::int32_t> label_ids_;
   std::map<std::pair<int, int>, std::int32_t> p2p_ids_;
   std::vector<std::vector<int>> last_backward_;  // [pipeline rank][chunk]

@@ -50,6 +50,14 @@ class CommCosts {
     spec.links.clear();
     return spec;
   }
+  // A collective that runs alongside `partner` on the same group, on another
+  // stream (ZeRO-3's reduce-scatter of one layer and gather of the next): where
+  // links are not shared while the step runs (folded fidelity) it shares them with
+  // the partner's flows here; where they are (the full engine), as alone.
+  virtual CommSpec collective_beside(CollectiveOp op, const std::vector<int>& group, double bytes,
+                                     CollectiveOp /*partner*/, double /*partner_bytes*/) const {
+    return collective(op, group, bytes);
+  }
 };
 
 }  // namespace strata::sim

@@ -156,10 +156,22 @@ class DataParallelPass {
     const double e = dtype_bytes(p_.dtype);
     const double layer_params = static_cast<double>(layer_params_per_gpu(m_, p_.tp));
     const double layer_bytes = layer_params * e;
-    const std::int32_t ag = b_.collective(CollectiveOp::kAllGather, group, layer_bytes);
-    const std::int32_t rs = b_.collective(CollectiveOp::kReduceScatter, group, layer_params * p_.grad_bytes());
+    const double grad_bytes = layer_params * p_.grad_bytes();
     const StreamKind reduce_lane = z.reduce_stream == ReduceStream::kOwn ? StreamKind::kDpReduce : StreamKind::kDpComm;
     const bool prefetch = p_.overlap_param_gather && z.backward_prefetch != BackwardPrefetch::kNone;
+    // In the backward a layer's reduce-scatter and the next layer's prefetched gather
+    // run at the same time when they have streams of their own: costed side by side
+    // (the folded fidelity's static costs would otherwise give each the links alone).
+    const bool side_by_side = prefetch && z.reduce_stream == ReduceStream::kOwn;
+    const std::int32_t ag = b_.collective(CollectiveOp::kAllGather, group, layer_bytes);
+    const std::int32_t ag_bwd =
+        side_by_side ? b_.collective_beside(CollectiveOp::kAllGather, group, layer_bytes, CollectiveOp::kReduceScatter,
+                                            grad_bytes)
+                     : ag;
+    const std::int32_t rs =
+        side_by_side ? b_.collective_beside(CollectiveOp::kReduceScatter, group, grad_bytes, CollectiveOp::kAllGather,
+                                            layer_bytes)
+                     : b_.collective(CollectiveOp::kReduceScatter, group, grad_bytes);
     const int forward_live = p_.overlap_param_gather ? z.unsharded_layers : 1;
     const int backward_live = p_.overlap_param_gather && z.backward_prefetch == BackwardPrefetch::kPre ? z.unsharded_layers : 1;
     const int lc = b_.chunk_layers();
@@ -182,14 +194,15 @@ class DataParallelPass {
         return info;
       };
       auto gather = [&](int step) {
-        TaskId g = dp_comm(members, StreamKind::kDpComm, ag, forward ? lbl_ag_fwd : lbl_ag_bwd, info_of(step, layer_bytes));
+        TaskId g = dp_comm(members, StreamKind::kDpComm, forward ? ag : ag_bwd, forward ? lbl_ag_fwd : lbl_ag_bwd,
+                           info_of(step, layer_bytes));
         for (int member : members) {
           if (step - live >= 0) b_.w.graph.add_dependency(layer_mark(member, step - live).last, g);
           b_.w.graph.add_dependency(g, layer_mark(member, step).first);
         }
       };
       auto reduce = [&](int step) {
-        TaskId red = dp_comm(members, reduce_lane, rs, lbl_rs, info_of(step, layer_params * p_.grad_bytes()));
+        TaskId red = dp_comm(members, reduce_lane, rs, lbl_rs, info_of(step, grad_bytes));
         for (int member : members) {
           b_.w.graph.add_dependency(layer_mark(member, step).last, red);
           last_dp[member] = red;

@@ -236,5 +236,47 @@ TEST(TopologyCommCosts, DoublingNicBandwidthShortensAnInterNodeBoundCollective) 
   EXPECT_NEAR(engine[1] / nccl[1], 1.0, 0.01);
 }
 
+// ZeRO-3's reduce-scatter and the next gather, on their own streams, run at the
+// same time: the full engine shares their links as they run; the folded fidelity,
+// which costs each statically, solves the same sharing up front
+// (collective_beside). Both of S bytes over the same 16 GPUs start together and,
+// being symmetric, end together: the engine's time is the folded cost of either.
+TEST(TopologyCommCosts, FoldedCollectivesBesideEachOtherCostWhatTheEngineGivesThemTogether) {
+  const std::vector<int> group = first_gpus(16);
+  const double S = 256.0 * 1024 * 1024;
+  Fixture f(dp16_on_2_dgx_a100());
+  CommCostCache cache;
+  const TopologyCommCosts full(f.topology, f.collectives, f.cost_model, f.s.plan, Fidelity::kFull, cache);
+  const TopologyCommCosts folded(f.topology, f.collectives, f.cost_model, f.s.plan, Fidelity::kFolded, cache);
+  // Full fidelity: the engine shares the links, so the spec is the collective's own.
+  const CommSpec ag = full.collective(CollectiveOp::kAllGather, group, S);
+  const CommSpec beside = full.collective_beside(CollectiveOp::kAllGather, group, S, CollectiveOp::kReduceScatter, S);
+  EXPECT_EQ(beside.links, ag.links);
+  EXPECT_EQ(beside.rate_cap_bytes_per_s, ag.rate_cap_bytes_per_s);
+  // Both in the engine at once, on two streams.
+  TaskGraph graph(static_cast<int>(group.size()), 2);
+  std::vector<std::pair<int, int>> on0, on1;
+  for (std::size_t r = 0; r < group.size(); ++r) {
+    on0.emplace_back(static_cast<int>(r), 0);
+    on1.emplace_back(static_cast<int>(r), 1);
+  }
+  graph.add_comm_task(on0, graph.add_comm(ag));
+  graph.add_comm_task(on1, graph.add_comm(full.collective(CollectiveOp::kReduceScatter, group, S)));
+  graph.finalize();
+  TopologyFlowModel network(f.topology);
+  const double together = ns_to_seconds(run_task_graph(graph, &network).makespan_ns);
+  const double alone = engine_seconds_alone(f.topology, ag, group);
+  EXPECT_GT(together, 1.5 * alone);  // they share the NICs: inter-node bound
+  const auto seconds = [](const CommSpec& c) { return c.fixed.seconds() + c.bytes / c.rate_cap_bytes_per_s; };
+  const CommSpec folded_ag =
+      folded.collective_beside(CollectiveOp::kAllGather, group, S, CollectiveOp::kReduceScatter, S);
+  const CommSpec folded_rs =
+      folded.collective_beside(CollectiveOp::kReduceScatter, group, S, CollectiveOp::kAllGather, S);
+  EXPECT_NEAR(seconds(folded_ag) / together, 1.0, 0.01);
+  EXPECT_NEAR(seconds(folded_rs) / together, 1.0, 0.01);
+  // Alone, folded costs what the engine gives the collective alone.
+  EXPECT_NEAR(seconds(folded.collective(CollectiveOp::kAllGather, group, S)) / alone, 1.0, 0.01);
+}
+
 }  // namespace
 }  // namespace strata::sim
