@@ -103,6 +103,12 @@ std::optional<AttentionRate> AttentionKernel::rate(const std::string& device, bo
   return std::nullopt;  // only causal curves and a causal-free query
 }
 
+bool AttentionKernel::measured_on(const std::string& device) const {
+  return std::any_of(curves.begin(), curves.end(), [&](const AttentionCurve& c) {
+    return std::find(c.devices.begin(), c.devices.end(), device) != c.devices.end();
+  });
+}
+
 AttentionKernel read_attention_kernel(const nlohmann::json& doc, const std::string& file) {
   json::ObjectReader r(doc, file);
   AttentionKernel k;

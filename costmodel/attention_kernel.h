@@ -54,6 +54,8 @@ struct AttentionKernel {
   // held at the nearest end.
   std::optional<AttentionRate> rate(const std::string& device, bool causal, std::int64_t head_dim,
                                     std::int64_t seq, bool backward) const;
+  // True when some curve was measured on `device`.
+  bool measured_on(const std::string& device) const;
 };
 
 AttentionKernel read_attention_kernel(const nlohmann::json& doc, const std::string& file);

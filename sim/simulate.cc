@@ -139,8 +139,21 @@ SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
   }
   phase_done("metrics");
   r.cost_origins = st.cost_model.origins();
+  // Fused attention at the framework's kernel's published rates where they exist
+  // for this GPU: that, not the device profile, is the attention figure's origin.
+  if (kernel != nullptr && plan.flash_attention && kernel->measured_on(device)) {
+    for (SectionOrigin& o : r.cost_origins) {
+      if (o.section != "attention") continue;
+      o.origin = "published";
+      o.summary = fmt::format("{} (framework {}) as its benchmarks measured it on {}: {}", kernel->name,
+                              framework.name, device, kernel->source);
+    }
+    r.notes.push_back(fmt::format("attention costs use {}'s published benchmark rates on {} (framework {}), "
+                                  "not a measurement on your hardware",
+                                  kernel->name, device, framework.name));
+  }
   for (const SectionOrigin& o : r.cost_origins) {
-    if (o.origin != "measured") {
+    if (o.origin != "measured" && o.origin != "published") {
       r.notes.push_back(fmt::format("{} costs use {} figures of profile {} ({}); run `strata calibrate` "
                                     "on your hardware for measured ones",
                                     o.section, o.origin, st.profile.name, o.summary));
