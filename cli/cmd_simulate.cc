@@ -63,6 +63,9 @@ void print_summary(const Scenario& s, const sim::SimulationResult& r, double wal
              seconds(r.metrics.exposed_s[1]), seconds(r.metrics.exposed_s[2]), seconds(r.metrics.exposed_s[3]));
   if (r.metrics.exposed_s[4] > 0) fmt::print(", offload {}", seconds(r.metrics.exposed_s[4]));
   fmt::print("\n");
+  if (r.metrics.host_s > 0) {
+    fmt::print("host dispatch    {} per GPU idle waiting for the host to issue kernels\n", seconds(r.metrics.host_s));
+  }
   fmt::print("memory           peak {} on stage {} of {}: {}\n", gib(r.memory.peak_bytes), r.memory.peak_stage,
              gib(r.memory.capacity_bytes), r.memory.fits ? "fits" : "DOES NOT FIT");
   if (!training.is_null()) {

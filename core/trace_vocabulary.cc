@@ -7,7 +7,7 @@ namespace {
 // In Category's order. string_views: a reader parses one per event, and comparing
 // views costs no strlen.
 constexpr std::string_view kCategoryNames[kNumCategories] = {
-    "gemm", "attention", "elementwise", "tp", "pp", "dp", "zero", "optimizer", "copy"};
+    "gemm", "attention", "elementwise", "tp", "pp", "dp", "zero", "optimizer", "copy", "host"};
 // In Phase's order.
 constexpr std::string_view kPhaseNames[] = {"fwd", "bwd", "recompute", "step"};
 
@@ -38,6 +38,7 @@ const char* to_string(Lane lane) {
     case Lane::kPpRecv: return "pp-recv";
     case Lane::kCopy: return "copy";
     case Lane::kDpReduce: return "dp-reduce";
+    case Lane::kHost: return "host";
   }
   return "compute";
 }

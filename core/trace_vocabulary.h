@@ -9,19 +9,22 @@
 
 namespace strata::trace {
 
-enum class Category : std::uint8_t { kGemm, kAttention, kElementwise, kTp, kPp, kDp, kZero, kOptimizer, kCopy };
-inline constexpr int kNumCategories = 9;
+// kHost: the host (CPU) issuing kernels (the framework's per-kernel dispatch cost).
+enum class Category : std::uint8_t { kGemm, kAttention, kElementwise, kTp, kPp, kDp, kZero, kOptimizer, kCopy, kHost };
+inline constexpr int kNumCategories = 10;
 const char* to_string(Category c);
-// The category named s; false when s is not one of the nine names.
+// The category named s; false when s is not one of the ten names.
 bool parse_category(std::string_view s, Category* out);
 // Tensor-, pipeline- and data-parallel traffic and ZeRO's gathers.
 bool is_communication(Category c);
 
-// A rank's lanes, its trace thread ids 0..6 in this order. dp-reduce: ZeRO-3's
+// A rank's lanes, its trace thread ids 0..7 in this order. dp-reduce: ZeRO-3's
 // gradient reduce-scatters where the framework runs them on a stream of their own
 // (FSDP's post-backward stream); every other data-parallel collective is on dp-comm.
-enum class Lane : std::uint8_t { kCompute, kTpComm, kDpComm, kPpSend, kPpRecv, kCopy, kDpReduce };
-inline constexpr int kNumLanes = 7;
+// host: the CPU thread that issues the kernels, where the framework's profile
+// costs kernel dispatch (eager PyTorch); the GPU's kernels wait on it.
+enum class Lane : std::uint8_t { kCompute, kTpComm, kDpComm, kPpSend, kPpRecv, kCopy, kDpReduce, kHost };
+inline constexpr int kNumLanes = 8;
 const char* to_string(Lane lane);
 
 enum class Phase : std::uint8_t { kForward, kBackward, kRecompute, kStep };

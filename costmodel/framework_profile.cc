@@ -52,7 +52,28 @@ FrameworkAttention read_attention(json::ObjectReader r) {
   return a;
 }
 
+HostDispatch read_host_dispatch(json::ObjectReader r) {
+  HostDispatch h;
+  const std::string mode = r.choice("mode", {"eager", "compiled", "cuda_graphs"});
+  h.mode = mode == "eager" ? DispatchMode::kEager : mode == "compiled" ? DispatchMode::kCompiled : DispatchMode::kCudaGraphs;
+  // 1 ms per kernel would be a host a thousand times slower than any measured one.
+  h.per_kernel_us = r.number("per_kernel_us", 0.0, 1000.0);
+  h.source = r.string("source");
+  r.allow_text("notes");
+  r.finish();
+  return h;
+}
+
 }  // namespace
+
+const char* to_string(DispatchMode m) {
+  switch (m) {
+    case DispatchMode::kEager: return "eager";
+    case DispatchMode::kCompiled: return "compiled";
+    case DispatchMode::kCudaGraphs: return "cuda_graphs";
+  }
+  return "?";
+}
 
 const char* to_string(BackwardPrefetch p) {
   switch (p) {
@@ -75,6 +96,7 @@ FrameworkProfile read_framework_profile(const nlohmann::json& doc, const std::st
   r.allow_text("notes");
   if (r.has("sharded_data_parallel")) f.sharded = read_sharded(r.object("sharded_data_parallel"));
   if (r.has("attention")) f.attention = read_attention(r.object("attention"));
+  if (r.has("host_dispatch")) f.host_dispatch = read_host_dispatch(r.object("host_dispatch"));
   r.finish();
   return f;
 }
@@ -110,6 +132,11 @@ nlohmann::ordered_json to_json(const FrameworkProfile& f) {
     if (!f.attention->kernel_by_device.empty()) a["kernel_by_device"] = f.attention->kernel_by_device;
     a["source"] = f.attention->source;
     j["attention"] = a;
+  }
+  if (f.host_dispatch) {
+    j["host_dispatch"] = {{"mode", to_string(f.host_dispatch->mode)},
+                          {"per_kernel_us", f.host_dispatch->per_kernel_us},
+                          {"source", f.host_dispatch->source}};
   }
   return j;
 }

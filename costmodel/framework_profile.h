@@ -58,6 +58,22 @@ struct FrameworkAttention {
   }
 };
 
+// How the host issues kernels: each kernel costs the host thread that issues
+// it this long, and runs no earlier than its issue. Eager PyTorch launches every
+// kernel from Python; with small kernels the host, not the GPU, sets the pace.
+enum class DispatchMode {
+  kEager,       // one host call per kernel (PyTorch eager, Python-side modules)
+  kCompiled,    // generated launcher code (torch.compile without CUDA graphs)
+  kCudaGraphs,  // one graph launch replays the kernels (per_kernel_us: the GPU-side gap)
+};
+const char* to_string(DispatchMode m);
+
+struct HostDispatch {
+  DispatchMode mode = DispatchMode::kEager;
+  double per_kernel_us = 0.0;  // host time per kernel issued
+  std::string source;
+};
+
 struct FrameworkProfile {
   std::string name;
   std::string file;  // where it was read from
@@ -69,6 +85,9 @@ struct FrameworkProfile {
   // Its fused attention kernel (plans with flash_attention); absent: the device
   // profile's attention model.
   std::optional<FrameworkAttention> attention;
+  // What issuing a kernel costs the host; absent: kernels are issued ahead of
+  // the GPU at no cost (a compiled runtime whose launch cost no measurement gives).
+  std::optional<HostDispatch> host_dispatch;
 };
 
 // Reads a framework profile strictly; file names it in errors.

@@ -49,6 +49,13 @@ StepMetrics step_metrics(const Workload& w, const RunResult& run) {
       TaskId b = blocker;
       while (b >= 0 && until > from) {
         const int k = kind(b);
+        if (notes.label_of_task(b).category == Category::kHost) {
+          // The GPU waits for the host to issue the kernel (dispatch-bound). Host
+          // tasks wait for nothing but each other, so the host was busy all along.
+          rm.host_s += ns_to_seconds(until - from);
+          until = from;
+          break;
+        }
         if (k < 0) {
           // The chain ends at compute: another rank's (waiting for other stages is
           // pipeline bubble) or this rank's own work on another stream.
@@ -130,6 +137,7 @@ StepMetrics step_metrics(const Workload& w, const RunResult& run) {
     bubble_sum[w.stage[r]] += out.ranks[r].bubble_s;
     ++count[w.stage[r]];
     out.compute_s += out.ranks[r].compute_s / n;
+    out.host_s += out.ranks[r].host_s / n;
     for (int k = 0; k < kNumCommKinds; ++k) out.exposed_s[k] += out.ranks[r].exposed_s[k] / n;
   }
   for (int s = 0; s <= max_stage; ++s) {

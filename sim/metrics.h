@@ -24,6 +24,7 @@ const char* to_string(CommKind k);
 struct RankMetrics {
   double compute_s = 0.0;
   double bubble_s = 0.0;
+  double host_s = 0.0;  // compute stream idle waiting for the host to issue its next kernel
   std::array<double, kNumCommKinds> exposed_s{};
 };
 
@@ -33,6 +34,7 @@ struct StepMetrics {
   std::vector<double> bubble_ratio_per_stage;
   double bubble_ratio = 0.0;               // mean over stages
   double compute_s = 0.0;                  // mean over ranks
+  double host_s = 0.0;                     // mean over ranks: GPU idle waiting for kernel issue
   std::array<double, kNumCommKinds> exposed_s{};  // mean over ranks
 };
 

@@ -109,6 +109,7 @@ SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
                                st.comm_cache);
   WorkloadOptions workload_options;
   if (framework.sharded) workload_options.sharded = *framework.sharded;
+  workload_options.host_dispatch = framework.host_dispatch;
   Workload workload = build_workload(model, plan, op_costs, comm_costs, options.fidelity, workload_options);
   phase_done("workload");
   report(3, "running the step");
@@ -247,6 +248,7 @@ nlohmann::ordered_json result_json(const Scenario& s, const SimulationResult& r)
     exposed[to_string(k)] = r.metrics.exposed_s[static_cast<int>(k)];
   }
   j["exposed_comm_s"] = exposed;
+  j["host_dispatch_s"] = r.metrics.host_s;
   j["compute_s"] = r.metrics.compute_s;
   j["num_gpus"] = r.num_gpus;
   j["events"] = r.events;
@@ -265,6 +267,7 @@ nlohmann::ordered_json result_json(const Scenario& s, const SimulationResult& r)
       const int st = r.workload.stage[i];
       sum[st].compute_s += r.metrics.ranks[i].compute_s;
       sum[st].bubble_s += r.metrics.ranks[i].bubble_s;
+      sum[st].host_s += r.metrics.ranks[i].host_s;
       for (int k = 0; k < kNumCommKinds; ++k) sum[st].exposed_s[k] += r.metrics.ranks[i].exposed_s[k];
       ++count[st];
     }
@@ -276,6 +279,7 @@ nlohmann::ordered_json result_json(const Scenario& s, const SimulationResult& r)
       nlohmann::ordered_json ex;
       for (int k = 0; k < kNumCommKinds; ++k) ex[to_string(static_cast<CommKind>(k))] = sum[st].exposed_s[k] / count[st];
       e["exposed_comm_s"] = ex;
+      e["host_dispatch_s"] = sum[st].host_s / count[st];
       per_stage.push_back(e);
     }
   }

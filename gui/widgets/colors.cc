@@ -26,6 +26,8 @@ QColor category_color(Category c) {
       return QColor(0x9d, 0x75, 0x5d);
     case Category::kCopy:
       return QColor(0xba, 0xb0, 0xac);
+    case Category::kHost:
+      return QColor(0xed, 0xc9, 0x48);
   }
   return Qt::gray;
 }

@@ -44,6 +44,8 @@ TimelinePanel::TimelinePanel(QWidget* parent) : QWidget(parent) {
   auto* collapse = new QPushButton(tr("Fold nodes"), this);
   auto* legend = new QLabel(legend_html(), this);
   legend->setTextFormat(Qt::RichText);
+  // Ten categories do not fit beside the buttons of a narrow window: wrap.
+  legend->setWordWrap(true);
 
   auto* tools = new QHBoxLayout;
   tools->addWidget(fit);

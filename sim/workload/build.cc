@@ -86,6 +86,31 @@ TaskId WorkloadBuild::comm_task(const std::vector<std::pair<int, int>>& slots, s
   return t;
 }
 
+void WorkloadBuild::issue(const std::vector<int>& ranks, TaskId task, std::size_t kernels, Phase phase) {
+  if (!options.host_dispatch || kernels == 0) return;
+  const double per_kernel_s = options.host_dispatch->per_kernel_us * 1e-6;
+  const std::int32_t lbl = label("kernel issue", Category::kHost, phase);
+  const int host = stream_index(StreamKind::kHost);
+  // Members of a tensor-parallel group issue in lockstep: one shared task.
+  TaskId first = w.graph.add_shared_compute(ranks, host, Duration::from_seconds(per_kernel_s));
+  w.notes.add(first, lbl, TaskInfo{});
+  w.graph.add_dependency(first, task);
+  TaskId last = first;
+  if (kernels > 1) {
+    last = w.graph.add_shared_compute(ranks, host, Duration::from_seconds(per_kernel_s * static_cast<double>(kernels - 1)));
+    w.notes.add(last, lbl, TaskInfo{});
+  }
+  if (issued_by_.size() <= static_cast<std::size_t>(task)) issued_by_.resize(static_cast<std::size_t>(task) + 1, -1);
+  issued_by_[task] = last;
+}
+
+void WorkloadBuild::depend(TaskId before, TaskId task) {
+  w.graph.add_dependency(before, task);
+  if (static_cast<std::size_t>(before) < issued_by_.size() && issued_by_[before] >= 0) {
+    w.graph.add_dependency(issued_by_[before], task);
+  }
+}
+
 std::int32_t WorkloadBuild::collective(CollectiveOp op, const std::vector<int>& group, double bytes) {
   auto key = std::make_tuple(static_cast<int>(op), group.front(), group.size() > 1 ? group[1] - group[0] : 0,
                              static_cast<int>(group.size()), static_cast<long long>(bytes), -1, 0LL);

@@ -98,6 +98,20 @@ class WorkloadBuild {
   TaskId comm_task(const std::vector<std::pair<int, int>>& slots, std::int32_t comm, std::int32_t label,
                    const TaskInfo& info);
 
+  // Host dispatch (options.host_dispatch): compute task `task` of `kernels`
+  // kernels on `ranks` is issued by their host threads, on the host lane: one host
+  // task issues its first kernel, and the task starts no earlier; a second issues
+  // the rest (so the next task, issued after it, starts no earlier than the host
+  // has issued all of this one). The host runs ahead of the GPU as far as it can.
+  // Approximation: a task of many small kernels may finish before the host has
+  // issued its last; what follows it (depend()) waits for the issue too.
+  // Call in program order, after the task is annotated. No-op without dispatch.
+  void issue(const std::vector<int>& ranks, TaskId task, std::size_t kernels, Phase phase);
+  // `task` runs after `before`, and, where the host issued `before`, after the host
+  // has issued all of it (a collective is issued after the kernels before it).
+  void depend(TaskId before, TaskId task);
+  bool has_host_dispatch() const { return options.host_dispatch.has_value(); }
+
   // The CommSpec of a collective, interned so repeated collectives share one entry.
   std::int32_t collective(CollectiveOp op, const std::vector<int>& group, double bytes);
   // CommCosts::collective_beside, added to the graph once.
@@ -115,6 +129,7 @@ class WorkloadBuild {
   std::map<std::pair<int, int>, std::int32_t> p2p_ids_;
   std::vector<std::vector<int>> last_backward_;  // [pipeline rank][chunk]
   std::vector<std::vector<int>> first_forward_;  // [pipeline rank][chunk]
+  std::vector<TaskId> issued_by_;                // [task]: the host task issuing its last kernel, -1: none
 };
 
 }  // namespace strata::sim

@@ -105,7 +105,7 @@ class DataParallelPass {
               for (int member : members) {
                 TaskId ready = p_.overlap_grad_reduce ? bucket_ready(member, static_cast<int>(oi), b)
                                                       : b_.op_marks[member][oi].last;
-                b_.w.graph.add_dependency(ready, rs);
+                b_.depend(ready, rs);
                 last_dp[member] = rs;
               }
             }
@@ -120,7 +120,7 @@ class DataParallelPass {
             const int op = b_.last_backward_op(r, b.chunk);
             for (int member : members) {
               TaskId ready = p_.overlap_grad_reduce ? bucket_ready(member, op, b) : b_.last_task[member];
-              b_.w.graph.add_dependency(ready, red);
+              b_.depend(ready, red);
               last_dp[member] = red;
             }
           }
@@ -197,14 +197,14 @@ class DataParallelPass {
         TaskId g = dp_comm(members, StreamKind::kDpComm, forward ? ag : ag_bwd, forward ? lbl_ag_fwd : lbl_ag_bwd,
                            info_of(step, layer_bytes));
         for (int member : members) {
-          if (step - live >= 0) b_.w.graph.add_dependency(layer_mark(member, step - live).last, g);
+          if (step - live >= 0) b_.depend(layer_mark(member, step - live).last, g);
           b_.w.graph.add_dependency(g, layer_mark(member, step).first);
         }
       };
       auto reduce = [&](int step) {
         TaskId red = dp_comm(members, reduce_lane, rs, lbl_rs, info_of(step, grad_bytes));
         for (int member : members) {
-          b_.w.graph.add_dependency(layer_mark(member, step).last, red);
+          b_.depend(layer_mark(member, step).last, red);
           last_dp[member] = red;
         }
       };
@@ -240,7 +240,7 @@ class DataParallelPass {
                                        bytes);
         TaskId task = b_.comm_task({{a, stream_index(StreamKind::kDpComm)}, {b, stream_index(StreamKind::kDpComm)}}, comm, lbl, info);
         for (int s : {a, b}) {
-          b_.w.graph.add_dependency(b_.last_task[s], task);
+          b_.depend(b_.last_task[s], task);
           last_dp[s] = task;
         }
       }
@@ -265,7 +265,7 @@ class DataParallelPass {
       norm = b_.comm_task(slots, b_.w.graph.add_comm(spec),
                                     b_.label("grad norm all_reduce", Category::kDp, Phase::kStep), info);
       for (std::size_t i = 0; i < n; ++i) {
-        b_.w.graph.add_dependency(b_.last_task[i], norm);
+        b_.depend(b_.last_task[i], norm);
         if (last_dp[i] >= 0) b_.w.graph.add_dependency(last_dp[i], norm);
       }
     }
@@ -286,12 +286,14 @@ class DataParallelPass {
         // Adam update, weights back up.
         b_.compute(rank, StreamKind::kCopy, oc_.host_optimizer(shard), lbl_host, info);
         TaskId h2d = b_.compute(rank, StreamKind::kCopy, oc_.host_copy(info.bytes), lbl_h2d, info);
-        b_.w.graph.add_dependency(norm >= 0 ? norm : b_.last_task[i], d2h);
+        b_.depend(norm >= 0 ? norm : b_.last_task[i], d2h);
         updated[i] = h2d;
       } else {
         // The update reads the gradient in its accumulation dtype.
         info.bytes = shard * (b_.options.optimizer_bytes_per_param - dtype_bytes(p_.dtype) + p_.grad_bytes());
         TaskId opt = b_.compute(rank, StreamKind::kCompute, oc_.optimizer(info.bytes), lbl_opt, info);
+        // One fused multi-tensor update: one kernel for the host to issue.
+        b_.issue({rank}, opt, 1, Phase::kStep);
         if (norm >= 0) b_.w.graph.add_dependency(norm, opt);
         updated[i] = opt;
       }

@@ -97,6 +97,7 @@ const CollapsedStretches::BlockSummary& CollapsedStretches::summary(const std::v
       sum.ns += op.duration_ns;
       sum.bytes += op.bytes;
     }
+    sum.kernels += s.ops.size();
   }
   return block_summaries_.emplace(&segs, sum).first->second;
 }

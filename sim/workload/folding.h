@@ -48,6 +48,7 @@ class CollapsedStretches {
   struct BlockSummary {
     TimeNs ns = 0;
     double bytes = 0.0;
+    std::size_t kernels = 0;  // compute ops (each one kernel the host issues)
   };
   // A block's time and bytes with its collectives costed on `group`; the cache
   // holds one tensor-parallel group's (start_group clears it).

@@ -76,6 +76,8 @@ class OpEmitter {
     info.detail = ids.detail[k];
     info.bytes = s.bytes;
     TaskId t = b_.shared_compute(members_, Duration::from_ns(s.duration_ns), ids.label[k], info);
+    // Each op of a segment is one kernel (a GEMM's backward is its dgrad and wgrad ops).
+    b_.issue(members_, t, s.ops.size(), b_.w.notes.label(ids.label[k]).phase);
     if (prev_ >= 0 && prev_comm_) b_.w.graph.add_dependency(prev_, t);
     prev_ = t;
     prev_comm_ = false;
@@ -89,7 +91,7 @@ class OpEmitter {
     std::vector<std::pair<int, int>> slots;
     for (int member : members_) slots.emplace_back(member, stream_index(StreamKind::kTpComm));
     TaskId t = b_.comm_task(slots, b_.collective(s.op, group_, s.comm_bytes), label, info);
-    if (prev_ >= 0) b_.w.graph.add_dependency(prev_, t);
+    if (prev_ >= 0) b_.depend(prev_, t);
     prev_ = t;
     prev_comm_ = true;
     mark(t, j);
@@ -102,6 +104,7 @@ class OpEmitter {
     pending_.push_back({&segs, j >= 0 ? j : -1});
     pending_ns_ += sum.ns;
     pending_bytes_ += sum.bytes;
+    pending_kernels_ += sum.kernels;
   }
 
   // The ops of the pending stretch, for its detail.
@@ -148,6 +151,7 @@ class OpEmitter {
     }
     const std::int32_t label = stretches_.label(forward, first, last);
     TaskId t = b_.shared_compute(members_, Duration::from_ns(pending_ns_), label, info);
+    b_.issue(members_, t, pending_kernels_, forward ? Phase::kForward : Phase::kBackward);
     prev_ = t;
     prev_comm_ = false;
     for (int member : members_) b_.op_marks[member][oi_].add(t);
@@ -161,6 +165,7 @@ class OpEmitter {
     pending_.clear();
     pending_ns_ = 0;
     pending_bytes_ = 0.0;
+    pending_kernels_ = 0;
     pending_layers_.clear();
     stretch_first_ = -1;
   }
@@ -179,6 +184,7 @@ class OpEmitter {
   std::vector<PendingBlock>& pending_;
   TimeNs pending_ns_ = 0;
   double pending_bytes_ = 0.0;
+  std::size_t pending_kernels_ = 0;
   std::vector<int>& pending_layers_;
   bool pending_head_ = false;  // the pending stretch holds the head block
   int shape_;                  // phase, first virtual stage, last virtual stage (3 bits)

@@ -58,7 +58,7 @@ void add_pipeline_transfers(WorkloadBuild& b) {
       std::int32_t comm = b.p2p(b.w.global_rank[i], to_global);
       TaskId t = b.comm_task({{static_cast<int>(i), stream_index(StreamKind::kPpSend)}}, comm,
                                         forward ? send_act : send_grad, info);
-      b.w.graph.add_dependency(b.op_marks[i][oi].last, t);
+      b.depend(b.op_marks[i][oi].last, t);
       b.w.graph.add_dependency(t, b.op_marks[j][to_op].first);
     }
   }

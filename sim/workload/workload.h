@@ -15,6 +15,7 @@
 // transfers (workload.cc); build.h is the state they share.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "costmodel/framework_profile.h"
@@ -35,6 +36,9 @@ struct WorkloadOptions {
   double optimizer_bytes_per_param = 28.0;
   // How ZeRO-3 orders its gathers and reduce-scatters: the plan's framework's.
   ShardedDataParallel sharded;
+  // What issuing a kernel costs the host (the framework's); absent: nothing, and
+  // no host tasks are built.
+  std::optional<HostDispatch> host_dispatch;
 };
 
 struct Workload {

@@ -12,7 +12,7 @@ namespace {
 
 TEST(TraceVocabulary, NamesAreTheDocumentedOnesAndParseBack) {
   const std::vector<std::string> categories = {"gemm", "attention", "elementwise", "tp", "pp",
-                                               "dp",   "zero",      "optimizer",   "copy"};
+                                               "dp",   "zero",      "optimizer",   "copy", "host"};
   ASSERT_EQ(static_cast<int>(categories.size()), kNumCategories);
   for (int i = 0; i < kNumCategories; ++i) {
     const Category c = static_cast<Category>(i);
@@ -24,7 +24,7 @@ TEST(TraceVocabulary, NamesAreTheDocumentedOnesAndParseBack) {
   Category unused;
   EXPECT_FALSE(parse_category("gemm ", &unused));
   EXPECT_FALSE(parse_category("", &unused));
-  const std::vector<std::string> lanes = {"compute", "tp-comm", "dp-comm", "pp-send", "pp-recv", "copy", "dp-reduce"};
+  const std::vector<std::string> lanes = {"compute", "tp-comm", "dp-comm", "pp-send", "pp-recv", "copy", "dp-reduce", "host"};
   ASSERT_EQ(static_cast<int>(lanes.size()), kNumLanes);
   for (int t = 0; t < kNumLanes; ++t) EXPECT_EQ(to_string(static_cast<Lane>(t)), lanes[t]);
   for (const auto& [name, phase] : std::vector<std::pair<std::string, Phase>>{
@@ -38,6 +38,7 @@ TEST(TraceVocabulary, NamesAreTheDocumentedOnesAndParseBack) {
   EXPECT_FALSE(parse_phase("forward", &p));
   EXPECT_TRUE(is_communication(Category::kZero));
   EXPECT_FALSE(is_communication(Category::kCopy));
+  EXPECT_FALSE(is_communication(Category::kHost));
 }
 
 }  // namespace

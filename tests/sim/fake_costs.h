@@ -26,6 +26,22 @@ class GemmCountCosts : public OpCosts {
   std::int64_t vocab_;
 };
 
+// Every compute op (GEMM, memory-bound op, attention, the optimizer) costs
+// `op_ns`: a step of K ops on one GPU takes K * op_ns.
+class UniformCosts : public OpCosts {
+ public:
+  explicit UniformCosts(TimeNs op_ns) : d_(Duration::from_ns(op_ns)) {}
+  Duration gemm(const GemmShape&, DType) const override { return d_; }
+  Duration elementwise(OpRole, double, DType) const override { return d_; }
+  Duration attention(std::int64_t, std::int64_t, std::int64_t, bool, DType) const override { return d_; }
+  Duration optimizer(double) const override { return d_; }
+  Duration host_copy(double) const override { return d_; }
+  Duration host_optimizer(double) const override { return d_; }
+
+ private:
+  Duration d_;
+};
+
 // Communication that takes no time.
 class FreeComm : public CommCosts {
  public:
