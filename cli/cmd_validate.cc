@@ -112,7 +112,7 @@ void run_published(const ValidateArgs& args) {
         row.update({{"num_gpus", r.num_gpus}, {"predicted", r.predicted}, {"relative_error", r.relative_error},
                     {"step_time_s", r.step_time_s}, {"hw_tflops_per_gpu", r.hw_tflops_per_gpu}, {"mfu", r.mfu},
                     {"tokens_per_sec_per_gpu", r.tokens_per_sec_per_gpu}, {"bubble_ratio", r.bubble_ratio},
-                    {"peak_memory_bytes", r.peak_memory_bytes}, {"memory_capacity_bytes", r.memory_capacity_bytes},
+                    {"gemm_s", r.gemm_s}, {"peak_memory_bytes", r.peak_memory_bytes}, {"memory_capacity_bytes", r.memory_capacity_bytes},
                     {"fits", r.fits}});
       }
       list.push_back(row);

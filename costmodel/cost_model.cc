@@ -335,9 +335,13 @@ std::vector<SectionOrigin> CostModel::origins() const {
                    fmt::format("{} shapes ({}), wave quantization {}x{} tiles over {} units", n,
                                dtypes, gemm_->tile_m, gemm_->tile_n, d.compute_units)});
   } else {
+    const char* ceiling = gemm_->ceiling == "burst"       ? ", a burst rate (short runs at boost clock; a step "
+                                                            "running for minutes holds a lower, power-limited clock)"
+                          : gemm_->ceiling == "sustained" ? ", a sustained rate (after a thermal soak)"
+                                                          : "";
     out.push_back({"gemm", "datasheet",
-                   fmt::format("max efficiency {}; {}x{} tiles over {} units; {:.1f} us per call",
-                               eff_list(gemm_->max_efficiency), gemm_->tile_m, gemm_->tile_n,
+                   fmt::format("max efficiency {}{}; {}x{} tiles over {} units; {:.1f} us per call",
+                               eff_list(gemm_->max_efficiency), ceiling, gemm_->tile_m, gemm_->tile_n,
                                d.compute_units, gemm_->overhead_s * 1e6)});
   }
   if (!memory_bound_) {

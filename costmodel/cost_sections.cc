@@ -219,6 +219,7 @@ GemmSection read_gemm_section(const nlohmann::json& value, const std::string& fi
     }
   }
   eff.finish();
+  if (r.has("ceiling")) s.ceiling = r.choice("ceiling", {"burst", "sustained"});
   if (s.max_efficiency.empty()) {
     r.fail("max_efficiency", "needs the efficiency of at least one dtype (\"bf16\", ...)");
   }
@@ -261,6 +262,7 @@ nlohmann::ordered_json to_json(const GemmSection& s) {
   nlohmann::ordered_json eff;
   for (const auto& [d, e] : s.max_efficiency) eff[to_string(d)] = e;
   j["max_efficiency"] = eff;
+  if (!s.ceiling.empty()) j["ceiling"] = s.ceiling;
   std::optional<nlohmann::ordered_json> measured;
   if (!s.measured.empty()) {
     nlohmann::ordered_json m;

@@ -50,6 +50,10 @@ struct GemmSection {
   int tile_n = 1;
   double overhead_s = 0.0;             // per call (datasheet model only)
   std::map<DType, double> max_efficiency;  // share of peak large GEMMs reach
+  // What max_efficiency measured: "burst" (a short run at boost clock, as MAMF),
+  // "sustained" (after a thermal soak, at the power-limited clock a training step
+  // runs at), or "" (the profile does not say).
+  std::string ceiling;
   std::map<std::string, std::string> sources;
   std::map<DType, std::vector<GemmPoint>> measured;  // origin == measured
 };

@@ -111,6 +111,14 @@ ValidationRow validate_case(const ValidationCase& c, Fidelity fidelity) {
   row.mfu = r.mfu;
   row.tokens_per_sec_per_gpu = r.tokens_per_s / r.num_gpus;
   row.bubble_ratio = r.metrics.bubble_ratio;
+  const TaskAnnotations& notes = r.workload.notes;
+  for (TaskId t : r.workload.stream(0, StreamKind::kCompute)) {
+    const std::int32_t detail = notes.info(t).detail;
+    if (detail < 0) continue;  // the optimizer and copies: no GEMMs
+    for (const DetailOp& op : notes.detail(detail)) {
+      if (op.category == Category::kGemm && op.lane == StreamKind::kCompute) row.gemm_s += ns_to_seconds(op.duration_ns);
+    }
+  }
   row.peak_memory_bytes = r.memory.peak_bytes;
   row.memory_capacity_bytes = r.memory.capacity_bytes;
   row.fits = r.memory.fits;

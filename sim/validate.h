@@ -45,6 +45,9 @@ struct ValidationRow {
   double mfu = 0.0;
   double tokens_per_sec_per_gpu = 0.0;
   double bubble_ratio = 0.0;
+  // GEMM time of the first simulated rank's compute stream: what a GEMM ceiling
+  // lower than the profile's moves (docs/validation.md, "GEMM ceiling").
+  double gemm_s = 0.0;
   double peak_memory_bytes = 0.0;      // the fullest GPU's predicted memory
   double memory_capacity_bytes = 0.0;
   bool fits = false;  // the source ran it, so false is an error of the memory model

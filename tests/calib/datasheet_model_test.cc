@@ -1,9 +1,14 @@
 // CostModel on the shipped datasheet profiles, against hand-computed numbers.
 #include <cmath>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "costmodel/cost_model.h"
+#include "core/data_paths.h"
 #include "core/error.h"
 
 namespace strata {
@@ -123,6 +128,25 @@ TEST(DatasheetProfile, NoMeasurementsAndOriginsSaySo) {
   EXPECT_EQ(origins[0].origin, "datasheet");
   EXPECT_EQ(origins[4].origin, "absent");
   EXPECT_TRUE(model.fit_quality().empty());
+}
+
+// The GEMM ceiling says what it measured: the MAMF burst on A100 and H100, the
+// sustained (soaked) rate on H200 (docs/validation.md, "GEMM ceiling").
+TEST(DatasheetProfile, GemmCostOriginSaysBurstOrSustained) {
+  for (const auto& [name, kind] : std::vector<std::pair<std::string, std::string>>{
+           {"a100-sxm4-80gb", "a burst rate"}, {"h100-sxm5-80gb", "a burst rate"}, {"h200-sxm-141gb", "a sustained rate"}}) {
+    const std::vector<SectionOrigin> origins = CostModel(load_profile(name)).origins();
+    ASSERT_EQ(origins[0].section, "gemm");
+    EXPECT_NE(origins[0].summary.find(kind), std::string::npos) << name << ": " << origins[0].summary;
+  }
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(resolve_data_file("a100-sxm4-80gb", "calib/profiles", "profile")));
+  doc["gemm"]["ceiling"] = "peak";
+  try {
+    read_profile(doc, "p.json");
+    FAIL() << "an unknown ceiling";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.json_path(), "$.gemm.ceiling");
+  }
 }
 
 TEST(DatasheetProfile, EveryShippedProfileAnswers) {
