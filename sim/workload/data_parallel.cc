@@ -247,16 +247,38 @@ class DataParallelPass {
     }
   }
 
-  // The end of the step: a global gradient-norm all-reduce (gradient clipping), the
+  // The end of the step, after the gradients are reduced: each rank's pass over
+  // its gradient shard for the norm (gradient clipping: Megatron-LM's
+  // clip_grad_norm_fp32, torch's clip_grad_norm_), with fp16 first the loss
+  // scaler's unscale and inf check (Megatron-LM's
+  // _unscale_main_grads_and_check_for_nan, torch's GradScaler.unscale_: one
+  // read and one write of every gradient); then the global norm all-reduce, the
   // optimizer update of each rank's shard, and the weight gathers not overlapped.
   void add_step(std::vector<TaskId>& last_dp, std::int32_t lbl_ag) {
     const std::size_t n = b_.w.global_rank.size();
     const int world = b_.layout.world();
+    const std::int32_t lbl_unscale = b_.label("unscale and inf check", Category::kOptimizer, Phase::kStep);
+    const std::int32_t lbl_norm = b_.label("gradient norm", Category::kOptimizer, Phase::kStep);
+    std::vector<TaskId> norm_pass(n, -1);
+    for (std::size_t i = 0; i < n; ++i) {
+      const int rank = static_cast<int>(i);
+      TaskInfo info;
+      info.bytes = shard_params(rank) * p_.grad_bytes();
+      if (p_.dtype == DType::kFp16) {
+        TaskId unscale = b_.compute(rank, StreamKind::kCompute, oc_.optimizer(2.0 * info.bytes), lbl_unscale, info);
+        b_.issue({rank}, unscale, 1, Phase::kStep);
+        if (last_dp[i] >= 0) b_.w.graph.add_dependency(last_dp[i], unscale);
+      }
+      norm_pass[i] = b_.compute(rank, StreamKind::kCompute, oc_.optimizer(info.bytes), lbl_norm, info);
+      b_.issue({rank}, norm_pass[i], 1, Phase::kStep);
+      if (last_dp[i] >= 0) b_.w.graph.add_dependency(last_dp[i], norm_pass[i]);
+    }
     TaskId norm = -1;
     if (world > 1) {
       std::vector<int> everyone(world);
       for (int g = 0; g < world; ++g) everyone[g] = g;
-      // One fp32 partial norm per rank (Megatron-LM's clip_grad_norm_fp32).
+      // One fp32 partial norm per rank (Megatron-LM's clip_grad_norm_fp32); the fp16
+      // inf flag's all-reduce is as small and runs beside it.
       const CommSpec spec = cc_.latency_bound(CollectiveOp::kAllReduce, everyone, 4.0);
       std::vector<std::pair<int, int>> slots;
       for (std::size_t i = 0; i < n; ++i) slots.emplace_back(static_cast<int>(i), stream_index(StreamKind::kDpComm));
@@ -264,10 +286,7 @@ class DataParallelPass {
       info.bytes = 4.0;
       norm = b_.comm_task(slots, b_.w.graph.add_comm(spec),
                                     b_.label("grad norm all_reduce", Category::kDp, Phase::kStep), info);
-      for (std::size_t i = 0; i < n; ++i) {
-        b_.depend(b_.last_task[i], norm);
-        if (last_dp[i] >= 0) b_.w.graph.add_dependency(last_dp[i], norm);
-      }
+      for (std::size_t i = 0; i < n; ++i) b_.depend(norm_pass[i], norm);
     }
     const std::int32_t lbl_opt = b_.label("optimizer step", Category::kOptimizer, Phase::kStep);
     const std::int32_t lbl_d2h = b_.label("gradients to host", Category::kCopy, Phase::kStep);
@@ -275,8 +294,7 @@ class DataParallelPass {
     const std::int32_t lbl_h2d = b_.label("weights to device", Category::kCopy, Phase::kStep);
     std::vector<TaskId> updated(n, -1);
     for (std::size_t i = 0; i < n; ++i) {
-      const double params = static_cast<double>(stage_params_per_gpu(m_, p_, b_.w.stage[i]));
-      const double shard = p_.zero_stage >= 1 ? params / p_.dp : params;
+      const double shard = shard_params(static_cast<int>(i));
       TaskInfo info;
       const int rank = static_cast<int>(i);
       if (p_.offload_optimizer) {
@@ -286,7 +304,7 @@ class DataParallelPass {
         // Adam update, weights back up.
         b_.compute(rank, StreamKind::kCopy, oc_.host_optimizer(shard), lbl_host, info);
         TaskId h2d = b_.compute(rank, StreamKind::kCopy, oc_.host_copy(info.bytes), lbl_h2d, info);
-        b_.depend(norm >= 0 ? norm : b_.last_task[i], d2h);
+        b_.depend(norm >= 0 ? norm : norm_pass[i], d2h);
         updated[i] = h2d;
       } else {
         // The update reads the gradient in its accumulation dtype.
@@ -302,6 +320,12 @@ class DataParallelPass {
       TaskId ag = dp_comm(g.members, g.comm, lbl_ag, g.info);
       for (int member : g.members) b_.w.graph.add_dependency(updated[member], ag);
     }
+  }
+
+  // Parameters whose gradients and optimizer state simulated rank `rank` holds.
+  double shard_params(int rank) const {
+    const double params = static_cast<double>(stage_params_per_gpu(m_, p_, b_.w.stage[rank]));
+    return p_.zero_stage >= 1 ? params / p_.dp : params;
   }
 
   struct GatherSpec {

@@ -2,7 +2,8 @@
 // small kernels run at the host's pace; against schedules computed by hand.
 //
 // One GPU, the small GPT, every compute op d (UniformCosts), no communication. A
-// step of K kernels (the forward and backward ops, then the optimizer's one) takes
+// step of K kernels (the forward and backward ops, then the gradient norm's pass
+// and the optimizer's update) takes
 // K d without host dispatch; that run gives K. With a host cost h per kernel:
 //  - dispatch-bound (h > d): the host issues kernel i at i h and the GPU, always
 //    waiting, runs it at once, so the step is K h + d; the GPU idles h before the
@@ -96,9 +97,9 @@ TEST(HostDispatch, GpuBoundKernelsHideTheHostBehindTheFirstIssue) {
 // A collective is issued by the host after the kernels before it: in a
 // dispatch-bound step the last gradient all-reduce cannot start before the host
 // has issued the whole backward. dp 2, every collective c = 100 us: the host
-// issues the K - 1 forward and backward kernels by (K - 1) h, the last runs d,
-// then the gradient all-reduce and the gradient norm's, then the optimizer (d,
-// issued long before): (K - 1) h + 2 d + 2 c. Folded collapses the backward into
+// issues the K - 2 forward and backward kernels by (K - 2) h, the last runs d,
+// then the gradient all-reduce, the gradient norm's pass (d) and all-reduce, and
+// the optimizer (d; both issued long before): (K - 2) h + 3 d + 2 c. Folded collapses the backward into
 // one task, which may end before the host has issued its last kernel: the
 // all-reduce then starts up to one kernel (d) early, never late.
 TEST(HostDispatch, CollectivesWaitForTheHostToIssueTheKernelsBeforeThem) {
@@ -112,7 +113,7 @@ TEST(HostDispatch, CollectivesWaitForTheHostToIssueTheKernelsBeforeThem) {
   const AlphaBetaComm comm(c, 1e30);  // no links; the bytes take (almost) no time
   const Step full = run(m, p, comm, Fidelity::kFull, dispatch(25.0));
   const Step folded = run(m, p, comm, Fidelity::kFolded, dispatch(25.0));
-  const TimeNs expected = (k - 1) * h + 2 * kOpNs + 2 * c;
+  const TimeNs expected = (k - 2) * h + 3 * kOpNs + 2 * c;
   EXPECT_NEAR(static_cast<double>(full.time), static_cast<double>(expected), 10.0);  // ns: bytes over 1e30 B/s
   EXPECT_LE(folded.time, full.time);
   EXPECT_GE(folded.time, full.time - kOpNs);

@@ -165,9 +165,15 @@ TEST(Workload, TiedEmbeddingIsSummedBetweenFirstAndLastStage) {
   EXPECT_EQ(w.notes.info(sync[0]).bytes, 8192 * 2);
   // After each stage's last backward (micro-batch 1 is last on both).
   for (int r : {0, 1}) EXPECT_TRUE(pred.at(sync[0]).count(last_backward_task(w, r, 1)));
+  // Each stage's gradient-norm pass waits for the sum; the global norm for both passes.
+  const std::vector<TaskId> pass = named(w, "gradient norm", Phase::kStep);
+  ASSERT_EQ(pass.size(), 2u);
   const std::vector<TaskId> norm = named(w, "grad norm all_reduce", Phase::kStep);
   ASSERT_EQ(norm.size(), 1u);
-  EXPECT_TRUE(pred.at(norm[0]).count(sync[0]));
+  for (TaskId t : pass) {
+    EXPECT_TRUE(pred.at(t).count(sync[0]));
+    EXPECT_TRUE(pred.at(norm[0]).count(t));
+  }
   // Untied, or on one stage, there is nothing to sum.
   ModelSpec untied = model();
   untied.untie_embeddings_and_output_weights = true;
@@ -183,6 +189,33 @@ TEST(Workload, DistributedOptimizerReducesTheSharedEmbeddingAsItsOwnBucket) {
   std::multiset<double> bytes;
   for (TaskId t : named(w, "grad reduce_scatter", Phase::kBackward)) bytes.insert(w.notes.info(t).bytes);
   EXPECT_EQ(bytes, (std::multiset<double>{8192 * 2, 8192 * 2, (128 + kLayer) * 2, (kLayer + 2048) * 2}));
+}
+
+// The step's passes over each rank's gradient shard (ZeRO-1 over dp 2: half the
+// model): the norm for clipping reads it once; with fp16 the loss scaler's unscale
+// and inf check reads and writes it first. Gradients in their accumulation dtype.
+TEST(Workload, StepPassesReadTheRanksGradientShard) {
+  PlanSpec p = plan(1, 2, 1);
+  Workload w = build(p);
+  std::vector<TaskId> norm = named(w, "gradient norm", Phase::kStep);
+  ASSERT_EQ(norm.size(), 2u);
+  for (TaskId t : norm) EXPECT_DOUBLE_EQ(w.notes.info(t).bytes, kModel / 2 * 2);  // bf16 gradients
+  EXPECT_TRUE(named(w, "unscale and inf check", Phase::kStep).empty());          // no loss scaling in bf16
+  p.dtype = DType::kFp16;
+  p.accumulate_allreduce_grads_in_fp32 = true;
+  w = build(p);
+  norm = named(w, "gradient norm", Phase::kStep);
+  const std::vector<TaskId> unscale = named(w, "unscale and inf check", Phase::kStep);
+  ASSERT_EQ(unscale.size(), 2u);
+  const auto pred = predecessors(w);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_DOUBLE_EQ(w.notes.info(norm[i]).bytes, kModel / 2 * 4);  // fp32 main gradients
+    EXPECT_DOUBLE_EQ(w.notes.info(unscale[i]).bytes, kModel / 2 * 4);
+    // On the compute stream, the unscale first.
+    const auto stream = w.stream(static_cast<int>(i), StreamKind::kCompute);
+    const auto at = [&](TaskId t) { return std::find(stream.begin(), stream.end(), t) - stream.begin(); };
+    EXPECT_LT(at(unscale[i]), at(norm[i]));
+  }
 }
 
 }  // namespace
