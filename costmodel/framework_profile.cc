@@ -1,5 +1,6 @@
 #include "costmodel/framework_profile.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -64,7 +65,55 @@ HostDispatch read_host_dispatch(json::ObjectReader r) {
   return h;
 }
 
+// Transformer Engine's names for the GEMMs userbuffers can overlap
+// (TransformerLayerTPOverlapCfg in NeMo's recipes).
+const std::vector<std::string>& te_gemm_names() {
+  static const std::vector<std::string> names = {"qkv_fprop", "qkv_dgrad", "qkv_wgrad", "proj_fprop", "proj_dgrad",
+                                                 "fc1_fprop", "fc1_dgrad", "fc1_wgrad", "fc2_fprop", "fc2_dgrad"};
+  return names;
+}
+
+TpOverlap read_tp_overlap(json::ObjectReader r) {
+  TpOverlap t;
+  json::ObjectReader gemms = r.object("gemms");
+  for (auto it = gemms.value().begin(); it != gemms.value().end(); ++it) {
+    const std::vector<std::string>& names = te_gemm_names();
+    if (std::find(names.begin(), names.end(), it.key()) == names.end()) {
+      std::string allowed;
+      for (const std::string& n : names) allowed += (allowed.empty() ? "" : ", ") + n;
+      throw InputError(gemms.file(), gemms.path_of(it.key()), "unknown GEMM; allowed: " + allowed);
+    }
+    json::ObjectReader g = gemms.object(it.key());
+    TpOverlapGemm c;
+    const std::string method = g.choice("method", {"ring_exchange", "pipeline", "bulk"});
+    c.method = method == "ring_exchange" ? TpOverlapMethod::kRingExchange
+               : method == "pipeline"    ? TpOverlapMethod::kPipeline
+                                         : TpOverlapMethod::kBulk;
+    // TE's RingExchangeOverlapCfg defaults to one SM; pipeline and bulk name theirs.
+    c.num_sm = c.method == TpOverlapMethod::kRingExchange ? static_cast<int>(g.integer_or("num_sm", 1, 0, 64))
+                                                          : static_cast<int>(g.integer("num_sm", 0, 64));
+    c.num_splits = c.method == TpOverlapMethod::kPipeline ? static_cast<int>(g.integer("num_splits", 1, 64)) : 1;
+    g.allow_text("notes");
+    g.finish();
+    t.gemms[it.key()] = c;
+  }
+  gemms.finish();
+  t.source = r.string("source");
+  r.allow_text("notes");
+  r.finish();
+  return t;
+}
+
 }  // namespace
+
+const char* to_string(TpOverlapMethod m) {
+  switch (m) {
+    case TpOverlapMethod::kRingExchange: return "ring_exchange";
+    case TpOverlapMethod::kPipeline: return "pipeline";
+    case TpOverlapMethod::kBulk: return "bulk";
+  }
+  return "?";
+}
 
 const char* to_string(DispatchMode m) {
   switch (m) {
@@ -97,6 +146,7 @@ FrameworkProfile read_framework_profile(const nlohmann::json& doc, const std::st
   if (r.has("sharded_data_parallel")) f.sharded = read_sharded(r.object("sharded_data_parallel"));
   if (r.has("attention")) f.attention = read_attention(r.object("attention"));
   if (r.has("host_dispatch")) f.host_dispatch = read_host_dispatch(r.object("host_dispatch"));
+  if (r.has("tp_overlap")) f.tp_overlap = read_tp_overlap(r.object("tp_overlap"));
   r.finish();
   return f;
 }
@@ -137,6 +187,15 @@ nlohmann::ordered_json to_json(const FrameworkProfile& f) {
     j["host_dispatch"] = {{"mode", to_string(f.host_dispatch->mode)},
                           {"per_kernel_us", f.host_dispatch->per_kernel_us},
                           {"source", f.host_dispatch->source}};
+  }
+  if (f.tp_overlap) {
+    nlohmann::ordered_json gemms;
+    for (const auto& [name, g] : f.tp_overlap->gemms) {
+      nlohmann::ordered_json e = {{"method", to_string(g.method)}, {"num_sm", g.num_sm}};
+      if (g.method == TpOverlapMethod::kPipeline) e["num_splits"] = g.num_splits;
+      gemms[name] = e;
+    }
+    j["tp_overlap"] = {{"gemms", gemms}, {"source", f.tp_overlap->source}};
   }
   return j;
 }

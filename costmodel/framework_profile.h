@@ -74,6 +74,28 @@ struct HostDispatch {
   std::string source;
 };
 
+// Transformer Engine's tensor-parallel communication overlap (userbuffers;
+// Megatron-Core's --tp-comm-overlap, NeMo's tp_comm_overlap), per GEMM as TE
+// names them ("qkv_fprop", "proj_dgrad", "fc1_wgrad", ...): the collective next
+// to that GEMM runs under it.
+enum class TpOverlapMethod {
+  kRingExchange,  // the GEMM in tp chunks, each chunk's transfer under the previous chunk (p2p)
+  kPipeline,      // the GEMM in num_splits chunks, each chunk's collective under the next (on num_sm SMs)
+  kBulk,          // the whole collective beside the whole GEMM (on num_sm SMs)
+};
+const char* to_string(TpOverlapMethod m);
+
+struct TpOverlapGemm {
+  TpOverlapMethod method = TpOverlapMethod::kRingExchange;
+  int num_sm = 1;      // SMs the communication kernels take from the GEMM
+  int num_splits = 1;  // pipeline: chunks of the GEMM
+};
+
+struct TpOverlap {
+  std::map<std::string, TpOverlapGemm> gemms;  // TE's names: qkv_fprop, fc2_dgrad, fc1_wgrad, ...
+  std::string source;
+};
+
 struct FrameworkProfile {
   std::string name;
   std::string file;  // where it was read from
@@ -88,6 +110,9 @@ struct FrameworkProfile {
   // What issuing a kernel costs the host; absent: kernels are issued ahead of
   // the GPU at no cost (a compiled runtime whose launch cost no measurement gives).
   std::optional<HostDispatch> host_dispatch;
+  // Tensor-parallel collectives overlapped with GEMMs (plans with tp > 1 and
+  // sequence parallelism, as TE requires); absent: every one runs alone.
+  std::optional<TpOverlap> tp_overlap;
 };
 
 // Reads a framework profile strictly; file names it in errors.

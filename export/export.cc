@@ -10,6 +10,7 @@
 #include "core/json_reader.h"
 #include "core/mpirun_settings.h"
 #include "core/units.h"
+#include "costmodel/framework_profile.h"
 
 namespace strata::sim {
 namespace {
@@ -85,6 +86,14 @@ std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, 
          "micro-batches' activations");
   }
   if (p.sequence_parallel) add("--sequence-parallel");
+  // The framework the prediction assumed overlaps TP collectives with GEMMs
+  // (Transformer Engine userbuffers, which need sequence parallelism).
+  if (p.tp > 1 && p.sequence_parallel && framework_profile(p.framework).tp_overlap) {
+    add("--tp-comm-overlap");
+    note(fmt::format("--tp-comm-overlap: the prediction overlaps tensor-parallel collectives as framework {} "
+                     "does ({}); pass Transformer Engine the same userbuffers settings with --tp-comm-overlap-cfg",
+                     p.framework, framework_profile(p.framework).tp_overlap->source));
+  }
   if (p.zero_stage >= 1) add("--use-distributed-optimizer");
   if (p.zero_stage >= 2) {
     // Megatron-FSDP (megatron/core/distributed/fsdp): optim_grads is ZeRO-2,
@@ -237,7 +246,7 @@ std::string megatron_script(const Scenario& s, const ExportOptions& o, const std
         "--hidden-dropout", "--attention-dropout", "--attention-backend"}},
       {"PARALLEL_ARGS",
        {"--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--num-layers-per-virtual-pipeline-stage",
-        "--sequence-parallel", "--use-distributed-optimizer", "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
+        "--sequence-parallel", "--tp-comm-overlap", "--use-distributed-optimizer", "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
         "--no-gradient-accumulation-fusion", "--ckpt-format", "--optimizer-cpu-offload", "--overlap-grad-reduce",
         "--overlap-param-gather", "--ddp-bucket-size"}},
       {"BATCH_ARGS", {"--micro-batch-size", "--global-batch-size"}},

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "sim/workload/tp_overlap.h"
+
 namespace strata::sim {
 namespace {
 
@@ -197,6 +199,16 @@ class OpEmitter {
 
 LayerProgram::LayerProgram(WorkloadBuild& b) : b_(b), stretches_(b) {
   layer_ = layer_segments(b.model, b.plan, b.op_costs);
+  if (b.options.tp_overlap && b.plan.tp > 1 && b.plan.sequence_parallel) {
+    // Costed on the first tensor-parallel group: every group has the same shape.
+    const std::vector<int> group = b.tp_group_gpus(0, 0);
+    const TpCommTime alone = [&b, &group](CollectiveOp op, double bytes) {
+      return collapsed_comm_ns(b.w.graph.comm(b.collective(op, group, bytes)));
+    };
+    for (std::vector<Segment>* segs : {&layer_.forward, &layer_.backward, &layer_.recompute}) {
+      overlap_tp_collectives(*segs, *b.options.tp_overlap, b.plan.tp, b.options.compute_units, alone);
+    }
+  }
   embedding_ = embedding_segments(b.model, b.plan, b.op_costs);
   head_ = head_segments(b.model, b.plan, b.op_costs);
   layer_ids_ = register_block(layer_);

@@ -39,6 +39,10 @@ struct WorkloadOptions {
   // What issuing a kernel costs the host (the framework's); absent: nothing, and
   // no host tasks are built.
   std::optional<HostDispatch> host_dispatch;
+  // Tensor-parallel collectives under GEMMs (the framework's; applies with tp > 1
+  // and sequence parallelism) and the GPU's SMs they share (0: unknown).
+  std::optional<TpOverlap> tp_overlap;
+  int compute_units = 0;
 };
 
 struct Workload {

@@ -180,6 +180,23 @@ TEST(Export, MegatronFlagsFollowTheGptPlan) {
   EXPECT_NE(r.notes[0].find("ZeRO-3 with pp 2"), std::string::npos) << r.notes[0];
 }
 
+// A plan whose framework overlaps tensor-parallel collectives with GEMMs (NeMo's
+// userbuffers) launches with --tp-comm-overlap, which Megatron-LM allows only with
+// sequence parallelism; Megatron-Core's own default does not overlap.
+TEST(Export, TpCommOverlapFollowsTheFramework) {
+  TempDir dir;
+  const auto flags_for = [&](const std::string& framework, bool sp) {
+    const Scenario s = scenario(dir, "gpt-tiny",
+                                R"({"tp": 2, "pp": 1, "micro_batch_size": 1, "global_batch_size": 8, "framework": ")" +
+                                    framework + R"(", "sequence_parallel": )" + (sp ? "true" : "false") + "}",
+                                "dgx-h100-1node");
+    return script_flags(file(export_plan(s, folded(s), {}), "megatron-args.sh").content);
+  };
+  expect_flag(flags_for("nemo-2024", true), "--tp-comm-overlap", "");
+  expect_absent(flags_for("nemo-2024", false), "--tp-comm-overlap");
+  expect_absent(flags_for("megatron-core", true), "--tp-comm-overlap");
+}
+
 TEST(Export, DeepSpeedConfigFollowsTheDataParallelPlan) {
   TempDir dir;
   // dp 8 on one node, ZeRO-2 with optimizer offload, bf16: B 64 = b 2 x m 4 x dp 8.

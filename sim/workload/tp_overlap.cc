@@ -1,0 +1,93 @@
+#include "sim/workload/tp_overlap.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace strata::sim {
+namespace {
+
+// TE's name of the GEMM op `name` in `phase`: "qkv" forward is qkv_fprop,
+// "fc2 dgrad" fc2_dgrad; the replay of full recompute is a forward.
+std::string te_name(std::string name) {
+  const std::string replay = "recompute ";
+  if (name.rfind(replay, 0) == 0) name = name.substr(replay.size());
+  const auto space = name.find(' ');
+  if (space == std::string::npos) return name + "_fprop";
+  return name.substr(0, space) + "_" + name.substr(space + 1);
+}
+
+void recompute_totals(Segment& s) {
+  s.duration_ns = 0;
+  s.flops = 0.0;
+  s.bytes = 0.0;
+  TimeNs longest = -1;
+  for (const DetailOp& op : s.ops) {
+    s.duration_ns += op.duration_ns;
+    s.flops += op.flops;
+    s.bytes += op.bytes;
+    if (op.duration_ns > longest) {
+      longest = op.duration_ns;
+      s.category = op.category;
+    }
+  }
+}
+
+}  // namespace
+
+TimeNs overlapped_ns(const TpOverlapGemm& g, TimeNs gemm_ns, TimeNs comm_ns, int tp, int units) {
+  double gemm = static_cast<double>(gemm_ns);
+  if (units > g.num_sm && g.num_sm > 0) gemm *= static_cast<double>(units) / (units - g.num_sm);
+  const double comm = static_cast<double>(comm_ns);
+  const double hi = std::max(gemm, comm), lo = std::min(gemm, comm);
+  double t = hi;
+  switch (g.method) {
+    case TpOverlapMethod::kRingExchange: t = hi + lo / tp; break;
+    case TpOverlapMethod::kPipeline: t = hi + lo / g.num_splits; break;
+    case TpOverlapMethod::kBulk: t = hi; break;
+  }
+  return static_cast<TimeNs>(std::llround(t));
+}
+
+void overlap_tp_collectives(std::vector<Segment>& segs, const TpOverlap& overlap, int tp, int units,
+                            const TpCommTime& comm_ns) {
+  std::size_t k = 0;
+  while (k < segs.size()) {
+    if (!segs[k].is_comm) {
+      ++k;
+      continue;
+    }
+    // An all-gather feeds the GEMM after it; a reduce-scatter reduces the
+    // output of the GEMM before it (the weight-gradient GEMM in the backward).
+    const bool gathers = segs[k].op == CollectiveOp::kAllGather;
+    const bool has_neighbour = gathers ? k + 1 < segs.size() : k > 0;
+    const std::size_t at = gathers ? k + 1 : k - 1;
+    if (!has_neighbour || segs[at].is_comm || segs[at].ops.empty()) {
+      ++k;
+      continue;
+    }
+    DetailOp& gemm = gathers ? segs[at].ops.front() : segs[at].ops.back();
+    auto it = overlap.gemms.find(te_name(gemm.name));
+    if (gemm.category != Category::kGemm || it == overlap.gemms.end()) {
+      ++k;
+      continue;
+    }
+    const TimeNs comm = comm_ns(segs[k].op, segs[k].comm_bytes);
+    gemm.duration_ns = overlapped_ns(it->second, gemm.duration_ns, comm, tp, units);
+    gemm.name += std::string(" +") + to_string(segs[k].op);
+    gemm.bytes += segs[k].comm_bytes;
+    // The collective is gone: the compute segments on either side become one.
+    // Either way the next segment to look at is the one now at k.
+    const auto pos = static_cast<std::ptrdiff_t>(k);
+    if (k > 0 && k + 1 < segs.size() && !segs[k - 1].is_comm && !segs[k + 1].is_comm) {
+      for (DetailOp& op : segs[k + 1].ops) segs[k - 1].ops.push_back(std::move(op));
+      recompute_totals(segs[k - 1]);
+      segs.erase(segs.begin() + pos, segs.begin() + pos + 2);
+    } else {
+      recompute_totals(segs[at]);
+      segs.erase(segs.begin() + pos);
+    }
+  }
+}
+
+}  // namespace strata::sim
