@@ -104,6 +104,15 @@ TpOverlap read_tp_overlap(json::ObjectReader r) {
   return t;
 }
 
+TpAsyncBackward read_tp_async_backward(json::ObjectReader r) {
+  TpAsyncBackward t;
+  t.num_sm = static_cast<int>(r.integer_or("num_sm", 0, 0, 64));
+  t.source = r.string("source");
+  r.allow_text("notes");
+  r.finish();
+  return t;
+}
+
 }  // namespace
 
 const char* to_string(TpOverlapMethod m) {
@@ -111,6 +120,7 @@ const char* to_string(TpOverlapMethod m) {
     case TpOverlapMethod::kRingExchange: return "ring_exchange";
     case TpOverlapMethod::kPipeline: return "pipeline";
     case TpOverlapMethod::kBulk: return "bulk";
+    case TpOverlapMethod::kNcclBeside: return "nccl_beside";
   }
   return "?";
 }
@@ -147,6 +157,7 @@ FrameworkProfile read_framework_profile(const nlohmann::json& doc, const std::st
   if (r.has("attention")) f.attention = read_attention(r.object("attention"));
   if (r.has("host_dispatch")) f.host_dispatch = read_host_dispatch(r.object("host_dispatch"));
   if (r.has("tp_overlap")) f.tp_overlap = read_tp_overlap(r.object("tp_overlap"));
+  if (r.has("tp_async_backward")) f.tp_async_backward = read_tp_async_backward(r.object("tp_async_backward"));
   r.finish();
   return f;
 }
@@ -196,6 +207,9 @@ nlohmann::ordered_json to_json(const FrameworkProfile& f) {
       gemms[name] = e;
     }
     j["tp_overlap"] = {{"gemms", gemms}, {"source", f.tp_overlap->source}};
+  }
+  if (f.tp_async_backward) {
+    j["tp_async_backward"] = {{"num_sm", f.tp_async_backward->num_sm}, {"source", f.tp_async_backward->source}};
   }
   return j;
 }

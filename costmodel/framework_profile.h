@@ -82,6 +82,10 @@ enum class TpOverlapMethod {
   kRingExchange,  // the GEMM in tp chunks, each chunk's transfer under the previous chunk (p2p)
   kPipeline,      // the GEMM in num_splits chunks, each chunk's collective under the next (on num_sm SMs)
   kBulk,          // the whole collective beside the whole GEMM (on num_sm SMs)
+  // Not a TE method: a collective on NCCL's stream beside the GEMM, its kernel
+  // holding num_sm SMs (0: its NCCL channels) only while it runs
+  // (tp_async_backward).
+  kNcclBeside,
 };
 const char* to_string(TpOverlapMethod m);
 
@@ -93,6 +97,16 @@ struct TpOverlapGemm {
 
 struct TpOverlap {
   std::map<std::string, TpOverlapGemm> gemms;  // TE's names: qkv_fprop, fc2_dgrad, fc1_wgrad, ...
+  std::string source;
+};
+
+// Megatron-LM's asynchronous backward of a column-parallel layer (QKV, fc1, the
+// logits): the sequence-parallel all-gather of the layer input is launched
+// before the data-gradient GEMM and the input gradient's all-reduce (or
+// reduce-scatter) before the weight-gradient GEMM, each on NCCL's stream beside
+// the GEMM (Megatron-LM since 2021-08; Transformer Engine's Linear the same way).
+struct TpAsyncBackward {
+  int num_sm = 0;  // SMs NCCL's kernels take from the GEMM beside them (0: its channels, as NCCL picks them)
   std::string source;
 };
 
@@ -113,6 +127,9 @@ struct FrameworkProfile {
   // Tensor-parallel collectives overlapped with GEMMs (plans with tp > 1 and
   // sequence parallelism, as TE requires); absent: every one runs alone.
   std::optional<TpOverlap> tp_overlap;
+  // Column-parallel backward collectives beside the GEMMs (any tp > 1); the
+  // GEMMs tp_overlap names keep its method. Absent: they run in turn.
+  std::optional<TpAsyncBackward> tp_async_backward;
 };
 
 // Reads a framework profile strictly; file names it in errors.

@@ -95,6 +95,7 @@ CommSpec TopologyCommCosts::from_flows(CollectiveOp op, const std::vector<int>& 
   const topo::CollectiveEstimate choice = collectives_.estimate(op, group, bytes);
   const FlowShape& shape = flow_shape(op, group, bytes, choice);
   spec.fixed = Duration::from_seconds(shape.fixed_ns * 1e-9);
+  spec.channels = choice.channels;
   const double bandwidth_s = choice.bandwidth_s;
   if (shape.links.empty() || !(bandwidth_s > 0.0)) return spec;
   // One flow carries the message; each link carries what the collective's flows put

@@ -38,6 +38,9 @@ struct CommSpec {
   // NIC); empty: 1 on every link.
   std::vector<double> link_weights;
   std::string name;                   // "all_reduce tp8 24.0 MiB" for traces
+  // The thread blocks its kernel occupies while it runs (NCCL: one per channel),
+  // SMs a compute kernel beside it cannot use; 0: unknown or no kernel.
+  int channels = 0;
 
   double link_weight(std::size_t i) const { return link_weights.empty() ? 1.0 : link_weights[i]; }
 };

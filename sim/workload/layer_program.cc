@@ -24,10 +24,10 @@ class OpEmitter {
   // embedding or the head), 3 bits.
   OpEmitter(WorkloadBuild& b, CollapsedStretches& stretches, std::vector<PendingBlock>& pending,
             std::vector<int>& pending_layers, const std::vector<int>& members, const std::vector<int>& group, int oi,
-            const PipelineOp& op, int chunk_first_layer, int shape, bool collapse)
+            const PipelineOp& op, int chunk_first_layer, int shape, bool collapse, TaskId carried_comm)
       : b_(b), stretches_(stretches), members_(members), group_(group), oi_(oi), op_(op),
-        chunk_first_layer_(chunk_first_layer), collapse_(collapse), pending_(pending),
-        pending_layers_(pending_layers), shape_(shape) {}
+        chunk_first_layer_(chunk_first_layer), collapse_(collapse), prev_(carried_comm),
+        prev_comm_(carried_comm >= 0), pending_(pending), pending_layers_(pending_layers), shape_(shape) {}
 
   // One block: layer j of the chunk (j >= 0), kEmbeddingBlock or kHeadBlock.
   // Blocks are numbered in the op's order: a collapsed stretch is the range of
@@ -55,6 +55,10 @@ class OpEmitter {
   void finish() {
     if (collapse_) flush();
   }
+
+  // The collective the op ended with (the head's cross-entropy all-reduce), which
+  // the rank's next compute waits for; -1 if it ended with compute.
+  TaskId trailing_comm() const { return prev_comm_ ? prev_ : -1; }
 
  private:
   TaskInfo info_for(int j) const {
@@ -199,21 +203,36 @@ class OpEmitter {
 
 LayerProgram::LayerProgram(WorkloadBuild& b) : b_(b), stretches_(b) {
   layer_ = layer_segments(b.model, b.plan, b.op_costs);
-  if (b.options.tp_overlap && b.plan.tp > 1 && b.plan.sequence_parallel) {
-    // Costed on the first tensor-parallel group: every group has the same shape.
-    const std::vector<int> group = b.tp_group_gpus(0, 0);
-    const TpCommTime alone = [&b, &group](CollectiveOp op, double bytes) {
-      return collapsed_comm_ns(b.w.graph.comm(b.collective(op, group, bytes)));
-    };
-    for (std::vector<Segment>* segs : {&layer_.forward, &layer_.backward, &layer_.recompute}) {
-      overlap_tp_collectives(*segs, *b.options.tp_overlap, b.plan.tp, b.options.compute_units, alone);
-    }
-  }
   embedding_ = embedding_segments(b.model, b.plan, b.op_costs);
   head_ = head_segments(b.model, b.plan, b.op_costs);
+  if (b.plan.tp > 1) overlap_tp_comm();
   layer_ids_ = register_block(layer_);
   embedding_ids_ = register_block(embedding_);
   head_ids_ = register_block(head_);
+}
+
+void LayerProgram::overlap_tp_comm() {
+  // Costed on the first tensor-parallel group: every group has the same shape.
+  const std::vector<int> group = b_.tp_group_gpus(0, 0);
+  const TpCommTime alone = [this, &group](CollectiveOp op, double bytes) {
+    const CommSpec& spec = b_.w.graph.comm(b_.collective(op, group, bytes));
+    return TpComm{collapsed_comm_ns(spec), spec.channels};
+  };
+  const int tp = b_.plan.tp;
+  const int units = b_.options.compute_units;
+  // Transformer Engine's userbuffers first (they need sequence parallelism); what
+  // they leave, Megatron's asynchronous backward.
+  if (b_.options.tp_overlap && b_.plan.sequence_parallel) {
+    for (std::vector<Segment>* segs : {&layer_.forward, &layer_.backward, &layer_.recompute}) {
+      overlap_tp_collectives(*segs, *b_.options.tp_overlap, tp, units, alone);
+    }
+  }
+  if (b_.options.tp_async_backward) {
+    const TpOverlap async = async_backward_overlap(*b_.options.tp_async_backward);
+    for (std::vector<Segment>* segs : {&layer_.backward, &head_.backward}) {
+      overlap_tp_collectives(*segs, async, tp, units, alone);
+    }
+  }
 }
 
 std::size_t LayerProgram::segments_per_layer() const {
@@ -261,12 +280,13 @@ void LayerProgram::emit_tp_group(int d, int r) {
   auto head_before = [&](std::size_t oi) { return collapse && bounds.head_before[oi] != 0; };
   auto head_after = [&](std::size_t oi) { return collapse && bounds.head_after[oi] != 0; };
   const int last_vs = b_.num_virtual_stages() - 1;
+  TaskId carried_comm = -1;
   for (std::size_t oi = 0; oi < program.size(); ++oi) {
     const PipelineOp& op = program[oi];
     const int vs = virtual_stage(p.pp, r, op.chunk);
     const int shape = (op.phase == PipelinePhase::kForward ? 1 : 0) | (vs == 0 ? 2 : 0) | (vs == last_vs ? 4 : 0);
     OpEmitter e(b_, stretches_, pending_blocks_, pending_layers_, members, group, static_cast<int>(oi), op, vs * lc,
-                shape, collapse);
+                shape, collapse, carried_comm);
     if (op.phase == PipelinePhase::kForward) {
       if (vs == 0) e.block(embedding_.forward, embedding_ids_.forward, kEmbeddingBlock, false, false);
       for (int j = 0; j < lc; ++j) {
@@ -282,6 +302,7 @@ void LayerProgram::emit_tp_group(int d, int r) {
       if (vs == 0) e.block(embedding_.backward, embedding_ids_.backward, kEmbeddingBlock, false, false);
     }
     e.finish();
+    carried_comm = e.trailing_comm();
   }
   for (int member : members) {
     if (!program.empty()) b_.last_task[member] = b_.op_marks[member].back().last;

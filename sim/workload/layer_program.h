@@ -45,6 +45,8 @@ class LayerProgram {
  private:
   SegmentIds register_segments(const std::vector<Segment>& segs, Phase phase);
   BlockIds register_block(const BlockSegments& b);
+  // Runs the tensor-parallel collectives the framework overlaps under their GEMMs.
+  void overlap_tp_comm();
 
   WorkloadBuild& b_;
   CollapsedStretches stretches_;

@@ -18,6 +18,11 @@ struct Item {
   bool is_point = false;
   LayerOp op;
   CommPoint point;
+  // Sequence parallelism keeps only this rank's tokens of a column-parallel
+  // layer's input; the backward all-gathers them again for the weight gradient
+  // (Megatron-LM's LinearWithGradAccumulationAndAsyncCommunication, Strata's
+  // runtime Kernels::gather_column_input): the bytes of that gather, 0 if none.
+  double wgrad_gather_bytes = 0.0;
 };
 
 Category op_category(const LayerOp& op) {
@@ -143,6 +148,9 @@ BlockSegments build(const std::vector<Item>& items, const PlanSpec& p, const OpC
       }
       core_replayed = true;
     }
+    // Megatron launches the gather before the data-gradient GEMM, which does not
+    // need it; the weight-gradient GEMM waits for it.
+    if (it->wgrad_gather_bytes > 0.0) bwd.add_comm(CollectiveOp::kAllGather, it->wgrad_gather_bytes);
     for (auto& d : backward_details(it->op, p, c)) bwd.add(std::move(d));
   }
   b.backward = bwd.take();
@@ -168,6 +176,13 @@ double stream_bytes(const ModelSpec& m, const PlanSpec& p) {
          dtype_bytes(p.dtype);
 }
 
+// A column-parallel op; with sequence parallelism its backward gathers the input again.
+Item column_parallel_item(LayerOp op, const PlanSpec& p, double bytes) {
+  Item it = op_item(std::move(op));
+  if (p.tp > 1 && p.sequence_parallel) it.wgrad_gather_bytes = bytes;
+  return it;
+}
+
 // The collective point that precedes a column-parallel layer ("f" / all-gather).
 Item before_column_parallel(const PlanSpec& p, double bytes) {
   if (p.sequence_parallel) return point(CollectiveOp::kAllGather, CollectiveOp::kReduceScatter, bytes);
@@ -190,7 +205,7 @@ BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCost
     const bool column_parallel = is_column_parallel(op.role);
     const bool row_parallel = is_row_parallel(op.role);
     if (tp && column_parallel) items.push_back(before_column_parallel(p, bytes));
-    items.push_back(op_item(std::move(op)));
+    items.push_back(column_parallel ? column_parallel_item(std::move(op), p, bytes) : op_item(std::move(op)));
     if (tp && row_parallel) items.push_back(after_row_parallel(p, bytes));
   }
   return build(items, p, costs);
@@ -210,7 +225,8 @@ BlockSegments head_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts
   for (LayerOp& op : head_forward_ops(m, layer_op_context(p))) {
     if (p.tp > 1 && op.role == OpRole::kLogits) items.push_back(before_column_parallel(p, stream_bytes(m, p)));
     const bool loss = op.role == OpRole::kCrossEntropy;
-    items.push_back(op_item(std::move(op)));
+    const bool logits = op.role == OpRole::kLogits;
+    items.push_back(logits ? column_parallel_item(std::move(op), p, stream_bytes(m, p)) : op_item(std::move(op)));
     // Vocabulary-parallel cross-entropy all-reduces the max, the sum of exponentials
     // and the target logit of every token over tp (Megatron-LM, cross_entropy.py): 3 fp32 values.
     if (p.tp > 1 && loss) items.push_back(point(CollectiveOp::kAllReduce, std::nullopt, 3.0 * 4.0 * tokens));

@@ -7,7 +7,10 @@
 // all-reduce follows the row-parallel projection and fc2 in forward, and the "f"
 // all-reduce follows the column-parallel QKV and fc1 in backward; with sequence
 // parallelism an all-gather precedes QKV and fc1 and a reduce-scatter follows the
-// projection and fc2 in forward, and the conjugates run in backward.
+// projection and fc2 in forward, and the conjugates run in backward, where each
+// column-parallel layer (QKV, fc1, the logits) also all-gathers its input again
+// before its data-gradient GEMM: it kept only its rank's tokens, and the weight
+// gradient needs them all (Korthikanti et al. 2022, section 4.2.2).
 #pragma once
 
 #include <optional>

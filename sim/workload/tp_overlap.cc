@@ -35,7 +35,27 @@ void recompute_totals(Segment& s) {
 
 }  // namespace
 
-TimeNs overlapped_ns(const TpOverlapGemm& g, TimeNs gemm_ns, TimeNs comm_ns, int tp, int units) {
+TpOverlap async_backward_overlap(const TpAsyncBackward& async) {
+  TpOverlap t;
+  TpOverlapGemm beside;
+  beside.method = TpOverlapMethod::kNcclBeside;
+  beside.num_sm = async.num_sm;
+  for (const char* layer : {"qkv", "fc1", "logits"}) {
+    t.gemms[std::string(layer) + "_dgrad"] = beside;
+    t.gemms[std::string(layer) + "_wgrad"] = beside;
+  }
+  t.source = async.source;
+  return t;
+}
+
+TimeNs overlapped_ns(const TpOverlapGemm& g, TimeNs gemm_ns, TimeNs comm_ns, int tp, int units,
+                     int comm_channels) {
+  if (g.method == TpOverlapMethod::kNcclBeside) {
+    const int sms = g.num_sm > 0 ? g.num_sm : comm_channels;
+    const double held = units > 0 ? std::min(1.0, static_cast<double>(sms) / units) : 0.0;
+    const double t = std::max(static_cast<double>(comm_ns), static_cast<double>(gemm_ns) + comm_ns * held);
+    return static_cast<TimeNs>(std::llround(t));
+  }
   double gemm = static_cast<double>(gemm_ns);
   if (units > g.num_sm && g.num_sm > 0) gemm *= static_cast<double>(units) / (units - g.num_sm);
   const double comm = static_cast<double>(comm_ns);
@@ -45,6 +65,7 @@ TimeNs overlapped_ns(const TpOverlapGemm& g, TimeNs gemm_ns, TimeNs comm_ns, int
     case TpOverlapMethod::kRingExchange: t = hi + lo / tp; break;
     case TpOverlapMethod::kPipeline: t = hi + lo / g.num_splits; break;
     case TpOverlapMethod::kBulk: t = hi; break;
+    case TpOverlapMethod::kNcclBeside: break;  // above
   }
   return static_cast<TimeNs>(std::llround(t));
 }
@@ -72,8 +93,8 @@ void overlap_tp_collectives(std::vector<Segment>& segs, const TpOverlap& overlap
       ++k;
       continue;
     }
-    const TimeNs comm = comm_ns(segs[k].op, segs[k].comm_bytes);
-    gemm.duration_ns = overlapped_ns(it->second, gemm.duration_ns, comm, tp, units);
+    const TpComm comm = comm_ns(segs[k].op, segs[k].comm_bytes);
+    gemm.duration_ns = overlapped_ns(it->second, gemm.duration_ns, comm.ns, tp, units, comm.channels);
     gemm.name += std::string(" +") + to_string(segs[k].op);
     gemm.bytes += segs[k].comm_bytes;
     // The collective is gone: the compute segments on either side become one.

@@ -6,7 +6,8 @@
 // projection and fc2 (forward), and the conjugates in the backward: an
 // all-gather before the projection's and fc2's data-gradient GEMMs, a
 // reduce-scatter of QKV's and fc1's input gradient, which TE runs under their
-// weight-gradient GEMMs. TE names each GEMM (qkv_fprop, fc2_dgrad, fc1_wgrad,
+// weight-gradient GEMMs, and the all-gather of QKV's and fc1's input again for
+// their weight gradients, which TE runs under their data-gradient GEMMs. TE names each GEMM (qkv_fprop, fc2_dgrad, fc1_wgrad,
 // ...) and overlaps its collective by one of three methods. For a GEMM of time G
 // on `units` SMs and a collective of time C (alone, on the tensor-parallel group):
 //   ring_exchange: the GEMM in tp chunks, each chunk's transfer (copy engines,
@@ -31,8 +32,13 @@
 
 namespace strata::sim {
 
-// A collective's time alone on the tensor-parallel group.
-using TpCommTime = std::function<TimeNs(CollectiveOp op, double bytes)>;
+// A collective alone on the tensor-parallel group: its time and the SMs its
+// kernel occupies (CommSpec::channels).
+struct TpComm {
+  TimeNs ns = 0;
+  int channels = 0;
+};
+using TpCommTime = std::function<TpComm(CollectiveOp op, double bytes)>;
 
 // Fuses every collective of `segs` that `overlap` names the GEMM of into that
 // GEMM's op, merging the compute segments around it. tp: the group's size;
@@ -40,7 +46,17 @@ using TpCommTime = std::function<TimeNs(CollectiveOp op, double bytes)>;
 void overlap_tp_collectives(std::vector<Segment>& segs, const TpOverlap& overlap, int tp, int units,
                             const TpCommTime& comm_ns);
 
-// The overlapped time of a GEMM of gemm_ns and a collective of comm_ns.
-TimeNs overlapped_ns(const TpOverlapGemm& g, TimeNs gemm_ns, TimeNs comm_ns, int tp, int units);
+// Megatron's asynchronous column-parallel backward as an overlap table: the
+// gather beside the data-gradient GEMM, the input gradient's reduction beside the
+// weight-gradient GEMM, for QKV, fc1 and the logits (nccl_beside: the GEMM's
+// blocks fill the SMs NCCL's kernel leaves while it runs, all of them after; with
+// a GEMM of G on `units` SMs and a collective of C on num_sm, the work conserved:
+// max(C, G + C * num_sm / units)).
+TpOverlap async_backward_overlap(const TpAsyncBackward& async);
+
+// The overlapped time of a GEMM of gemm_ns and a collective of comm_ns; an
+// nccl_beside entry with num_sm 0 takes comm_channels SMs.
+TimeNs overlapped_ns(const TpOverlapGemm& g, TimeNs gemm_ns, TimeNs comm_ns, int tp, int units,
+                     int comm_channels = 0);
 
 }  // namespace strata::sim

@@ -42,6 +42,8 @@ struct WorkloadOptions {
   // Tensor-parallel collectives under GEMMs (the framework's; applies with tp > 1
   // and sequence parallelism) and the GPU's SMs they share (0: unknown).
   std::optional<TpOverlap> tp_overlap;
+  // Column-parallel backward collectives beside their GEMMs (the framework's; any tp > 1).
+  std::optional<TpAsyncBackward> tp_async_backward;
   int compute_units = 0;
 };
 

@@ -57,7 +57,7 @@ TEST(TpOverlap, CollectivesNamedByTheirGemmMoveIntoIt) {
                                comm(CollectiveOp::kReduceScatter), compute({norm("residual_attn", 5)})};
   TpOverlap o;
   o.gemms["qkv_fprop"] = method(TpOverlapMethod::kBulk, 0);
-  const TpCommTime c = [](CollectiveOp op, double) { return op == CollectiveOp::kAllGather ? 120 : 40; };
+  const TpCommTime c = [](CollectiveOp op, double) { return TpComm{op == CollectiveOp::kAllGather ? 120 : 40, 0}; };
   overlap_tp_collectives(segs, o, 2, 132, c);
   ASSERT_EQ(segs.size(), 3u);
   ASSERT_EQ(segs[0].ops.size(), 4u);  // the norm, then qkv, attention, proj: one segment
@@ -100,8 +100,8 @@ TEST(TpOverlap, AWorkloadWithOverlapRunsItsLayerCollectivesUnderTheGemms) {
   const testing::AlphaBetaComm comm(4'000, 1e30);                 // 4 us a collective
   WorkloadOptions o;
   o.tp_overlap = TpOverlap{};
-  for (const char* g : {"qkv_fprop", "proj_fprop", "fc1_fprop", "fc2_fprop", "proj_dgrad", "fc2_dgrad", "qkv_wgrad",
-                        "fc1_wgrad"}) {
+  for (const char* g : {"qkv_fprop", "proj_fprop", "fc1_fprop", "fc2_fprop", "proj_dgrad", "fc2_dgrad", "qkv_dgrad",
+                        "qkv_wgrad", "fc1_dgrad", "fc1_wgrad"}) {
     o.tp_overlap->gemms[g] = method(TpOverlapMethod::kBulk, 0);
   }
   o.compute_units = 132;
@@ -112,12 +112,13 @@ TEST(TpOverlap, AWorkloadWithOverlapRunsItsLayerCollectivesUnderTheGemms) {
     for (TaskId t : w.stream(0, StreamKind::kTpComm)) n += w.notes.info(t).layer >= 0 ? 1 : 0;
     return n;
   };
-  EXPECT_EQ(layer_collectives(plain), 2 * 8);  // 2 layers, 4 forward and 4 backward each
+  // 2 layers, 4 forward and 6 backward each (the input gathered again for qkv and fc1 wgrad).
+  EXPECT_EQ(layer_collectives(plain), 2 * 10);
   EXPECT_EQ(layer_collectives(overlapped), 0);
   const TimeNs t_plain = run_task_graph(plain.graph, nullptr).makespan_ns;
   const TimeNs t_over = run_task_graph(overlapped.graph, nullptr).makespan_ns;
-  // Each of the 16 collectives (4 us and the bytes' ~0) hides under a 10 us GEMM.
-  EXPECT_NEAR(static_cast<double>(t_plain - t_over), 16 * 4'000.0, 16 * 2.0);
+  // Each of the 20 collectives (4 us and the bytes' ~0) hides under a 10 us GEMM.
+  EXPECT_NEAR(static_cast<double>(t_plain - t_over), 20 * 4'000.0, 20 * 2.0);
 }
 
 TEST(TpOverlap, ProfilesReadTheirOverlapStrictly) {
