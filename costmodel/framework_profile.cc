@@ -113,7 +113,22 @@ TpAsyncBackward read_tp_async_backward(json::ObjectReader r) {
   return t;
 }
 
+PipelineP2p read_pipeline_p2p(json::ObjectReader r) {
+  PipelineP2p p;
+  p.blocking = r.choice("blocking", {"always", "without_interleaving"}) == "always"
+                   ? BlockingSends::kAlways
+                   : BlockingSends::kWithoutInterleaving;
+  p.source = r.string("source");
+  r.allow_text("notes");
+  r.finish();
+  return p;
+}
+
 }  // namespace
+
+const char* to_string(BlockingSends b) {
+  return b == BlockingSends::kAlways ? "always" : "without_interleaving";
+}
 
 const char* to_string(TpOverlapMethod m) {
   switch (m) {
@@ -158,6 +173,7 @@ FrameworkProfile read_framework_profile(const nlohmann::json& doc, const std::st
   if (r.has("host_dispatch")) f.host_dispatch = read_host_dispatch(r.object("host_dispatch"));
   if (r.has("tp_overlap")) f.tp_overlap = read_tp_overlap(r.object("tp_overlap"));
   if (r.has("tp_async_backward")) f.tp_async_backward = read_tp_async_backward(r.object("tp_async_backward"));
+  if (r.has("pipeline_p2p")) f.pipeline_p2p = read_pipeline_p2p(r.object("pipeline_p2p"));
   r.finish();
   return f;
 }
@@ -207,6 +223,9 @@ nlohmann::ordered_json to_json(const FrameworkProfile& f) {
       gemms[name] = e;
     }
     j["tp_overlap"] = {{"gemms", gemms}, {"source", f.tp_overlap->source}};
+  }
+  if (f.pipeline_p2p) {
+    j["pipeline_p2p"] = {{"blocking", to_string(f.pipeline_p2p->blocking)}, {"source", f.pipeline_p2p->source}};
   }
   if (f.tp_async_backward) {
     j["tp_async_backward"] = {{"num_sm", f.tp_async_backward->num_sm}, {"source", f.tp_async_backward->source}};

@@ -110,6 +110,22 @@ struct TpAsyncBackward {
   std::string source;
 };
 
+// Whether a pipeline stage's compute waits for its own sends: Megatron's p2p
+// waits on every request of a batched send/recv (and synchronizes the device)
+// before the schedule goes on, unless it overlaps p2p with compute.
+enum class BlockingSends {
+  kAlways,               // every schedule (Megatron-LM before its p2p overlap, 2023-05)
+  kWithoutInterleaving,  // 1F1B; the interleaved schedule overlaps them (overlap_p2p_comm)
+};
+const char* to_string(BlockingSends b);
+
+struct PipelineP2p {
+  BlockingSends blocking = BlockingSends::kAlways;
+  std::string source;
+  // Whether a plan with `vpp` model chunks per stage waits for its sends.
+  bool blocks(int vpp) const { return blocking == BlockingSends::kAlways || vpp <= 1; }
+};
+
 struct FrameworkProfile {
   std::string name;
   std::string file;  // where it was read from
@@ -130,6 +146,9 @@ struct FrameworkProfile {
   // Column-parallel backward collectives beside the GEMMs (any tp > 1); the
   // GEMMs tp_overlap names keep its method. Absent: they run in turn.
   std::optional<TpAsyncBackward> tp_async_backward;
+  // Pipeline sends the stage's compute waits for; absent: sends run beside the
+  // next compute (Strata's runtime: nonblocking MPI/NCCL sends).
+  std::optional<PipelineP2p> pipeline_p2p;
 };
 
 // Reads a framework profile strictly; file names it in errors.

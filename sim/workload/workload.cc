@@ -60,6 +60,10 @@ void add_pipeline_transfers(WorkloadBuild& b) {
                                         forward ? send_act : send_grad, info);
       b.depend(b.op_marks[i][oi].last, t);
       b.w.graph.add_dependency(t, b.op_marks[j][to_op].first);
+      // Megatron waits on its send before the schedule's next op.
+      if (b.options.blocking_pipeline_sends && oi + 1 < program.size()) {
+        b.w.graph.add_dependency(t, b.op_marks[i][oi + 1].first);
+      }
     }
   }
 }

@@ -44,6 +44,9 @@ struct WorkloadOptions {
   std::optional<TpOverlap> tp_overlap;
   // Column-parallel backward collectives beside their GEMMs (the framework's; any tp > 1).
   std::optional<TpAsyncBackward> tp_async_backward;
+  // A stage's next pipeline op waits for its sends to finish (the framework's
+  // pipeline_p2p for this plan's schedule); false: sends run beside it.
+  bool blocking_pipeline_sends = false;
   int compute_units = 0;
 };
 
