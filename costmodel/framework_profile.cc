@@ -118,6 +118,7 @@ PipelineP2p read_pipeline_p2p(json::ObjectReader r) {
   p.blocking = r.choice("blocking", {"always", "without_interleaving"}) == "always"
                    ? BlockingSends::kAlways
                    : BlockingSends::kWithoutInterleaving;
+  p.scatter_gather = r.boolean_or("scatter_gather", false);
   p.source = r.string("source");
   r.allow_text("notes");
   r.finish();
@@ -225,7 +226,9 @@ nlohmann::ordered_json to_json(const FrameworkProfile& f) {
     j["tp_overlap"] = {{"gemms", gemms}, {"source", f.tp_overlap->source}};
   }
   if (f.pipeline_p2p) {
-    j["pipeline_p2p"] = {{"blocking", to_string(f.pipeline_p2p->blocking)}, {"source", f.pipeline_p2p->source}};
+    j["pipeline_p2p"] = {{"blocking", to_string(f.pipeline_p2p->blocking)},
+                         {"scatter_gather", f.pipeline_p2p->scatter_gather},
+                         {"source", f.pipeline_p2p->source}};
   }
   if (f.tp_async_backward) {
     j["tp_async_backward"] = {{"num_sm", f.tp_async_backward->num_sm}, {"source", f.tp_async_backward->source}};

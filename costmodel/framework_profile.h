@@ -121,6 +121,10 @@ const char* to_string(BlockingSends b);
 
 struct PipelineP2p {
   BlockingSends blocking = BlockingSends::kAlways;
+  // Without sequence parallelism each tensor-parallel rank sends 1/tp of the
+  // activation and the receivers all-gather it (Megatron-LM's scatter/gather
+  // optimisation, 2021-2023); false: each sends the whole tensor.
+  bool scatter_gather = false;
   std::string source;
   // Whether a plan with `vpp` model chunks per stage waits for its sends.
   bool blocks(int vpp) const { return blocking == BlockingSends::kAlways || vpp <= 1; }

@@ -113,6 +113,7 @@ SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
   workload_options.tp_overlap = framework.tp_overlap;
   workload_options.tp_async_backward = framework.tp_async_backward;
   workload_options.blocking_pipeline_sends = framework.pipeline_p2p && framework.pipeline_p2p->blocks(plan.vpp);
+  workload_options.pipeline_scatter_gather = framework.pipeline_p2p && framework.pipeline_p2p->scatter_gather;
   workload_options.compute_units = st.profile.device.compute_units;
   Workload workload = build_workload(model, plan, op_costs, comm_costs, options.fidelity, workload_options);
   phase_done("workload");

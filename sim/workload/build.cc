@@ -19,10 +19,15 @@ std::vector<int> WorkloadBuild::dp_group_gpus(int t, int r) const {
 }
 
 double WorkloadBuild::activation_bytes() const {
-  // Megatron's scatter/gather optimisation (Narayanan et al. 2021, section 4.1) and
-  // sequence parallelism both send 1/tp of the activation tensor per tensor-parallel rank.
-  return static_cast<double>(model.seq_length) * plan.micro_batch_size * model.hidden_size *
-         dtype_bytes(plan.dtype) / plan.tp;
+  // With sequence parallelism each tensor-parallel rank holds, and sends, 1/tp of
+  // the activation; without it every rank holds the whole tensor and sends it all
+  // (Megatron-Core; strata run), unless the framework scatters it (Megatron-LM's
+  // scatter/gather optimisation, Narayanan et al. 2021 section 4.1). The
+  // receivers' all-gather that then rebuilds it is not modelled.
+  const double whole = static_cast<double>(model.seq_length) * plan.micro_batch_size * model.hidden_size *
+                       dtype_bytes(plan.dtype);
+  const bool split = plan.sequence_parallel || options.pipeline_scatter_gather;
+  return split ? whole / plan.tp : whole;
 }
 
 WorkloadBuild::BlockSlot WorkloadBuild::block_slot(int op, const BlockRef& block) const {

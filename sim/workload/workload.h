@@ -47,6 +47,10 @@ struct WorkloadOptions {
   // A stage's next pipeline op waits for its sends to finish (the framework's
   // pipeline_p2p for this plan's schedule); false: sends run beside it.
   bool blocking_pipeline_sends = false;
+  // Without sequence parallelism each tensor-parallel rank sends 1/tp of the
+  // activation (Megatron-LM's scatter/gather); false: the whole tensor, as
+  // Megatron-Core and Strata's runtime do.
+  bool pipeline_scatter_gather = false;
   int compute_units = 0;
 };
 

@@ -51,6 +51,31 @@ TEST(PipelineP2p, ABlockingSendHoldsTheStagesNextOp) {
   EXPECT_GT(block_r.makespan_ns, async_r.makespan_ns);
 }
 
+// What a stage sends per tensor-parallel rank: with sequence parallelism its
+// 1/tp of the activation (s*b*h/tp values); without, the whole tensor (Megatron-
+// Core, strata run), or 1/tp with Megatron-LM's scatter/gather.
+TEST(PipelineP2p, EachTensorParallelRankSendsWhatItHolds) {
+  const ModelSpec m = strata::testing::small_gpt(2);
+  const testing::GemmCountCosts costs(10'000, m.vocab_size / 2);
+  const testing::AlphaBetaComm comm(1'000, 1e9);
+  PlanSpec p = two_stages();
+  p.tp = 2;
+  const double whole = static_cast<double>(m.seq_length) * m.hidden_size * dtype_bytes(p.dtype);
+  auto sent = [&](const PlanSpec& plan, bool scatter_gather) {
+    WorkloadOptions o;
+    o.pipeline_scatter_gather = scatter_gather;
+    const Workload w = build_workload(m, plan, costs, comm, Fidelity::kFull, o);
+    const auto sends = w.stream(0, StreamKind::kPpSend);
+    return sends.empty() ? -1.0 : w.notes.info(sends.front()).bytes;
+  };
+  EXPECT_EQ(sent(p, false), whole);
+  EXPECT_EQ(sent(p, true), whole / 2);
+  p.sequence_parallel = true;
+  EXPECT_EQ(sent(p, false), whole / 2);
+  EXPECT_TRUE(load_framework_profile("megatron-lm-2021").pipeline_p2p->scatter_gather);
+  EXPECT_FALSE(load_framework_profile("megatron-core").pipeline_p2p->scatter_gather);
+}
+
 TEST(PipelineP2p, ProfilesSayWhenMegatronWaits) {
   const FrameworkProfile sc21 = load_framework_profile("megatron-lm-2021");
   ASSERT_TRUE(sc21.pipeline_p2p);
