@@ -16,6 +16,36 @@
 namespace strata::sim {
 namespace {
 
+// What the plan's framework profile makes the prediction assume, in one line:
+// the software behaviours that apply to this plan, and where their sources are.
+std::string framework_note(const FrameworkProfile& f, const PlanSpec& p, const AttentionKernel* kernel) {
+  std::vector<std::string> parts;
+  if (kernel != nullptr) parts.push_back(fmt::format("attention {}", kernel->name));
+  if (f.host_dispatch) {
+    parts.push_back(fmt::format("host dispatch {} {:g} us per kernel", to_string(f.host_dispatch->mode),
+                                f.host_dispatch->per_kernel_us));
+  }
+  if (p.tp > 1 && p.sequence_parallel && f.tp_overlap) parts.push_back("TP collectives under GEMMs (userbuffers)");
+  if (p.tp > 1 && f.tp_async_backward) parts.push_back("TP backward collectives beside GEMMs (async)");
+  if (p.tp > 1 && !f.tp_overlap && !f.tp_async_backward) parts.push_back("TP collectives in turn");
+  if (p.zero_stage == 3 && f.sharded) {
+    parts.push_back(fmt::format("ZeRO-3 backward prefetch {}, {} layers unsharded, reduce-scatters on {} stream",
+                                to_string(f.sharded->backward_prefetch), f.sharded->unsharded_layers,
+                                f.sharded->reduce_stream == ReduceStream::kOwn ? "their own" : "the gathers'"));
+  }
+  if (p.pp > 1) {
+    const bool blocks = f.pipeline_p2p && f.pipeline_p2p->blocks(p.vpp);
+    parts.push_back(blocks ? "pipeline sends block the next op" : "pipeline sends beside the next op");
+  }
+  std::string list;
+  for (const std::string& s : parts) list += (list.empty() ? "" : "; ") + s;
+  // The plan's own spelling, not the resolved path: outputs do not depend on where Strata lives.
+  const bool shipped = p.framework.find('/') == std::string::npos && p.framework.find(".json") == std::string::npos;
+  const std::string where = shipped ? "scenarios/frameworks/" + p.framework + ".json" : p.framework;
+  return fmt::format("software: framework {}{}{} (each figure's source in {})", f.name, list.empty() ? "" : ": ", list,
+                     where);
+}
+
 topo::CollectiveEfficiency efficiency_from(const CostModel& cm) {
   topo::CollectiveEfficiency eff;
   eff.source = cm.profile().name;
@@ -165,6 +195,7 @@ SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
                                     o.section, o.origin, st.profile.name, o.summary));
     }
   }
+  r.notes.push_back(framework_note(framework, plan, kernel != nullptr && plan.flash_attention ? kernel : nullptr));
   if (!st.collectives.calibrated()) {
     r.notes.push_back("collectives use NCCL's model on datasheet link bandwidths (no measured efficiency)");
   }

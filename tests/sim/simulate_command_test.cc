@@ -93,6 +93,35 @@ TEST(SimulateCommand, CostOriginsNameTheFrameworksAttentionKernel) {
   EXPECT_GT(step_s["composer-fsdp1"].get<double>(), step_s["strata-runtime"].get<double>());
 }
 
+// The notes say which software behaviours the prediction assumed: for the
+// 70B plan (tp 8 with sequence parallelism, pp 2 interleaved) under NeMo, the
+// userbuffers and asynchronous TP overlap, and sends beside the next op
+// (the interleaved schedule overlaps p2p); under Strata's runtime, neither.
+TEST(SimulateCommand, NotesNameTheFrameworksBehaviours) {
+  TempDir dir;
+  std::map<std::string, std::string> note;
+  for (const char* framework : {"nemo-2024", "strata-runtime"}) {
+    json plan = read_json(std::string(STRATA_SOURCE_DIR) + "/scenarios/plans/llama3-70b-64.json");
+    plan["framework"] = framework;
+    const std::string out = dir.file(std::string("out-") + framework);
+    CommandResult r = run_strata({"simulate", "--model", "llama3-70b", "--plan",
+                                  dir.write(std::string(framework) + ".json", plan.dump()), "--cluster",
+                                  "dgx-h100-8node", "--fidelity", "folded", "--no-trace", "--out", out});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json result = read_json(out + "/result.json");
+    for (const json& n : result["notes"]) {
+      if (n.get<std::string>().rfind("software:", 0) == 0) note[framework] = n.get<std::string>();
+    }
+  }
+  EXPECT_EQ(note["nemo-2024"],
+            "software: framework nemo-2024: attention cudnn-fused-attention; host dispatch eager 8 us per kernel; "
+            "TP collectives under GEMMs (userbuffers); TP backward collectives beside GEMMs (async); pipeline sends "
+            "beside the next op (each figure's source in scenarios/frameworks/nemo-2024.json)");
+  EXPECT_EQ(note["strata-runtime"],
+            "software: framework strata-runtime: TP collectives in turn; pipeline sends beside the next op (each "
+            "figure's source in scenarios/frameworks/strata-runtime.json)");
+}
+
 TEST(SimulateCommand, SameInputsSameBytes) {
   TempDir dir;
   CommandResult a = run_strata(llama70b_64(dir.file("a")));
