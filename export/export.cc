@@ -112,6 +112,10 @@ std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, 
   add("--global-batch-size", std::to_string(p.global_batch_size));
   // Recompute.
   if (p.recompute == Recompute::kSelective) add("--recompute-granularity", "selective");
+  if (p.recompute == Recompute::kSelectiveOp) {
+    note("recompute selective_op is torchtitan's op-level policy, which Megatron-LM does not have: no recompute "
+         "flag is written; --recompute-granularity selective keeps more activations, full fewer");
+  }
   if (p.recompute == Recompute::kFull) {
     add("--recompute-granularity", "full");
     add("--recompute-method", "uniform");

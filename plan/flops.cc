@@ -39,6 +39,9 @@ StepFlops step_flops(const ModelSpec& m, const PlanSpec& p) {
   double recomputed = 0.0;
   if (p.recompute == Recompute::kFull) recomputed = m.num_layers * layer;
   if (p.recompute == Recompute::kSelective) recomputed = m.num_layers * core;
+  if (p.recompute == Recompute::kSelectiveOp) {
+    for (const LayerOp& op : layer_forward_ops(m, c)) recomputed += m.num_layers * op.flops * op_sac_recomputed_share(op, m);
+  }
   f.hardware_flops = f.model_flops + recomputed * p.global_batch_size;
   return f;
 }

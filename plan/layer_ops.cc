@@ -55,6 +55,29 @@ bool is_column_parallel(OpRole role) {
   return role == OpRole::kQkv || role == OpRole::kFc1 || role == OpRole::kLogits;
 }
 
+double op_sac_recomputed_share(const LayerOp& op, const ModelSpec& m) {
+  if (op.kind != OpKind::kGemm || !op.has_weight) return 0.0;
+  const double h = static_cast<double>(m.num_attention_heads) * m.head_dim();
+  const double kv = static_cast<double>(m.kv_width());
+  const double f = static_cast<double>(m.ffn_hidden_size);
+  // The matmuls before this op's in torchtitan's order, and this op's parts' widths.
+  int before = 0;
+  std::vector<double> parts;
+  switch (op.role) {
+    case OpRole::kQkv: parts = {h, kv, kv}; break;
+    case OpRole::kProj: before = 3; parts = {1.0}; break;
+    case OpRole::kFc1: before = 4; parts = m.swiglu ? std::vector<double>{f, f} : std::vector<double>{1.0}; break;
+    case OpRole::kFc2: before = m.swiglu ? 6 : 5; parts = {1.0}; break;
+    default: return 0.0;
+  }
+  double total = 0.0, recomputed = 0.0;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    total += parts[i];
+    if ((before + static_cast<int>(i) + 1) % 2 == 0) recomputed += parts[i];
+  }
+  return recomputed / total;
+}
+
 bool is_row_parallel(OpRole role) { return role == OpRole::kProj || role == OpRole::kFc2; }
 
 LayerOpContext layer_op_context(const PlanSpec& plan) {

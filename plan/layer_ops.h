@@ -73,6 +73,15 @@ struct LayerOpContext {
 
 LayerOpContext layer_op_context(const PlanSpec& plan);
 
+// torchtitan's op-level selective recompute counts the layer's matmuls in
+// forward order, unfused (wq, wk, wv, wo, w1, w3 when gated, w2), keeps every
+// odd one's output and recomputes every even one (torchtitan
+// apply_activation_checkpointing: "Saves output of all compute ops, except every
+// second mm"). The share of a weight GEMM's output columns it recomputes: QKV
+// the K part, the projection all, fc1 the w3 half when gated, fc2 none (gated)
+// or all (not gated); 0 for ops without a weight.
+double op_sac_recomputed_share(const LayerOp& op, const ModelSpec& m);
+
 // Forward operations of one transformer layer, in execution order.
 std::vector<LayerOp> layer_forward_ops(const ModelSpec& m, const LayerOpContext& c);
 // The output layer (logits GEMM) and the cross-entropy of one micro-batch.

@@ -28,6 +28,17 @@ LayerActivations layer_activation_bytes(const ModelSpec& m, const PlanSpec& p) {
     out.norm_bytes = e * sbh / rep;
     return out;
   }
+  if (p.recompute == Recompute::kSelectiveOp) {
+    // torchtitan's op-level policy keeps the layer input (the checkpoint's), the
+    // fused attention's output and log-sum-exp, and the outputs of the odd
+    // matmuls (op_sac_recomputed_share): Q and V, w1, and w2 when gated (the
+    // 7th; ungated it is the 6th, recomputed). Dropout: none in the models
+    // torchtitan trains.
+    out.norm_bytes = e * sbh / rep;                                                      // layer input
+    out.attention_bytes = e * s * b * (h + kv) / t + e * sbh / t + 4.0 * a * s * b / t;  // Q, V, attention out, lse
+    out.mlp_bytes = e * s * b * f / t + (m.swiglu ? e * sbh / rep : 0.0);                // w1 out, w2 out
+    return out;
+  }
   // Attention block: QKV input (after norm), Q, K, V, projection input, output dropout mask.
   double attention = e * sbh / rep                    // QKV GEMM input
                      + e * s * b * (h + 2.0 * kv) / t  // Q, K, V

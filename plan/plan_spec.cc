@@ -22,6 +22,7 @@ const char* to_string(Recompute r) {
     case Recompute::kNone: return "none";
     case Recompute::kSelective: return "selective";
     case Recompute::kFull: return "full";
+    case Recompute::kSelectiveOp: return "selective_op";
   }
   return "none";
 }
@@ -41,16 +42,22 @@ PlanSpec read_plan_spec(const nlohmann::json& doc, const std::string& file, cons
                                     : Schedule::kInterleaved;
   p.zero_stage = static_cast<int>(r.integer_or("zero_stage", 0, 0, 3));
   p.offload_optimizer = r.boolean_or("offload_optimizer", false);
-  std::string recompute = r.choice_or("recompute", "none", {"none", "selective", "full"});
+  std::string recompute = r.choice_or("recompute", "none", {"none", "selective", "full", "selective_op"});
   p.recompute = recompute == "none"        ? Recompute::kNone
                 : recompute == "selective" ? Recompute::kSelective
-                                           : Recompute::kFull;
+                : recompute == "full"      ? Recompute::kFull
+                                           : Recompute::kSelectiveOp;
   p.sequence_parallel = r.boolean_or("sequence_parallel", false);
   p.overlap_grad_reduce = r.boolean_or("overlap_grad_reduce", true);
   p.overlap_param_gather = r.boolean_or("overlap_param_gather", true);
   // fp32 is for the cpu backend, which trains in single precision.
   p.dtype = *parse_dtype(r.choice_or("dtype", "bf16", {"bf16", "fp16", "fp32"}));
   p.flash_attention = r.boolean_or("flash_attention", false);
+  if (p.recompute == Recompute::kSelectiveOp && !p.flash_attention) {
+    r.fail("recompute",
+           "\"selective_op\" (torchtitan's op-level policy) keeps the fused attention's output and needs "
+           "flash_attention true; without it use \"selective\" or \"full\"");
+  }
   // Megatron-LM turns fp32 gradient accumulation on whenever bf16 is used
   // (arguments.py: "if args.bf16: args.accumulate_allreduce_grads_in_fp32 = True").
   p.accumulate_allreduce_grads_in_fp32 =

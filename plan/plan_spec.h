@@ -14,7 +14,10 @@
 namespace strata {
 
 enum class Schedule { kGpipe, kOneFOneB, kInterleaved };
-enum class Recompute { kNone, kSelective, kFull };
+// kSelectiveOp: torchtitan's op-level selective activation checkpointing
+// (activation_checkpoint.mode "selective", selective_ac_option "op"): every
+// op's output is recomputed except the fused attention's and every other matmul's.
+enum class Recompute { kNone, kSelective, kFull, kSelectiveOp };
 
 // Megatron-LM's gradient bucket floor, 40M parameters (DistributedDataParallel:
 // bucket_size = max(40000000, 1000000 * dp)); Strata uses the floor.

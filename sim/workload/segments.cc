@@ -115,6 +115,25 @@ class SegmentSink {
   std::vector<Segment> out_;
 };
 
+// torchtitan's op-level selective recompute, replayed before the layer's
+// backward: every memory-bound op, and the recomputed columns of the weight
+// GEMMs (op_sac_recomputed_share); the fused attention's output is kept.
+std::vector<Segment> op_sac_recompute(const std::vector<Item>& items, const ModelSpec& m, const PlanSpec& p,
+                                      const OpCosts& c) {
+  SegmentSink rec;
+  for (const Item& it : items) {
+    if (it.is_point) continue;
+    const LayerOp& op = it.op;
+    if (op.kind == OpKind::kElementwise) rec.add(forward_detail(op, p, c, "recompute "));
+    const double share = op_sac_recomputed_share(op, m);
+    if (share <= 0.0) continue;
+    GemmShape part = op.gemm;
+    part.n = std::max<std::int64_t>(1, std::llround(static_cast<double>(op.gemm.n) * share));
+    rec.add({"recompute " + op.name, op_category(op), c.gemm(part, p.dtype).ns(), op.flops * share, 0.0});
+  }
+  return rec.take();
+}
+
 BlockSegments build(const std::vector<Item>& items, const PlanSpec& p, const OpCosts& c) {
   BlockSegments b;
   SegmentSink fwd;
@@ -208,7 +227,9 @@ BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCost
     items.push_back(column_parallel ? column_parallel_item(std::move(op), p, bytes) : op_item(std::move(op)));
     if (tp && row_parallel) items.push_back(after_row_parallel(p, bytes));
   }
-  return build(items, p, costs);
+  BlockSegments b = build(items, p, costs);
+  if (p.recompute == Recompute::kSelectiveOp) b.recompute = op_sac_recompute(items, m, p, costs);
+  return b;
 }
 
 BlockSegments embedding_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs) {
