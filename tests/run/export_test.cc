@@ -10,6 +10,7 @@
 #include "cli_test_util.h"
 #include "core/error.h"
 #include "export/export.h"
+#include "plan/run_spec.h"
 #include "sim/simulate.h"
 
 namespace strata::sim {
@@ -183,6 +184,28 @@ TEST(Export, MegatronFlagsFollowTheGptPlan) {
 // A plan whose framework overlaps tensor-parallel collectives with GEMMs (NeMo's
 // userbuffers) launches with --tp-comm-overlap, which Megatron-LM allows only with
 // sequence parallelism; Megatron-Core's own default does not overlap.
+// torchtitan's op-level selective recompute has no Megatron flag: none is
+// written and a note says so; strata-run.json carries it, which strata run refuses.
+TEST(Export, SelectiveOpRecomputeIsNotAMegatronFlag) {
+  TempDir dir;
+  const Scenario s = scenario(dir, "gpt-tiny",
+                              R"({"tp": 2, "pp": 1, "micro_batch_size": 1, "global_batch_size": 8,
+                                  "recompute": "selective_op", "flash_attention": true})",
+                              "dgx-h100-1node");
+  const ExportResult r = export_plan(s, folded(s), {});
+  const std::string& args = file(r, "megatron-args.sh").content;
+  expect_absent(script_flags(args), "--recompute-granularity");
+  EXPECT_NE(args.find("# note: recompute selective_op is torchtitan's op-level policy"), std::string::npos);
+  const std::string& config = file(r, "strata-run.json").content;
+  EXPECT_NE(config.find(R"("recompute_granularity": "selective_op")"), std::string::npos);
+  try {
+    read_run_spec(nlohmann::json::parse(config), "strata-run.json");
+    FAIL() << "strata run has no op-level selective recompute";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.json_path(), "$.training.recompute_granularity");
+  }
+}
+
 TEST(Export, TpCommOverlapFollowsTheFramework) {
   TempDir dir;
   const auto flags_for = [&](const std::string& framework, bool sp) {
