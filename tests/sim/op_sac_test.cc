@@ -16,6 +16,16 @@
 namespace strata {
 namespace {
 
+// One sequence per micro-batch, fused attention, op-level selective recompute.
+PlanSpec op_sac_plan(int global_batch_size) {
+  PlanSpec p;
+  p.micro_batch_size = 1;
+  p.global_batch_size = global_batch_size;
+  p.flash_attention = true;
+  p.recompute = Recompute::kSelectiveOp;
+  return p;
+}
+
 double share_of(const ModelSpec& m, OpRole role) {
   LayerOpContext c;
   c.flash_attention = true;
@@ -44,12 +54,7 @@ TEST(OpSac, RecomputesEveryOtherMatmul) {
 // Recomputed FLOPs per sequence and layer: 2 s h (kv + h + f) for wk, wo, w3.
 TEST(OpSac, HardwareFlopsCountTheRecomputedMatmuls) {
   const ModelSpec m = testing::llama3_8b();
-  PlanSpec p;
-  p.global_batch_size = 64;
-  p.micro_batch_size = 1;
-  p.flash_attention = true;
-  p.recompute = Recompute::kSelectiveOp;
-  const StepFlops f = step_flops(m, p);
+  const StepFlops f = step_flops(m, op_sac_plan(64));
   const double s = 8192, h = 4096, kv = 1024, ffn = 14336;
   const double per_layer = 2.0 * s * h * (kv + h + ffn);
   EXPECT_NEAR(f.hardware_flops - f.model_flops, 64 * 32 * per_layer, 1e-9 * f.model_flops);
@@ -60,10 +65,7 @@ TEST(OpSac, HardwareFlopsCountTheRecomputedMatmuls) {
 // outputs: 2s(h + h + kv + h + f + h) + 4 a s bytes.
 TEST(OpSac, KeepsTheOddMatmulsOutputsAndTheAttentionOutput) {
   const ModelSpec m = testing::llama3_8b();
-  PlanSpec p;
-  p.micro_batch_size = 1;
-  p.flash_attention = true;
-  p.recompute = Recompute::kSelectiveOp;
+  PlanSpec p = op_sac_plan(1);
   const double s = 8192, h = 4096, kv = 1024, f = 14336, a = 32;
   EXPECT_DOUBLE_EQ(layer_activation_bytes(m, p).total(), 2.0 * s * (4.0 * h + kv + f) + 4.0 * a * s);
   p.recompute = Recompute::kSelective;  // Megatron's keeps every GEMM input: more
@@ -85,13 +87,8 @@ TEST(OpSac, NeedsFusedAttention) {
 // recomputed GEMM slices, at 10 us a GEMM (GemmCountCosts) and nothing else.
 TEST(OpSac, TheLayersBackwardStartsWithItsReplay) {
   const ModelSpec m = testing::llama3_8b();
-  PlanSpec p;
-  p.micro_batch_size = 1;
-  p.global_batch_size = 1;
-  p.flash_attention = true;
-  p.recompute = Recompute::kSelectiveOp;
   const sim::testing::GemmCountCosts costs(10'000, m.vocab_size);
-  const sim::BlockSegments b = sim::layer_segments(m, p, costs);
+  const sim::BlockSegments b = sim::layer_segments(m, op_sac_plan(1), costs);
   ASSERT_EQ(b.recompute.size(), 1u);
   std::vector<std::string> gemms;
   for (const sim::DetailOp& op : b.recompute[0].ops) {
