@@ -117,7 +117,9 @@ class SegmentSink {
 
 // torchtitan's op-level selective recompute, replayed before the layer's
 // backward: every memory-bound op, and the recomputed columns of the weight
-// GEMMs (op_sac_recomputed_share); the fused attention's output is kept.
+// GEMMs (op_sac_recomputed_share); the fused attention's output is kept. With
+// tensor parallelism the replay's own collectives (torchtitan saves reduce-
+// scatter outputs, not all-gather ones) are not costed yet.
 std::vector<Segment> op_sac_recompute(const std::vector<Item>& items, const ModelSpec& m, const PlanSpec& p,
                                       const OpCosts& c) {
   SegmentSink rec;
