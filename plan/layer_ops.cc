@@ -57,7 +57,7 @@ bool is_column_parallel(OpRole role) {
 
 double op_sac_recomputed_share(const LayerOp& op, const ModelSpec& m) {
   if (op.kind != OpKind::kGemm || !op.has_weight) return 0.0;
-  const double h = static_cast<double>(m.num_attention_heads) * m.head_dim();
+  const double h = static_cast<double>(m.hidden_size);  // Q's width, as layer_forward_ops makes QKV
   const double kv = static_cast<double>(m.kv_width());
   const double f = static_cast<double>(m.ffn_hidden_size);
   // The matmuls before this op's in torchtitan's order, and this op's parts' widths.

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "core/data_paths.h"
 #include "core/error.h"
 #include "sim/costs/profile_op_costs.h"
 #include "sim/costs/topology_comm_costs.h"
@@ -25,9 +27,12 @@ std::string framework_note(const FrameworkProfile& f, const PlanSpec& p, const A
     parts.push_back(fmt::format("host dispatch {} {:g} us per kernel", to_string(f.host_dispatch->mode),
                                 f.host_dispatch->per_kernel_us));
   }
-  if (p.tp > 1 && p.sequence_parallel && f.tp_overlap) parts.push_back("TP collectives under GEMMs (userbuffers)");
-  if (p.tp > 1 && f.tp_async_backward) parts.push_back("TP backward collectives beside GEMMs (async)");
-  if (p.tp > 1 && !f.tp_overlap && !f.tp_async_backward) parts.push_back("TP collectives in turn");
+  if (p.tp > 1) {
+    const bool userbuffers = p.sequence_parallel && f.tp_overlap;  // TE's needs sequence parallelism
+    if (userbuffers) parts.push_back("TP collectives under GEMMs (userbuffers)");
+    if (f.tp_async_backward) parts.push_back("TP backward collectives beside GEMMs (async)");
+    if (!userbuffers && !f.tp_async_backward) parts.push_back("TP collectives in turn");
+  }
   if (p.zero_stage == 3 && f.sharded) {
     parts.push_back(fmt::format("ZeRO-3 backward prefetch {}, {} layers unsharded, reduce-scatters on {} stream",
                                 to_string(f.sharded->backward_prefetch), f.sharded->unsharded_layers,
@@ -39,9 +44,11 @@ std::string framework_note(const FrameworkProfile& f, const PlanSpec& p, const A
   }
   std::string list;
   for (const std::string& s : parts) list += (list.empty() ? "" : "; ") + s;
-  // The plan's own spelling, not the resolved path: outputs do not depend on where Strata lives.
-  const bool shipped = p.framework.find('/') == std::string::npos && p.framework.find(".json") == std::string::npos;
-  const std::string where = shipped ? "scenarios/frameworks/" + p.framework + ".json" : p.framework;
+  // A shipped profile relative to the data root, so outputs do not depend on
+  // where Strata lives; a user's file as resolve_data_file kept it, as given.
+  const std::filesystem::path in_root = std::filesystem::path(f.file).lexically_relative(data_root());
+  const bool shipped = !in_root.empty() && *in_root.begin() != "..";
+  const std::string where = shipped ? in_root.generic_string() : f.file;
   return fmt::format("software: framework {}{}{} (each figure's source in {})", f.name, list.empty() ? "" : ": ", list,
                      where);
 }

@@ -7,8 +7,9 @@
 // all-gather before the projection's and fc2's data-gradient GEMMs, a
 // reduce-scatter of QKV's and fc1's input gradient, which TE runs under their
 // weight-gradient GEMMs, and the all-gather of QKV's and fc1's input again for
-// their weight gradients, which TE runs under their data-gradient GEMMs. TE names each GEMM (qkv_fprop, fc2_dgrad, fc1_wgrad,
-// ...) and overlaps its collective by one of three methods. For a GEMM of time G
+// their weight gradients, which TE runs under their data-gradient GEMMs. TE
+// names each GEMM (qkv_fprop, fc2_dgrad, fc1_wgrad, ...) and overlaps its
+// collective by one of three methods. For a GEMM of time G
 // on `units` SMs and a collective of time C (alone, on the tensor-parallel group):
 //   ring_exchange: the GEMM in tp chunks, each chunk's transfer (copy engines,
 //     num_sm SMs for the kernel that drives them) under the previous chunk's

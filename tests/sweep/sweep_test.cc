@@ -200,8 +200,9 @@ TEST(Sweep, ParetoFrontIsNotDominated) {
 // within a node and not ZeRO-3. The space is that paper's software: no fused
 // attention (Megatron-LM of 2021 materialised the score matrices), no sequence
 // parallelism and no selective recompute (both Korthikanti et al. 2022). With
-// those the model prefers tp 4 pp 8 (docs/sweep.md): they remove the activation
-// memory that made tp 8 necessary, and tp 4 halves the exposed tensor-parallel time.
+// selective recompute the model prefers tp 4 pp 8 (docs/sweep.md): it removes the
+// activation memory that made tp 8 necessary, and tp 4 halves the exposed
+// tensor-parallel time.
 TEST(SweepAnswers, Gpt3On1024A100UsesTp8NotZero3) {
   PlanSpaceRequest req;
   req.global_batch_size = 1536;
