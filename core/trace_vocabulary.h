@@ -10,12 +10,13 @@
 namespace strata::trace {
 
 // kHost: the host (CPU) issuing kernels (the framework's per-kernel dispatch cost).
-enum class Category : std::uint8_t { kGemm, kAttention, kElementwise, kTp, kPp, kDp, kZero, kOptimizer, kCopy, kHost };
-inline constexpr int kNumCategories = 10;
+// kCp: context parallelism's K/V exchanges (after kHost, so the others keep their values).
+enum class Category : std::uint8_t { kGemm, kAttention, kElementwise, kTp, kPp, kDp, kZero, kOptimizer, kCopy, kHost, kCp };
+inline constexpr int kNumCategories = 11;
 const char* to_string(Category c);
-// The category named s; false when s is not one of the ten names.
+// The category named s; false when s is not one of the eleven names.
 bool parse_category(std::string_view s, Category* out);
-// Tensor-, pipeline- and data-parallel traffic and ZeRO's gathers.
+// Tensor-, context-, pipeline- and data-parallel traffic and ZeRO's gathers.
 bool is_communication(Category c);
 
 // A rank's lanes, its trace thread ids 0..7 in this order. dp-reduce: ZeRO-3's

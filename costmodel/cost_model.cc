@@ -54,7 +54,7 @@ Eigen::VectorXd gemm_log_coords(const GemmQuery& q) {
 
 Eigen::VectorXd attention_log_coords(const AttentionQuery& q) {
   Eigen::VectorXd x(3);
-  x << std::log2(static_cast<double>(q.batch_heads)), std::log2(static_cast<double>(q.seq)),
+  x << std::log2(static_cast<double>(q.batch_heads)), std::log2(attention_rate_seq(q)),
       std::log2(static_cast<double>(q.head_dim));
   return x;
 }

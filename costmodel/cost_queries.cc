@@ -30,10 +30,16 @@ double quantized_compute_seconds(const GemmQuery& q, int tile_m, int tile_n, int
 
 double attention_flops(const AttentionQuery& q) {
   const double s = static_cast<double>(q.seq);
-  double flops = 4.0 * static_cast<double>(q.batch_heads) * s * s * static_cast<double>(q.head_dim);
+  const double kv = q.kv_seq > 0 ? static_cast<double>(q.kv_seq) : s;
+  double flops = 4.0 * static_cast<double>(q.batch_heads) * s * kv * static_cast<double>(q.head_dim);
   if (q.causal) flops *= 0.5;
   if (q.backward) flops *= 2.5;
   return flops;
+}
+
+double attention_rate_seq(const AttentionQuery& q) {
+  if (q.kv_seq <= 0 || q.kv_seq == q.seq) return static_cast<double>(q.seq);
+  return std::sqrt(static_cast<double>(q.seq) * static_cast<double>(q.kv_seq));
 }
 
 }  // namespace strata

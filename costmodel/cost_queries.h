@@ -14,12 +14,15 @@ struct GemmQuery {
   DType dtype = DType::kBf16;
 };
 
-// Fused (flash-style) attention over batch*heads independent heads.
+// Fused (flash-style) attention over batch*heads independent heads: seq queries
+// against kv_seq keys and values (0: kv_seq = seq, the square of self-attention;
+// context parallelism's steps are rectangles).
 struct AttentionQuery {
   std::int64_t batch_heads = 0, seq = 0, head_dim = 0;
   bool causal = false;
   bool backward = false;
   DType dtype = DType::kBf16;
+  std::int64_t kv_seq = 0;
 };
 
 // 2*m*n*k*batch.
@@ -39,6 +42,11 @@ double quantized_compute_seconds(const GemmQuery& q, int tile_m, int tile_n, int
 // FLOPs of fused attention as FlashAttention-2 (Dao 2023, §4.1) counts them:
 // forward 4*seq^2*head_dim per head, halved with a causal mask; the backward
 // pass 2.5x the forward (five matmuls against two, with recomputation).
+// A rectangle seq x kv_seq counts 4*seq*kv_seq*head_dim per head.
 double attention_flops(const AttentionQuery& q);
+// The sequence length a rate is read at: seq for the square; for a rectangle the
+// side of the square of the same work, sqrt(seq * kv_seq) (measured curves are
+// squares; a kernel's efficiency follows its work per head).
+double attention_rate_seq(const AttentionQuery& q);
 
 }  // namespace strata

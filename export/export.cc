@@ -70,6 +70,12 @@ std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, 
   // Parallelism.
   add("--tensor-model-parallel-size", std::to_string(p.tp));
   add("--pipeline-model-parallel-size", std::to_string(p.pp));
+  if (p.cp > 1) {
+    add("--context-parallel-size", std::to_string(p.cp));
+    add("--cp-comm-type", to_string(p.cp_comm_type));
+    note("strata run does not run context parallelism yet: strata-run.json of a cp > 1 plan is for reading, "
+         "Megatron-LM runs it with these flags");
+  }
   // Megatron-Core builds its groups in the order "tp-cp-ep-dp-pp", or "tp-cp-ep-pp-dp"
   // with --use-tp-pp-dp-mapping; no flag gives any other order.
   if (p.rank_order == kTpPpDpRankOrder) {

@@ -83,6 +83,7 @@ bool is_row_parallel(OpRole role) { return role == OpRole::kProj || role == OpRo
 LayerOpContext layer_op_context(const PlanSpec& plan) {
   LayerOpContext c;
   c.tp = plan.tp;
+  c.cp = plan.cp;
   c.sequence_parallel = plan.sequence_parallel;
   c.micro_batch_size = plan.micro_batch_size;
   c.flash_attention = plan.flash_attention;
@@ -101,7 +102,8 @@ std::vector<LayerOp> layer_forward_ops(const ModelSpec& m, const LayerOpContext&
   const i64 f = m.ffn_hidden_size / t;
   const i64 fc1 = m.swiglu ? 2 * f : f;
   const double e = dtype_bytes(c.dtype);
-  const i64 tokens = s * b;
+  // Context parallelism: this GPU's tokens of each sequence.
+  const i64 tokens = s / c.cp * b;
   // Elementwise work on the residual stream is split over tp only with sequence parallel.
   const double stream = static_cast<double>(tokens) * h * e / (c.sequence_parallel ? t : 1);
 
@@ -113,12 +115,15 @@ std::vector<LayerOp> layer_forward_ops(const ModelSpec& m, const LayerOpContext&
     a.name = "flash_attention";
     a.role = OpRole::kFlashAttention;
     a.kind = OpKind::kAttention;
-    a.flops = 4.0 * static_cast<double>(b) * heads * s * s * d;  // scores + values
+    // Scores + values over the whole s x s (Megatron's count); a context-parallel
+    // rank does 1/cp of it (its load-balanced chunks' share of the causal work).
+    a.flops = 4.0 * static_cast<double>(b) * heads * s * s * d / static_cast<double>(c.cp);
     a.bytes = static_cast<double>(tokens) * (2 * heads * d + 2 * kv) * e;  // Q, K, V in, O out
     a.attention_core = true;
     a.attn_batch_heads = b * heads;
     a.attn_seq = s;
     a.attn_head_dim = d;
+    a.attn_batch_kv_heads = b * (kv / d);
     ops.push_back(a);
   } else {
     const double scores = static_cast<double>(b) * heads * s * s * e;
@@ -143,7 +148,7 @@ std::vector<LayerOp> layer_forward_ops(const ModelSpec& m, const LayerOpContext&
 
 std::vector<LayerOp> head_forward_ops(const ModelSpec& m, const LayerOpContext& c) {
   const i64 t = c.tp;
-  const i64 tokens = static_cast<i64>(m.seq_length) * c.micro_batch_size;
+  const i64 tokens = static_cast<i64>(m.seq_length) / c.cp * c.micro_batch_size;
   const double e = dtype_bytes(c.dtype);
   const double stream = static_cast<double>(tokens) * m.hidden_size * e / (c.sequence_parallel ? t : 1);
   std::vector<LayerOp> ops;
@@ -156,7 +161,7 @@ std::vector<LayerOp> head_forward_ops(const ModelSpec& m, const LayerOpContext& 
 }
 
 std::vector<LayerOp> embedding_forward_ops(const ModelSpec& m, const LayerOpContext& c) {
-  const i64 tokens = static_cast<i64>(m.seq_length) * c.micro_batch_size;
+  const i64 tokens = static_cast<i64>(m.seq_length) / c.cp * c.micro_batch_size;
   const double e = dtype_bytes(c.dtype);
   // Gathers one row per token and writes the stream (before the tp all-reduce).
   return {elementwise(OpRole::kEmbedding, "embedding", 2.0 * static_cast<double>(tokens) * m.hidden_size * e)};

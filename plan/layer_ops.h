@@ -58,13 +58,17 @@ struct LayerOp {
   bool attention_core = false;  // recomputed by selective recompute
   bool has_weight = false;      // kGemm with a weight: backward has a weight-gradient GEMM
   // Fused attention dimensions (kAttention): batch*heads, sequence, head size.
+  // attn_seq is the whole sequence; with context parallelism this GPU's queries
+  // are attn_seq / cp of it (the workload splits the kernel into cp's steps).
   std::int64_t attn_batch_heads = 0;
   std::int64_t attn_seq = 0;
   std::int64_t attn_head_dim = 0;
+  std::int64_t attn_batch_kv_heads = 0;  // batch * key/value heads (grouped-query attention)
 };
 
 struct LayerOpContext {
   int tp = 1;
+  int cp = 1;  // every op runs on seq_length / cp tokens; attention does 1/cp of the causal work
   bool sequence_parallel = false;
   int micro_batch_size = 1;
   bool flash_attention = false;

@@ -10,7 +10,9 @@ namespace strata {
 LayerActivations layer_activation_bytes(const ModelSpec& m, const PlanSpec& p) {
   const double t = p.tp;
   const double b = p.micro_batch_size;
-  const double s = m.seq_length;
+  // Context parallelism: every stored activation is of this rank's seq / cp tokens
+  // (Megatron-Core keeps no more; the fused attention needs no s x s scores).
+  const double s = static_cast<double>(m.seq_length / p.cp);
   const double h = m.hidden_size;
   const double a = m.num_attention_heads;
   const double kv = static_cast<double>(m.kv_width());
@@ -84,8 +86,11 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const DeviceMe
   report.layer_activations = layer_activation_bytes(m, p);
   const double e = dtype_bytes(p.dtype);
   const double t = p.tp;
-  const double dp = p.dp;
-  const double sbh = static_cast<double>(m.seq_length) * p.micro_batch_size * m.hidden_size;
+  // ZeRO shards over the ranks that reduce the gradients: dp x cp (Megatron-Core's
+  // distributed optimizer over its data-parallel group with context parallelism).
+  const double dp = p.grad_replicas();
+  const double tokens = static_cast<double>(m.seq_length / p.cp);  // this rank's, per sequence
+  const double sbh = tokens * p.micro_batch_size * m.hidden_size;
   const double rep = p.sequence_parallel ? t : 1.0;
   const double per_layer = report.layer_activations.total();
   const double layers_per_stage = static_cast<double>(m.num_layers) / p.pp;
@@ -129,8 +134,7 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const DeviceMe
       // Final norm input and output-layer input per micro-batch in flight, and the
       // logits of the micro-batch in its loss: 16-bit logits plus fp32 softmax.
       activations += 2.0 * e * sbh / rep * std::max(1.0, microbatches_in_flight / p.vpp);
-      activations += (e + 4.0) * static_cast<double>(m.seq_length) * p.micro_batch_size *
-                     m.vocab_size / t;
+      activations += (e + 4.0) * tokens * p.micro_batch_size * m.vocab_size / t;
     }
     st.activations_bytes = activations;
 
@@ -139,6 +143,20 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const DeviceMe
     // prefetched layer).
     double buffers = 0.0;
     if (p.pp > 1) buffers += 4.0 * e * sbh / rep;
+    if (p.cp > 1) {
+      // Context parallelism's exchange buffers of the layer being computed (K and V
+      // of this rank's tokens, its tensor-parallel heads): the ring's send and
+      // receive pairs, in backward for dK/dV too (4 of them); the gathered K/V of
+      // the whole sequence and, backward, their gradients (allgather); Q, K, V
+      // and the output re-laid over the heads and their gradients (a2a, 2).
+      const double kv = 2.0 * e * tokens * p.micro_batch_size * static_cast<double>(m.kv_width()) / t;
+      const double qkv = e * tokens * p.micro_batch_size * (m.hidden_size + 2.0 * m.kv_width()) / t;
+      switch (p.cp_comm_type) {
+        case CpCommType::kP2p: buffers += 4.0 * kv; break;
+        case CpCommType::kAllGather: buffers += 2.0 * kv * p.cp; break;
+        case CpCommType::kA2a: buffers += 2.0 * qkv; break;
+      }
+    }
     const double layer_params = static_cast<double>(layer_params_per_gpu(m, p.tp));
     if (p.zero_stage == 2 && dp > 1) {
       // A bucket is whole from backward's first write until its reduce-scatter

@@ -27,12 +27,24 @@ const char* to_string(Recompute r) {
   return "none";
 }
 
+const char* to_string(CpCommType c) {
+  switch (c) {
+    case CpCommType::kP2p: return "p2p";
+    case CpCommType::kAllGather: return "allgather";
+    case CpCommType::kA2a: return "a2a";
+  }
+  return "p2p";
+}
+
 PlanSpec read_plan_spec(const nlohmann::json& doc, const std::string& file, const std::string& path) {
   json::ObjectReader r(doc, file, path);
   PlanSpec p;
   p.tp = static_cast<int>(r.integer("tp", 1, 1 << 16));
   p.pp = static_cast<int>(r.integer("pp", 1, 1 << 16));
   p.dp = static_cast<int>(r.integer_or("dp", 0, 1, 1 << 24));
+  p.cp = static_cast<int>(r.integer_or("cp", 1, 1, 1 << 16));
+  const std::string cp_comm = r.choice_or("cp_comm_type", "p2p", {"p2p", "allgather", "a2a"});
+  p.cp_comm_type = cp_comm == "p2p" ? CpCommType::kP2p : cp_comm == "allgather" ? CpCommType::kAllGather : CpCommType::kA2a;
   p.vpp = static_cast<int>(r.integer_or("vpp", 1, 1, 1024));
   p.micro_batch_size = static_cast<int>(r.integer("micro_batch_size", 1, 1 << 20));
   p.global_batch_size = static_cast<int>(r.integer("global_batch_size", 1, 1 << 30));
@@ -82,17 +94,51 @@ void resolve_and_check_plan(PlanSpec& p, const ModelSpec& m, const PlanContext& 
   auto fail = [&](const std::string& path, const std::string& message) {
     throw InputError(file, plan_path + path.substr(1), message);
   };
-  const int model_parallel = p.tp * p.pp;
+  const std::int64_t model_parallel = static_cast<std::int64_t>(p.tp) * p.cp * p.pp;
   if (p.dp == 0) {
     if (c.num_gpus % model_parallel != 0) {
+      if (p.cp > 1) {
+        fail("$.cp", fmt::format("tp*cp*pp = {}*{}*{} = {} must divide the cluster's {} GPUs (dp is derived "
+                                 "as GPUs / (tp*cp*pp))",
+                                 p.tp, p.cp, p.pp, model_parallel, c.num_gpus));
+      }
       fail("$.pp", fmt::format("tp*pp = {}*{} = {} must divide the cluster's {} GPUs (dp is derived "
                                "as GPUs / (tp*pp))",
                                p.tp, p.pp, model_parallel, c.num_gpus));
     }
-    p.dp = c.num_gpus / model_parallel;
-  } else if (static_cast<std::int64_t>(model_parallel) * p.dp != c.num_gpus) {
+    p.dp = static_cast<int>(c.num_gpus / model_parallel);
+  } else if (model_parallel * p.dp != c.num_gpus) {
+    if (p.cp > 1) {
+      fail("$.dp", fmt::format("tp*cp*pp*dp = {}*{}*{}*{} = {} must equal the cluster's {} GPUs", p.tp, p.cp,
+                               p.pp, p.dp, model_parallel * p.dp, c.num_gpus));
+    }
     fail("$.dp", fmt::format("tp*pp*dp = {}*{}*{} = {} must equal the cluster's {} GPUs", p.tp, p.pp,
-                             p.dp, static_cast<std::int64_t>(model_parallel) * p.dp, c.num_gpus));
+                             p.dp, model_parallel * p.dp, c.num_gpus));
+  }
+  if (p.cp > 1) {
+    if (m.seq_length % (2 * p.cp) != 0) {
+      fail("$.cp", fmt::format("seq_length {} of model {} must be divisible by 2*cp = {}: each context-parallel "
+                               "rank holds two load-balanced causal chunks of seq_length / (2*cp) tokens",
+                               m.seq_length, m.name, 2 * p.cp));
+    }
+    if (!p.flash_attention) {
+      fail("$.cp", fmt::format("cp {} > 1 needs flash_attention true: context parallelism shards the fused "
+                               "attention kernel (Transformer Engine's, as Megatron-Core requires); the unfused "
+                               "attention's s x s scores cannot be split over the sequence",
+                               p.cp));
+    }
+    if (p.cp_comm_type == CpCommType::kA2a && (m.num_attention_heads / p.tp) % p.cp != 0) {
+      fail("$.cp_comm_type", fmt::format("cp_comm_type \"a2a\" gives each context-parallel rank 1/cp of the "
+                                         "heads: num_attention_heads / tp = {} / {} must be divisible by cp {}; "
+                                         "use \"p2p\" or \"allgather\"",
+                                         m.num_attention_heads, p.tp, p.cp));
+    }
+    if (p.cp_comm_type == CpCommType::kA2a && (m.num_query_groups / p.tp) % p.cp != 0) {
+      fail("$.cp_comm_type", fmt::format("cp_comm_type \"a2a\" gives each context-parallel rank 1/cp of the "
+                                         "key/value heads: num_query_groups / tp = {} / {} must be divisible by "
+                                         "cp {}; use \"p2p\" or \"allgather\"",
+                                         m.num_query_groups, p.tp, p.cp));
+    }
   }
   if (p.tp > c.gpus_per_node && !c.allow_cross_node_tp) {
     fail("$.tp", fmt::format("tp {} is larger than a node ({} GPUs); tensor parallelism across "
@@ -192,6 +238,11 @@ nlohmann::ordered_json to_json(const PlanSpec& p) {
   j["tp"] = p.tp;
   j["pp"] = p.pp;
   j["dp"] = p.dp;
+  // Written only when used, so a plan without context parallelism reads as before.
+  if (p.cp > 1) {
+    j["cp"] = p.cp;
+    j["cp_comm_type"] = to_string(p.cp_comm_type);
+  }
   j["vpp"] = p.vpp;
   j["micro_batch_size"] = p.micro_batch_size;
   j["global_batch_size"] = p.global_batch_size;

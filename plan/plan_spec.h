@@ -19,6 +19,15 @@ enum class Schedule { kGpipe, kOneFOneB, kInterleaved };
 // op's output is recomputed except the fused attention's and every other matmul's.
 enum class Recompute { kNone, kSelective, kFull, kSelectiveOp };
 
+// How context-parallel attention exchanges keys and values (Megatron-Core's
+// --cp-comm-type, Transformer Engine's attention with context parallelism):
+// kP2p: the ring (cp - 1 steps, each step's K/V sent on while the step before
+// computes); kAllGather: K/V all-gathered before the local attention (the Llama 3
+// paper's choice, arXiv 2407.21783 section 3.3.2); kA2a: all-to-all from sequence
+// to head sharding and back around the attention (DeepSpeed-Ulysses' exchange,
+// inside Megatron's layer).
+enum class CpCommType { kP2p, kAllGather, kA2a };
+
 // Megatron-LM's gradient bucket floor, 40M parameters (DistributedDataParallel:
 // bucket_size = max(40000000, 1000000 * dp)); Strata uses the floor.
 inline constexpr std::int64_t kDefaultDdpBucketSize = 40000000;
@@ -30,6 +39,10 @@ struct PlanSpec {
   int tp = 1;
   int pp = 1;
   int dp = 0;                 // 0 until resolved from the cluster's GPU count
+  // Context parallelism (Megatron's --context-parallel-size): each rank holds
+  // seq_length / cp tokens of every sequence, as two load-balanced causal chunks.
+  int cp = 1;
+  CpCommType cp_comm_type = CpCommType::kP2p;
   int vpp = 1;                // virtual stages (model chunks) per pipeline rank
   int micro_batch_size = 1;
   int global_batch_size = 1;  // sequences per optimizer step
@@ -57,7 +70,10 @@ struct PlanSpec {
   std::string framework = kDefaultFramework;
   std::string source;
 
-  int num_gpus() const { return tp * pp * dp; }
+  int num_gpus() const { return tp * cp * pp * dp; }
+  // Ranks that hold one copy of the weights and reduce its gradients: dp x cp
+  // (Megatron-Core's data-parallel group with context parallelism; ZeRO shards over it).
+  int grad_replicas() const { return dp * cp; }
   // Bytes of one gradient element as accumulated and reduced.
   int grad_bytes() const;
   // Micro-batches each pipeline processes per step.
@@ -90,5 +106,6 @@ RankOrder read_rank_order(const std::string& text, const std::string& file, cons
 
 const char* to_string(Schedule s);
 const char* to_string(Recompute r);
+const char* to_string(CpCommType c);  // Megatron's --cp-comm-type names: "p2p", "allgather", "a2a"
 
 }  // namespace strata

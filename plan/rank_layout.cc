@@ -104,6 +104,7 @@ RankLayout::Sizes sizes_of(const PlanSpec& plan) {
   if (plan.dp < 1) throw InternalError("RankLayout: the plan's dp is not resolved (call resolve_and_check_plan)");
   RankLayout::Sizes s;
   s.tp = plan.tp;
+  s.cp = plan.cp;
   s.dp = plan.dp;
   s.pp = plan.pp;
   return s;

@@ -8,6 +8,7 @@ namespace {
 int kind_of(Category c) {
   switch (c) {
     case Category::kTp: return static_cast<int>(CommKind::kTp);
+    case Category::kCp: return static_cast<int>(CommKind::kCp);
     case Category::kPp: return static_cast<int>(CommKind::kPp);
     case Category::kDp: return static_cast<int>(CommKind::kDp);
     case Category::kZero: return static_cast<int>(CommKind::kZero);
@@ -25,6 +26,7 @@ const char* to_string(CommKind k) {
     case CommKind::kDp: return "dp";
     case CommKind::kZero: return "zero";
     case CommKind::kOffload: return "offload";
+    case CommKind::kCp: return "cp";
   }
   return "tp";
 }
@@ -112,7 +114,7 @@ StepMetrics step_metrics(const Workload& w, const RunResult& run) {
       TimeNs tail_exposed = 0;
       for (int k : {static_cast<int>(CommKind::kDp), static_cast<int>(CommKind::kZero),
                     static_cast<int>(CommKind::kOffload), static_cast<int>(CommKind::kPp),
-                    static_cast<int>(CommKind::kTp)}) {
+                    static_cast<int>(CommKind::kTp), static_cast<int>(CommKind::kCp)}) {
         std::sort(busy[k].begin(), busy[k].end());
         TimeNs reach = cursor;
         for (const auto& [a0, a1] : busy[k]) {

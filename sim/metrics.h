@@ -17,8 +17,9 @@
 
 namespace strata::sim {
 
-enum class CommKind { kTp, kPp, kDp, kZero, kOffload };
-inline constexpr int kNumCommKinds = 5;
+// kCp last, so the others keep their indices (sweep.csv's columns).
+enum class CommKind { kTp, kPp, kDp, kZero, kOffload, kCp };
+inline constexpr int kNumCommKinds = 6;
 const char* to_string(CommKind k);
 
 struct RankMetrics {

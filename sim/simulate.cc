@@ -290,6 +290,9 @@ nlohmann::ordered_json result_json(const Scenario& s, const SimulationResult& r)
   for (CommKind k : {CommKind::kTp, CommKind::kPp, CommKind::kDp, CommKind::kZero, CommKind::kOffload}) {
     exposed[to_string(k)] = r.metrics.exposed_s[static_cast<int>(k)];
   }
+  // Context parallelism's exchanges, only where the plan has them (a plan without
+  // cp reads as before).
+  if (s.plan.cp > 1) exposed["cp"] = r.metrics.exposed_s[static_cast<int>(CommKind::kCp)];
   j["exposed_comm_s"] = exposed;
   j["host_dispatch_s"] = r.metrics.host_s;
   j["compute_s"] = r.metrics.compute_s;
@@ -320,7 +323,10 @@ nlohmann::ordered_json result_json(const Scenario& s, const SimulationResult& r)
       e["compute_s"] = sum[st].compute_s / count[st];
       e["bubble_s"] = sum[st].bubble_s / count[st];
       nlohmann::ordered_json ex;
-      for (int k = 0; k < kNumCommKinds; ++k) ex[to_string(static_cast<CommKind>(k))] = sum[st].exposed_s[k] / count[st];
+      for (int k = 0; k < kNumCommKinds; ++k) {
+        if (static_cast<CommKind>(k) == CommKind::kCp && s.plan.cp == 1) continue;
+        ex[to_string(static_cast<CommKind>(k))] = sum[st].exposed_s[k] / count[st];
+      }
       e["exposed_comm_s"] = ex;
       e["host_dispatch_s"] = sum[st].host_s / count[st];
       per_stage.push_back(e);

@@ -12,15 +12,12 @@
 namespace strata::sim {
 namespace {
 
-// Plan keys of published runs the simulator does not model yet, and why: context
-// parallelism and hybrid sharding land with issue 15. Until then the cases that
-// use them are listed as unsupported with this reason.
+// Plan keys of published runs the simulator does not model yet, and why: hybrid
+// sharding lands with issue 15. Until then the cases that use it are listed as
+// unsupported with this reason.
 std::string unsupported_plan_keys(const nlohmann::json& plan) {
   std::string why;
   auto add = [&](const std::string& reason) { why += (why.empty() ? "" : "; ") + reason; };
-  if (plan.contains("cp") && plan["cp"].is_number_integer() && plan["cp"].get<int>() > 1) {
-    add("context parallelism (cp " + std::to_string(plan["cp"].get<int>()) + ")");
-  }
   if (plan.contains("zero_shard_size")) add("hybrid sharding (zero_shard_size)");
   return why.empty() ? why : why + ": not modelled yet (issue 15)";
 }
@@ -67,8 +64,8 @@ ValidationCase read_validation_case(const nlohmann::json& doc, const std::string
   }
   c.unsupported = unsupported_plan_keys(plan);
   if (!c.unsupported.empty()) {
-    // The plan is not read (its dp excludes a cp the reader does not know), but
-    // the framework it names must exist.
+    // The plan is not read (it has keys the reader does not know), but the
+    // framework it names must exist.
     json::ObjectReader p(plan, file, "$.plan");
     c.framework = p.string_or("framework", kDefaultFramework);
     try {

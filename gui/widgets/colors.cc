@@ -28,6 +28,8 @@ QColor category_color(Category c) {
       return QColor(0xba, 0xb0, 0xac);
     case Category::kHost:
       return QColor(0xed, 0xc9, 0x48);
+    case Category::kCp:  // beside tp's orange: both are the model's own exchanges
+      return QColor(0xff, 0x9d, 0xa7);
   }
   return Qt::gray;
 }

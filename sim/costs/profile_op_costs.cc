@@ -1,5 +1,7 @@
 #include "sim/costs/profile_op_costs.h"
 
+#include <cmath>
+
 namespace strata::sim {
 KernelKind kernel_kind_of(OpRole role) {
   switch (role) {
@@ -31,18 +33,19 @@ Duration ProfileOpCosts::elementwise(OpRole role, double bytes, DType dtype) con
   return Duration::from_seconds(model_.kernel_seconds(kernel_kind_of(role), bytes, dtype));
 }
 
-Duration ProfileOpCosts::attention(std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim,
-                                    bool backward, DType dtype) const {
+Duration ProfileOpCosts::attention(const AttentionBlock& block, bool backward, DType dtype) const {
   AttentionQuery q;
-  q.batch_heads = batch_heads;
-  q.seq = seq;
-  q.head_dim = head_dim;
-  q.causal = true;  // decoder-only language models
+  q.batch_heads = block.batch_heads;
+  q.seq = block.q_seq;
+  q.kv_seq = block.kv_seq;
+  q.head_dim = block.head_dim;
+  q.causal = block.causal;
   q.backward = backward;
   q.dtype = dtype;
   if (kernel_ != nullptr) {
     // The benchmarks' rates are whole-kernel times at their shapes: no overhead added.
-    if (auto rate = kernel_->rate(device_, q.causal, head_dim, seq, backward)) {
+    const auto seq = static_cast<std::int64_t>(std::llround(attention_rate_seq(q)));
+    if (auto rate = kernel_->rate(device_, q.causal, q.head_dim, seq, backward)) {
       return Duration::from_seconds(attention_flops(q) / rate->flops_per_s);
     }
   }

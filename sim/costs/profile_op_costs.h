@@ -28,8 +28,7 @@ class ProfileOpCosts : public OpCosts {
       : model_(model), kernel_(kernel), device_(std::move(device)) {}
   Duration gemm(const GemmShape& shape, DType dtype) const override;
   Duration elementwise(OpRole role, double bytes, DType dtype) const override;
-  Duration attention(std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim,
-                      bool backward, DType dtype) const override;
+  Duration attention(const AttentionBlock& block, bool backward, DType dtype) const override;
   Duration optimizer(double bytes) const override;
   Duration host_copy(double bytes) const override;
   Duration host_optimizer(double params) const override;

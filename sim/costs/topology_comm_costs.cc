@@ -128,18 +128,23 @@ CommSpec TopologyCommCosts::from_flows(CollectiveOp op, const std::vector<int>& 
 std::vector<std::vector<int>> TopologyCommCosts::symmetric_copies(const std::vector<int>& group) const {
   const RankLayout layout(plan_);
   bool varies_tp = false;
+  bool varies_cp = false;
   bool varies_dp = false;
   const RankCoord base = layout.coord(group.front());
   for (int g : group) {
     const RankCoord c = layout.coord(g);
     varies_tp = varies_tp || c.tp != base.tp;
+    varies_cp = varies_cp || c.cp != base.cp;
     varies_dp = varies_dp || c.dp != base.dp;
   }
-  // Copies vary the tensor- and data-parallel coordinates the group does not span;
-  // the stage stays (other stages run this collective at other times). Only copies
-  // on the group's own nodes are kept: they share its NICs, PCIe switches and socket
-  // links; on a fabric, copies elsewhere meet it only in the switches, which folded
-  // fidelity leaves to full fidelity.
+  // A context-parallel ring step: every cp rank sends to the next at once, so the
+  // ring's other edges are copies too (cp ranks shifted along the ring).
+  const bool ring_step = group.size() == 2 && varies_cp && !varies_tp && !varies_dp && plan_.cp > 2;
+  // Copies vary the tensor-, context- and data-parallel coordinates the group does
+  // not span; the stage stays (other stages run this collective at other times).
+  // Only copies on the group's own nodes are kept: they share its NICs, PCIe
+  // switches and socket links; on a fabric, copies elsewhere meet it only in the
+  // switches, which folded fidelity leaves to full fidelity.
   std::set<int> nodes;
   for (int g : group) nodes.insert(topology_.node_of(g));
   auto shares_a_node = [&](const std::vector<int>& copy) {
@@ -150,17 +155,25 @@ std::vector<std::vector<int>> TopologyCommCosts::symmetric_copies(const std::vec
   };
   std::vector<std::vector<int>> copies;
   const int t_count = varies_tp ? 1 : plan_.tp;
+  const int c_count = varies_cp && !ring_step ? 1 : plan_.cp;
   const int d_count = varies_dp ? 1 : plan_.dp;
   for (int dt = 0; dt < t_count; ++dt) {
-    for (int dd = 0; dd < d_count; ++dd) {
-      std::vector<int> copy;
-      for (int g : group) {
-        RankCoord c = layout.coord(g);
-        if (!varies_tp) c.tp = dt;
-        if (!varies_dp) c.dp = dd;
-        copy.push_back(layout.rank(c));
+    for (int dc = 0; dc < c_count; ++dc) {
+      for (int dd = 0; dd < d_count; ++dd) {
+        std::vector<int> copy;
+        for (int g : group) {
+          RankCoord c = layout.coord(g);
+          if (!varies_tp) c.tp = dt;
+          if (ring_step) {
+            c.cp = (c.cp + dc) % plan_.cp;
+          } else if (!varies_cp) {
+            c.cp = dc;
+          }
+          if (!varies_dp) c.dp = dd;
+          copy.push_back(layout.rank(c));
+        }
+        if (shares_a_node(copy)) copies.push_back(std::move(copy));
       }
-      if (shares_a_node(copy)) copies.push_back(std::move(copy));
     }
   }
   return copies;
@@ -222,7 +235,7 @@ CommSpec TopologyCommCosts::folded(CollectiveOp op, const std::vector<int>& grou
 CommSpec TopologyCommCosts::collective(CollectiveOp op, const std::vector<int>& group, double bytes) const {
   // Full fidelity costs do not depend on the plan's shape.
   const bool folded_costs = fidelity_ == Fidelity::kFolded;
-  CommCostCache::Key key{static_cast<int>(fidelity_), folded_costs ? plan_.tp : 0,
+  CommCostCache::Key key{static_cast<int>(fidelity_), folded_costs ? plan_.tp : 0, folded_costs ? plan_.cp : 0,
                          folded_costs ? plan_.dp : 0, static_cast<int>(op), group, bytes, -1, 0.0};
   CommSpec spec;
   if (cache_.find(key, spec)) return spec;
@@ -233,7 +246,7 @@ CommSpec TopologyCommCosts::collective(CollectiveOp op, const std::vector<int>& 
 }
 
 CommSpec TopologyCommCosts::latency_bound(CollectiveOp op, const std::vector<int>& group, double bytes) const {
-  CommCostCache::Key key{-1, 0, 0, static_cast<int>(op), group, bytes, -1, 0.0};
+  CommCostCache::Key key{-1, 0, 0, 0, static_cast<int>(op), group, bytes, -1, 0.0};
   CommSpec spec;
   if (cache_.find(key, spec)) return spec;
   spec.name = spec_name(op, group, bytes);
@@ -249,8 +262,8 @@ CommSpec TopologyCommCosts::latency_bound(CollectiveOp op, const std::vector<int
 CommSpec TopologyCommCosts::collective_beside(CollectiveOp op, const std::vector<int>& group, double bytes,
                                               CollectiveOp partner, double partner_bytes) const {
   if (fidelity_ != Fidelity::kFolded) return collective(op, group, bytes);
-  CommCostCache::Key key{static_cast<int>(fidelity_), plan_.tp, plan_.dp, static_cast<int>(op), group, bytes,
-                         static_cast<int>(partner), partner_bytes};
+  CommCostCache::Key key{static_cast<int>(fidelity_), plan_.tp, plan_.cp, plan_.dp, static_cast<int>(op), group,
+                         bytes, static_cast<int>(partner), partner_bytes};
   CommSpec spec;
   if (cache_.find(key, spec)) return spec;
   spec = folded(op, group, bytes, Partner{partner, partner_bytes});

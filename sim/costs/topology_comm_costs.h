@@ -50,11 +50,11 @@ struct FlowShape {
 // Thread-safe.
 class CommCostCache {
  public:
-  // (fidelity, tp, dp, op, group, bytes, partner op, partner bytes): folded costs
-  // depend on the plan's shape through the symmetric copies they include, and on
-  // the collective beside them (-1 and 0 for none). Latency-bound costs, the same
-  // for every fidelity and plan, take fidelity -1 and tp = dp = 0.
-  using Key = std::tuple<int, int, int, int, std::vector<int>, double, int, double>;
+  // (fidelity, tp, cp, dp, op, group, bytes, partner op, partner bytes): folded
+  // costs depend on the plan's shape through the symmetric copies they include,
+  // and on the collective beside them (-1 and 0 for none). Latency-bound costs, the
+  // same for every fidelity and plan, take fidelity -1 and tp = cp = dp = 0.
+  using Key = std::tuple<int, int, int, int, int, std::vector<int>, double, int, double>;
   bool find(const Key& key, CommSpec& out) const;
   void insert(Key key, const CommSpec& spec);
 

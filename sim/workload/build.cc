@@ -12,9 +12,16 @@ std::vector<int> WorkloadBuild::tp_group_gpus(int d, int r) const {
   return g;
 }
 
+std::vector<int> WorkloadBuild::cp_group_gpus(int t, int d, int r) const {
+  std::vector<int> g;
+  const int first = d - d % plan.cp;
+  for (int c = 0; c < plan.cp; ++c) g.push_back(global(t, first + c, r));
+  return g;
+}
+
 std::vector<int> WorkloadBuild::dp_group_gpus(int t, int r) const {
   std::vector<int> g;
-  for (int d = 0; d < plan.dp; ++d) g.push_back(global(t, d, r));
+  for (int d = 0; d < replicas(); ++d) g.push_back(global(t, d, r));
   return g;
 }
 
@@ -24,7 +31,8 @@ double WorkloadBuild::activation_bytes() const {
   // (Megatron-Core; strata run), unless the framework scatters it (Megatron-LM's
   // scatter/gather optimisation, Narayanan et al. 2021 section 4.1). The
   // receivers' all-gather that then rebuilds it is not modelled.
-  const double whole = static_cast<double>(model.seq_length) * plan.micro_batch_size * model.hidden_size *
+  // A context-parallel rank sends its own seq_length / cp tokens.
+  const double whole = static_cast<double>(model.seq_length / plan.cp) * plan.micro_batch_size * model.hidden_size *
                        dtype_bytes(plan.dtype);
   const bool split = plan.sequence_parallel || options.pipeline_scatter_gather;
   return split ? whole / plan.tp : whole;

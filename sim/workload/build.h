@@ -63,7 +63,16 @@ class WorkloadBuild {
   std::vector<std::vector<Mark>> head_marks;      // [rank][op]: the head block
   std::vector<TaskId> last_task;                  // [rank]: its program's last task
 
-  int global(int t, int d, int r) const { return layout.rank({.tp = t, .dp = d, .pp = r}); }
+  // The ranks that hold the same weights of a stage and reduce their gradients:
+  // dp x cp (context-parallel ranks hold different tokens of the same sequences).
+  // The workload numbers them d in [0, replicas()), cp fastest, as Megatron-Core's
+  // data-parallel group with context parallelism lists them.
+  int replicas() const { return plan.grad_replicas(); }
+  int global(int t, int d, int r) const {
+    return layout.rank({.tp = t, .cp = d % plan.cp, .dp = d / plan.cp, .pp = r});
+  }
+  // The context-parallel group of tensor-parallel rank t in replica d of stage r, by cp rank.
+  std::vector<int> cp_group_gpus(int t, int d, int r) const;
   int sim_index(int global_rank) const { return sim_of_global[global_rank]; }
   int chunk_layers() const { return model.num_layers / (plan.pp * plan.vpp); }
   int num_virtual_stages() const { return plan.pp * plan.vpp; }

@@ -16,6 +16,18 @@
 
 namespace strata::sim {
 
+// One fused-attention kernel: q_seq queries against kv_seq keys and values per
+// head, over batch_heads heads. Self-attention is the causal square; context
+// parallelism's ring steps are unmasked rectangles (the chunks a rank's queries
+// see whole).
+struct AttentionBlock {
+  std::int64_t batch_heads = 0;
+  std::int64_t q_seq = 0;
+  std::int64_t kv_seq = 0;
+  std::int64_t head_dim = 0;
+  bool causal = true;
+};
+
 class OpCosts {
  public:
   virtual ~OpCosts() = default;
@@ -23,9 +35,8 @@ class OpCosts {
   // A memory-bound op of the layer operation list (a norm, softmax, activation,
   // residual add, cross-entropy, ...) moving `bytes`.
   virtual Duration elementwise(OpRole role, double bytes, DType dtype) const = 0;
-  // Fused (flash-style) attention over batch_heads heads of seq x head_dim; causal.
-  virtual Duration attention(std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim,
-                              bool backward, DType dtype) const = 0;
+  // Fused (flash-style) attention.
+  virtual Duration attention(const AttentionBlock& block, bool backward, DType dtype) const = 0;
   // The optimizer update (Adam) streaming `bytes` through device memory.
   virtual Duration optimizer(double bytes) const = 0;
   // A pinned host <-> device copy.

@@ -52,11 +52,11 @@ class DataParallelPass {
     for (int r = 0; r < p_.pp; ++r) {
       for (int t = 0; t < p_.tp; ++t) {
         std::vector<int> members;
-        for (int d = 0; d < p_.dp; ++d) {
+        for (int d = 0; d < p_.grad_replicas(); ++d) {
           int s = b_.sim_index(b_.global(t, d, r));
           if (s >= 0) members.push_back(s);
         }
-        if (members.empty() || p_.dp == 1) continue;
+        if (members.empty() || p_.grad_replicas() == 1) continue;
         const std::vector<int> group = b_.dp_group_gpus(t, r);
         const std::vector<GradBucket>& buckets = b_.buckets[r];
         const auto& program = b_.programs[r];
@@ -229,7 +229,7 @@ class DataParallelPass {
     if (m_.untie_embeddings_and_output_weights || p_.pp == 1) return;
     const double bytes = static_cast<double>(m_.vocab_size) * m_.hidden_size / p_.tp * p_.grad_bytes();
     const std::int32_t lbl = b_.label("embedding grad all_reduce", Category::kDp, Phase::kBackward);
-    for (int d = 0; d < p_.dp; ++d) {
+    for (int d = 0; d < p_.grad_replicas(); ++d) {
       for (int t = 0; t < p_.tp; ++t) {
         const int a = b_.sim_index(b_.global(t, d, 0));
         const int b = b_.sim_index(b_.global(t, d, p_.pp - 1));
@@ -325,7 +325,7 @@ class DataParallelPass {
   // Parameters whose gradients and optimizer state simulated rank `rank` holds.
   double shard_params(int rank) const {
     const double params = static_cast<double>(stage_params_per_gpu(m_, p_, b_.w.stage[rank]));
-    return p_.zero_stage >= 1 ? params / p_.dp : params;
+    return p_.zero_stage >= 1 ? params / p_.grad_replicas() : params;
   }
 
   struct GatherSpec {

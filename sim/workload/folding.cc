@@ -10,7 +10,7 @@ void place_ranks(WorkloadBuild& b) {
   const PlanSpec& p = b.plan;
   b.sim_of_global.assign(b.layout.world(), -1);
   for (int r = 0; r < p.pp; ++r) {
-    for (int d = 0; d < p.dp; ++d) {
+    for (int d = 0; d < p.grad_replicas(); ++d) {
       for (int t = 0; t < p.tp; ++t) {
         if (b.fidelity == Fidelity::kFolded && (t != 0 || d != 0)) continue;
         const int g = b.global(t, d, r);
@@ -54,12 +54,12 @@ Boundaries collapse_boundaries(const WorkloadBuild& b, int r) {
   bounds.after.assign(program.size() * lc, 0);
   bounds.head_before.assign(program.size(), 0);
   bounds.head_after.assign(program.size(), 0);
-  if (p.dp > 1 && p.zero_stage == 3) {
+  if (p.grad_replicas() > 1 && p.zero_stage == 3) {
     std::fill(bounds.before.begin(), bounds.before.end(), 1);
     std::fill(bounds.after.begin(), bounds.after.end(), 1);
     return bounds;
   }
-  if (p.dp == 1) return bounds;
+  if (p.grad_replicas() == 1) return bounds;
   for (const GradBucket& bucket : b.buckets[r]) {
     const BlockRef& edge = bucket.blocks.back();  // first used in the forward, last final in the backward
     if (p.zero_stage >= 1 && p.overlap_param_gather) {
@@ -84,12 +84,14 @@ TimeNs collapsed_comm_ns(const CommSpec& spec) {
 }
 
 const CollapsedStretches::BlockSummary& CollapsedStretches::summary(const std::vector<Segment>& segs,
-                                                                    const std::vector<int>& group) {
+                                                                    const std::vector<int>& tp_group,
+                                                                    const std::vector<int>& cp_group) {
   auto it = block_summaries_.find(&segs);
   if (it != block_summaries_.end()) return it->second;
   BlockSummary sum;
   for (const Segment& s : segs) {
     if (s.is_comm) {
+      const std::vector<int>& group = s.group == CommGroup::kContext ? cp_group : tp_group;
       sum.ns += collapsed_comm_ns(b_.w.graph.comm(b_.collective(s.op, group, s.comm_bytes)));
       continue;
     }

@@ -50,9 +50,11 @@ class CollapsedStretches {
     double bytes = 0.0;
     std::size_t kernels = 0;  // compute ops (each one kernel the host issues)
   };
-  // A block's time and bytes with its collectives costed on `group`; the cache
+  // A block's time and bytes with its collectives costed on their groups (the
+  // tensor-parallel group, or its first rank's context-parallel group); the cache
   // holds one tensor-parallel group's (start_group clears it).
-  const BlockSummary& summary(const std::vector<Segment>& segs, const std::vector<int>& group);
+  const BlockSummary& summary(const std::vector<Segment>& segs, const std::vector<int>& tp_group,
+                              const std::vector<int>& cp_group);
   void start_group() { block_summaries_.clear(); }
 
   // Stretches of the same shape share one detail; `make_ops` runs only for a

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "sim/workload/cp_ring.h"
 #include "sim/workload/tp_overlap.h"
 
 namespace strata::sim {
@@ -14,6 +15,8 @@ std::string segment_name(const Segment& s) {
   return s.ops.front().name + ".." + s.ops.back().name;
 }
 
+Category comm_category(const Segment& s) { return s.group == CommGroup::kContext ? Category::kCp : Category::kTp; }
+
 using SegmentIds = LayerProgram::SegmentIds;
 using PendingBlock = LayerProgram::PendingBlock;
 
@@ -23,9 +26,10 @@ class OpEmitter {
   // `shape`: which blocks the op has (its phase, and whether its chunk holds the
   // embedding or the head), 3 bits.
   OpEmitter(WorkloadBuild& b, CollapsedStretches& stretches, std::vector<PendingBlock>& pending,
-            std::vector<int>& pending_layers, const std::vector<int>& members, const std::vector<int>& group, int oi,
-            const PipelineOp& op, int chunk_first_layer, int shape, bool collapse, TaskId carried_comm)
-      : b_(b), stretches_(stretches), members_(members), group_(group), oi_(oi), op_(op),
+            std::vector<int>& pending_layers, const std::vector<int>& members, const std::vector<int>& group,
+            const std::vector<int>& cp_group, int oi, const PipelineOp& op, int chunk_first_layer, int shape,
+            bool collapse, TaskId carried_comm)
+      : b_(b), stretches_(stretches), members_(members), group_(group), cp_group_(cp_group), oi_(oi), op_(op),
         chunk_first_layer_(chunk_first_layer), collapse_(collapse), prev_(carried_comm),
         prev_comm_(carried_comm >= 0), pending_(pending), pending_layers_(pending_layers), shape_(shape) {}
 
@@ -90,13 +94,19 @@ class OpEmitter {
     mark(t, j);
   }
 
-  // A tensor-parallel collective (segments have them only when tp > 1).
+  const std::vector<int>& group_of(const Segment& s) const {
+    return s.group == CommGroup::kContext ? cp_group_ : group_;
+  }
+
+  // A tensor-parallel collective (segments have them only when tp > 1), or a
+  // context-parallel one, costed on the first member's context-parallel group and
+  // run by every member at once, on the model-parallel lane (tp-comm).
   void comm_task(const Segment& s, std::int32_t label, int j) {
     TaskInfo info = info_for(j);
     info.bytes = s.comm_bytes;
     std::vector<std::pair<int, int>> slots;
     for (int member : members_) slots.emplace_back(member, stream_index(StreamKind::kTpComm));
-    TaskId t = b_.comm_task(slots, b_.collective(s.op, group_, s.comm_bytes), label, info);
+    TaskId t = b_.comm_task(slots, b_.collective(s.op, group_of(s), s.comm_bytes), label, info);
     if (prev_ >= 0) b_.depend(prev_, t);
     prev_ = t;
     prev_comm_ = true;
@@ -106,7 +116,7 @@ class OpEmitter {
   // Folded fidelity: remembers the block and adds up its time; the ops of a
   // stretch are only copied out (flush) the first time its shape is seen.
   void collect(const std::vector<Segment>& segs, int j) {
-    const CollapsedStretches::BlockSummary& sum = stretches_.summary(segs, group_);
+    const CollapsedStretches::BlockSummary& sum = stretches_.summary(segs, group_, cp_group_);
     pending_.push_back({&segs, j >= 0 ? j : -1});
     pending_ns_ += sum.ns;
     pending_bytes_ += sum.bytes;
@@ -119,8 +129,8 @@ class OpEmitter {
     for (const PendingBlock& p : pending_) {
       for (const Segment& s : *p.segments) {
         if (s.is_comm) {
-          const CommSpec& spec = b_.w.graph.comm(b_.collective(s.op, group_, s.comm_bytes));
-          ops.push_back({to_string(s.op), Category::kTp, collapsed_comm_ns(spec), 0.0, s.comm_bytes,
+          const CommSpec& spec = b_.w.graph.comm(b_.collective(s.op, group_of(s), s.comm_bytes));
+          ops.push_back({to_string(s.op), comm_category(s), collapsed_comm_ns(spec), 0.0, s.comm_bytes,
                          StreamKind::kTpComm, p.layer});
           continue;
         }
@@ -180,6 +190,7 @@ class OpEmitter {
   CollapsedStretches& stretches_;
   const std::vector<int>& members_;
   const std::vector<int>& group_;
+  const std::vector<int>& cp_group_;
   int oi_;
   PipelineOp op_;
   int chunk_first_layer_;
@@ -206,6 +217,7 @@ LayerProgram::LayerProgram(WorkloadBuild& b) : b_(b), stretches_(b) {
   embedding_ = embedding_segments(b.model, b.plan, b.op_costs);
   head_ = head_segments(b.model, b.plan, b.op_costs);
   if (b.plan.tp > 1) overlap_tp_comm();
+  if (b.plan.cp > 1) overlap_cp_ring();
   layer_ids_ = register_block(layer_);
   embedding_ids_ = register_block(embedding_);
   head_ids_ = register_block(head_);
@@ -235,6 +247,20 @@ void LayerProgram::overlap_tp_comm() {
   }
 }
 
+void LayerProgram::overlap_cp_ring() {
+  // Costed on the first ring's first edge (cp rank 0 to 1 of tensor-parallel rank
+  // 0 in the first replica of stage 0): every edge has the same shape, and the
+  // folded cost shares the links with the ring's other edges.
+  const std::vector<int> ring = b_.cp_group_gpus(0, 0, 0);
+  const std::vector<int> edge{ring[0], ring[1]};
+  const CpRingTime send_ns = [this, &edge](double bytes) {
+    return collapsed_comm_ns(b_.w.graph.comm(b_.collective(CollectiveOp::kSendRecv, edge, bytes)));
+  };
+  for (std::vector<Segment>* segs : {&layer_.forward, &layer_.backward, &layer_.recompute}) {
+    overlap_cp_ring_steps(*segs, send_ns);
+  }
+}
+
 std::size_t LayerProgram::segments_per_layer() const {
   return layer_.forward.size() + layer_.backward.size() + layer_.recompute.size();
 }
@@ -242,7 +268,7 @@ std::size_t LayerProgram::segments_per_layer() const {
 LayerProgram::SegmentIds LayerProgram::register_segments(const std::vector<Segment>& segs, Phase phase) {
   SegmentIds ids;
   for (const Segment& s : segs) {
-    TaskLabel label{segment_name(s), s.is_comm ? Category::kTp : s.category, phase};
+    TaskLabel label{segment_name(s), s.is_comm ? comm_category(s) : s.category, phase};
     ids.label.push_back(b_.w.notes.add_label(label));
     ids.detail.push_back(s.is_comm ? -1 : b_.w.notes.add_detail(s.ops));
   }
@@ -265,6 +291,7 @@ void LayerProgram::emit_tp_group(int d, int r) {
     if (s >= 0) members.push_back(s);
   }
   const std::vector<int> group = b_.tp_group_gpus(d, r);
+  const std::vector<int> cp_group = b_.cp_group_gpus(0, d, r);
   stretches_.start_group();  // the block summaries hold this group's collective times
   const auto& program = b_.programs[r];
   const int lc = b_.chunk_layers();
@@ -285,8 +312,8 @@ void LayerProgram::emit_tp_group(int d, int r) {
     const PipelineOp& op = program[oi];
     const int vs = virtual_stage(p.pp, r, op.chunk);
     const int shape = (op.phase == PipelinePhase::kForward ? 1 : 0) | (vs == 0 ? 2 : 0) | (vs == last_vs ? 4 : 0);
-    OpEmitter e(b_, stretches_, pending_blocks_, pending_layers_, members, group, static_cast<int>(oi), op, vs * lc,
-                shape, collapse, carried_comm);
+    OpEmitter e(b_, stretches_, pending_blocks_, pending_layers_, members, group, cp_group, static_cast<int>(oi), op,
+                vs * lc, shape, collapse, carried_comm);
     if (op.phase == PipelinePhase::kForward) {
       if (vs == 0) e.block(embedding_.forward, embedding_ids_.forward, kEmbeddingBlock, false, false);
       for (int j = 0; j < lc; ++j) {

@@ -47,6 +47,8 @@ class LayerProgram {
   BlockIds register_block(const BlockSegments& b);
   // Runs the tensor-parallel collectives the framework overlaps under their GEMMs.
   void overlap_tp_comm();
+  // Runs each context-parallel ring step's K/V transfer beside its attention step.
+  void overlap_cp_ring();
 
   WorkloadBuild& b_;
   CollapsedStretches stretches_;

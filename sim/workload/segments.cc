@@ -40,7 +40,7 @@ DetailOp forward_detail(const LayerOp& op, const PlanSpec& p, const OpCosts& c,
   switch (op.kind) {
     case OpKind::kGemm: t = c.gemm(op.gemm, p.dtype).ns(); break;
     case OpKind::kAttention:
-      t = c.attention(op.attn_batch_heads, op.attn_seq, op.attn_head_dim, false, p.dtype).ns();
+      t = c.attention({op.attn_batch_heads, op.attn_seq, op.attn_seq, op.attn_head_dim, true}, false, p.dtype).ns();
       break;
     case OpKind::kElementwise: t = c.elementwise(op.role, op.bytes, p.dtype).ns(); break;
   }
@@ -64,7 +64,8 @@ std::vector<DetailOp> backward_details(const LayerOp& op, const PlanSpec& p,
     }
     case OpKind::kAttention:
       out.push_back({op.name + " bwd", Category::kAttention,
-                     c.attention(op.attn_batch_heads, op.attn_seq, op.attn_head_dim, true, p.dtype).ns(),
+                     c.attention({op.attn_batch_heads, op.attn_seq, op.attn_seq, op.attn_head_dim, true}, true, p.dtype)
+                         .ns(),
                      2.0 * op.flops, 2.0 * op.bytes});
       break;
     case OpKind::kElementwise:
@@ -80,12 +81,14 @@ std::vector<DetailOp> backward_details(const LayerOp& op, const PlanSpec& p,
 class SegmentSink {
  public:
   void add(DetailOp op) { pending_.push_back(std::move(op)); }
-  void add_comm(CollectiveOp op, double bytes) {
+  void add_comm(CollectiveOp op, double bytes, CommGroup group = CommGroup::kTensor, bool beside_previous = false) {
     flush();
     Segment s;
     s.is_comm = true;
     s.op = op;
     s.comm_bytes = bytes;
+    s.group = group;
+    s.beside_previous = beside_previous;
     out_.push_back(std::move(s));
   }
   std::vector<Segment> take() {
@@ -114,6 +117,73 @@ class SegmentSink {
   std::vector<DetailOp> pending_;
   std::vector<Segment> out_;
 };
+
+// The fused attention of a context-parallel rank (segments.h says how each
+// --cp-comm-type splits it): its kernels as details, its exchanges as
+// context-parallel collectives.
+void add_cp_attention(SegmentSink& sink, const LayerOp& op, const PlanSpec& p, const OpCosts& c, bool backward,
+                      const std::string& prefix) {
+  using i64 = std::int64_t;
+  const i64 cp = p.cp;
+  const i64 s = op.attn_seq;
+  const i64 local = s / cp;       // this rank's queries: two chunks
+  const i64 chunk = s / (2 * cp);  // one load-balanced chunk
+  const i64 d = op.attn_head_dim;
+  const double e = dtype_bytes(p.dtype);
+  // K and V of this rank's tokens, its tensor-parallel share of the heads.
+  const double kv_bytes = 2.0 * static_cast<double>(local) * static_cast<double>(op.attn_batch_kv_heads * d) * e;
+  const double pass = backward ? 2.0 : 1.0;  // the backward's FLOPs and bytes, as backward_details counts them
+  const std::string name = prefix + op.name + (backward ? " bwd" : "");
+  auto kernel = [&](const AttentionBlock& block, const std::string& label, double share) {
+    sink.add({label, Category::kAttention, c.attention(block, backward, p.dtype).ns(), pass * op.flops * share,
+              pass * op.bytes * share});
+  };
+  switch (p.cp_comm_type) {
+    case CpCommType::kP2p:
+      // Every step does the same work: the causal square of seq/cp is half of
+      // it, as is each unmasked seq/cp x seq/(2cp) rectangle.
+      for (i64 i = 0; i < cp; ++i) {
+        const AttentionBlock block = i == 0 ? AttentionBlock{op.attn_batch_heads, local, local, d, true}
+                                            : AttentionBlock{op.attn_batch_heads, local, chunk, d, false};
+        kernel(block, name + " cp step " + std::to_string(i), 1.0 / static_cast<double>(cp));
+        if (i + 1 < cp) sink.add_comm(CollectiveOp::kSendRecv, pass * kv_bytes, CommGroup::kContext, true);
+      }
+      break;
+    case CpCommType::kAllGather:
+      sink.add_comm(CollectiveOp::kAllGather, kv_bytes * static_cast<double>(cp), CommGroup::kContext);
+      kernel({op.attn_batch_heads, local, s / 2, d, false}, name, 1.0);
+      if (backward) sink.add_comm(CollectiveOp::kReduceScatter, kv_bytes * static_cast<double>(cp), CommGroup::kContext);
+      break;
+    case CpCommType::kA2a: {
+      // Q, K and V of this rank's tokens go out as 1/cp of the heads over the
+      // whole sequence; the output (or, backward, its gradient) comes back.
+      const double qkv_bytes = static_cast<double>(local) * static_cast<double>(op.attn_batch_heads * d) * e + kv_bytes;
+      const double out_bytes = static_cast<double>(local) * static_cast<double>(op.attn_batch_heads * d) * e;
+      sink.add_comm(CollectiveOp::kAllToAll, backward ? out_bytes : qkv_bytes, CommGroup::kContext);
+      kernel({op.attn_batch_heads / cp, s, s, d, true}, name, 1.0);
+      sink.add_comm(CollectiveOp::kAllToAll, backward ? qkv_bytes : out_bytes, CommGroup::kContext);
+      break;
+    }
+  }
+}
+
+// An op's forward (or its replay, with prefix "recompute ").
+void add_forward(SegmentSink& sink, const LayerOp& op, const PlanSpec& p, const OpCosts& c,
+                 const std::string& prefix = "") {
+  if (op.kind == OpKind::kAttention && p.cp > 1) {
+    add_cp_attention(sink, op, p, c, false, prefix);
+    return;
+  }
+  sink.add(forward_detail(op, p, c, prefix));
+}
+
+void add_backward(SegmentSink& sink, const LayerOp& op, const PlanSpec& p, const OpCosts& c) {
+  if (op.kind == OpKind::kAttention && p.cp > 1) {
+    add_cp_attention(sink, op, p, c, true, "");
+    return;
+  }
+  for (auto& d : backward_details(op, p, c)) sink.add(std::move(d));
+}
 
 // torchtitan's op-level selective recompute, replayed before the layer's
 // backward: every memory-bound op, and the recomputed columns of the weight
@@ -148,8 +218,8 @@ BlockSegments build(const std::vector<Item>& items, const PlanSpec& p, const OpC
       }
       continue;
     }
-    fwd.add(forward_detail(it.op, p, c));
-    rec.add(forward_detail(it.op, p, c, "recompute "));
+    add_forward(fwd, it.op, p, c);
+    add_forward(rec, it.op, p, c, "recompute ");
   }
   b.forward = fwd.take();
   if (p.recompute == Recompute::kFull) b.recompute = rec.take();
@@ -165,14 +235,14 @@ BlockSegments build(const std::vector<Item>& items, const PlanSpec& p, const OpC
     }
     if (p.recompute == Recompute::kSelective && it->op.attention_core && !core_replayed) {
       for (const Item& f : items) {
-        if (!f.is_point && f.op.attention_core) bwd.add(forward_detail(f.op, p, c, "recompute "));
+        if (!f.is_point && f.op.attention_core) add_forward(bwd, f.op, p, c, "recompute ");
       }
       core_replayed = true;
     }
     // Megatron launches the gather before the data-gradient GEMM, which does not
     // need it; the weight-gradient GEMM waits for it.
     if (it->wgrad_gather_bytes > 0.0) bwd.add_comm(CollectiveOp::kAllGather, it->wgrad_gather_bytes);
-    for (auto& d : backward_details(it->op, p, c)) bwd.add(std::move(d));
+    add_backward(bwd, it->op, p, c);
   }
   b.backward = bwd.take();
   return b;
@@ -191,10 +261,10 @@ Item point(std::optional<CollectiveOp> forward, std::optional<CollectiveOp> back
   return it;
 }
 
-// Bytes of the full residual stream of one micro-batch (what TP collectives move).
+// Bytes of the full residual stream of one micro-batch on this context-parallel
+// rank (what TP collectives move).
 double stream_bytes(const ModelSpec& m, const PlanSpec& p) {
-  return static_cast<double>(m.seq_length) * p.micro_batch_size * m.hidden_size *
-         dtype_bytes(p.dtype);
+  return static_cast<double>(m.seq_length / p.cp) * p.micro_batch_size * m.hidden_size * dtype_bytes(p.dtype);
 }
 
 // A column-parallel op; with sequence parallelism its backward gathers the input again.
@@ -244,7 +314,7 @@ BlockSegments embedding_segments(const ModelSpec& m, const PlanSpec& p, const Op
 
 BlockSegments head_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs) {
   std::vector<Item> items;
-  const double tokens = static_cast<double>(m.seq_length) * p.micro_batch_size;
+  const double tokens = static_cast<double>(m.seq_length / p.cp) * p.micro_batch_size;
   for (LayerOp& op : head_forward_ops(m, layer_op_context(p))) {
     if (p.tp > 1 && op.role == OpRole::kLogits) items.push_back(before_column_parallel(p, stream_bytes(m, p)));
     const bool loss = op.role == OpRole::kCrossEntropy;

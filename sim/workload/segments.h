@@ -13,6 +13,7 @@
 // gradient needs them all (Korthikanti et al. 2022, section 4.2.2).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,11 @@
 
 namespace strata::sim {
 
+// The process group a segment's collective runs on, from the layer's tensor-
+// parallel group: its own (tp) or the context-parallel group of each of its
+// ranks (cp; for the ring step, the send to the next cp rank).
+enum class CommGroup : std::uint8_t { kTensor, kContext };
+
 struct Segment {
   bool is_comm = false;
   // Compute segment.
@@ -34,9 +40,14 @@ struct Segment {
   double flops = 0.0;
   double bytes = 0.0;
   Category category = Category::kElementwise;  // of its longest op
-  // Communication segment (a tensor-parallel collective).
+  // Communication segment (a tensor- or context-parallel collective).
   CollectiveOp op = CollectiveOp::kAllReduce;
   double comm_bytes = 0.0;
+  CommGroup group = CommGroup::kTensor;
+  // A context-parallel ring step's K/V transfer: it runs beside the compute
+  // segment before it (the step that uses the K/V already received), and the
+  // compute after it waits for both (LayerProgram folds it into that step).
+  bool beside_previous = false;
 };
 
 struct BlockSegments {
@@ -47,7 +58,24 @@ struct BlockSegments {
 
 // Segments of one transformer layer, of the embedding and of the output head
 // (final norm, logits, loss) on one GPU for one micro-batch. Tensor-parallel
-// collectives appear only when tp > 1.
+// collectives appear only when tp > 1, context-parallel ones only when cp > 1.
+//
+// Context parallelism (cp > 1) splits the fused attention as Transformer
+// Engine's attention with context parallelism runs it (Megatron-Core's
+// --cp-comm-type), each rank holding the load-balanced chunks i and 2cp-1-i of
+// the sequence (seq / (2cp) tokens each):
+//   p2p: cp steps; step 0 its own chunks (causal, seq/cp x seq/cp), steps 1..cp-1
+//        the K/V received from the previous ring rank, of which its queries see
+//        half whole (unmasked, seq/cp x seq/(2cp)); the K/V of each step but the
+//        last is sent on beside it. Backward the same steps, sending K/V and the
+//        accumulated dK/dV (twice the bytes).
+//   allgather: K/V all-gathered over cp before the local attention (seq/cp
+//        queries against the causal prefix, seq/cp x seq/2 of work); backward
+//        gathers K/V again and reduce-scatters dK/dV.
+//   a2a: all-to-all from sequence to head sharding (Q, K, V), attention over the
+//        whole sequence on heads/cp, all-to-all of the output back; backward the
+//        conjugate exchanges of the gradients.
+// Each rank does 1/cp of the causal attention's work in every variant.
 BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs);
 BlockSegments embedding_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs);
 BlockSegments head_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs);

@@ -81,7 +81,7 @@ Workload build_workload(const ModelSpec& model, const PlanSpec& plan, const OpCo
   b.build_programs();
   reserve(b, layer);
   for (int r = 0; r < plan.pp; ++r) {
-    for (int d = 0; d < plan.dp; ++d) {
+    for (int d = 0; d < plan.grad_replicas(); ++d) {
       if (b.sim_index(b.global(0, d, r)) >= 0) layer.emit_tp_group(d, r);
     }
   }

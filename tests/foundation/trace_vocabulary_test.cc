@@ -11,8 +11,8 @@ namespace strata::trace {
 namespace {
 
 TEST(TraceVocabulary, NamesAreTheDocumentedOnesAndParseBack) {
-  const std::vector<std::string> categories = {"gemm", "attention", "elementwise", "tp", "pp",
-                                               "dp",   "zero",      "optimizer",   "copy", "host"};
+  const std::vector<std::string> categories = {"gemm", "attention", "elementwise", "tp",   "pp", "dp",
+                                               "zero", "optimizer", "copy",        "host", "cp"};
   ASSERT_EQ(static_cast<int>(categories.size()), kNumCategories);
   for (int i = 0; i < kNumCategories; ++i) {
     const Category c = static_cast<Category>(i);
@@ -37,6 +37,7 @@ TEST(TraceVocabulary, NamesAreTheDocumentedOnesAndParseBack) {
   Phase p;
   EXPECT_FALSE(parse_phase("forward", &p));
   EXPECT_TRUE(is_communication(Category::kZero));
+  EXPECT_TRUE(is_communication(Category::kCp));
   EXPECT_FALSE(is_communication(Category::kCopy));
   EXPECT_FALSE(is_communication(Category::kHost));
 }

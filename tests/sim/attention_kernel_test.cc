@@ -33,8 +33,8 @@ TEST(AttentionKernel, A100FlashAttention2CostsWhatTheFa2PaperMeasured) {
   const ProfileOpCosts costs(model, &attention_kernel("flash-attention-2"), kA100);
   for (auto [seq, tflops] : {std::pair<std::int64_t, double>{1024, 133}, {4096, 173}, {16384, 189}}) {
     const std::int64_t bh = heads_at(seq);
-    const double both = costs.attention(bh, seq, 128, false, DType::kBf16).seconds() +
-                        costs.attention(bh, seq, 128, true, DType::kBf16).seconds();
+    const double both = costs.attention({bh, seq, seq, 128, true}, false, DType::kBf16).seconds() +
+                        costs.attention({bh, seq, seq, 128, true}, true, DType::kBf16).seconds();
     EXPECT_NEAR(both, 3.5 * forward_flops(bh, seq, 128) / (tflops * 1e12), 2e-9) << "seq " << seq;
   }
 }
@@ -71,8 +71,8 @@ TEST(AttentionKernel, NearestHeadDimensionAndPassFallbacks) {
   const Profile h200 = load_profile("h200-sxm-141gb");
   const CostModel model(h200);
   const ProfileOpCosts with(model, &fa2, h200.device.name), without(model);
-  EXPECT_EQ(with.attention(64, 4096, 128, false, DType::kBf16).ns(),
-            without.attention(64, 4096, 128, false, DType::kBf16).ns());
+  EXPECT_EQ(with.attention({64, 4096, 4096, 128, true}, false, DType::kBf16).ns(),
+            without.attention({64, 4096, 4096, 128, true}, false, DType::kBf16).ns());
 }
 
 // Transformer Engine picks by GPU: cuDNN on H100, FlashAttention-2 elsewhere.

@@ -16,7 +16,7 @@ class GemmCountCosts : public OpCosts {
     return (s.n == vocab_ || s.k == vocab_ || s.m == vocab_) ? Duration() : Duration::from_ns(gemm_ns_);
   }
   Duration elementwise(OpRole, double, DType) const override { return {}; }
-  Duration attention(std::int64_t, std::int64_t, std::int64_t, bool, DType) const override { return {}; }
+  Duration attention(const AttentionBlock&, bool, DType) const override { return {}; }
   Duration optimizer(double) const override { return {}; }
   Duration host_copy(double) const override { return {}; }
   Duration host_optimizer(double) const override { return {}; }
@@ -33,7 +33,7 @@ class UniformCosts : public OpCosts {
   explicit UniformCosts(TimeNs op_ns) : d_(Duration::from_ns(op_ns)) {}
   Duration gemm(const GemmShape&, DType) const override { return d_; }
   Duration elementwise(OpRole, double, DType) const override { return d_; }
-  Duration attention(std::int64_t, std::int64_t, std::int64_t, bool, DType) const override { return d_; }
+  Duration attention(const AttentionBlock&, bool, DType) const override { return d_; }
   Duration optimizer(double) const override { return d_; }
   Duration host_copy(double) const override { return d_; }
   Duration host_optimizer(double) const override { return d_; }

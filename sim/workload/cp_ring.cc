@@ -1,0 +1,47 @@
+#include "sim/workload/cp_ring.h"
+
+#include <algorithm>
+#include <cstddef>
+
+namespace strata::sim {
+
+void overlap_cp_ring_steps(std::vector<Segment>& segs, const CpRingTime& send_ns) {
+  std::size_t k = 1;
+  while (k < segs.size()) {
+    Segment& transfer = segs[k];
+    Segment& before = segs[k - 1];
+    if (!transfer.is_comm || !transfer.beside_previous || before.is_comm || before.ops.empty()) {
+      ++k;
+      continue;
+    }
+    const TimeNs step_ns = before.ops.back().duration_ns;
+    const TimeNs comm_ns = send_ns(transfer.comm_bytes);
+    before.ops.back().name += " +send_recv";
+    if (comm_ns > step_ns) before.ops.push_back({"cp ring wait", Category::kCp, comm_ns - step_ns, 0.0, 0.0});
+    // The transfer is gone: the steps on either side become one compute segment.
+    const auto pos = static_cast<std::ptrdiff_t>(k);
+    if (k + 1 < segs.size() && !segs[k + 1].is_comm) {
+      for (DetailOp& op : segs[k + 1].ops) before.ops.push_back(std::move(op));
+      segs.erase(segs.begin() + pos, segs.begin() + pos + 2);
+    } else {
+      segs.erase(segs.begin() + pos);
+    }
+    // Totals and the category (of the longest kernel) again: the segment is
+    // compute, whatever its wait.
+    before.duration_ns = 0;
+    before.flops = 0.0;
+    before.bytes = 0.0;
+    TimeNs longest = -1;
+    for (const DetailOp& op : before.ops) {
+      before.duration_ns += op.duration_ns;
+      before.flops += op.flops;
+      before.bytes += op.bytes;
+      if (op.category != Category::kCp && op.duration_ns > longest) {
+        longest = op.duration_ns;
+        before.category = op.category;
+      }
+    }
+  }
+}
+
+}  // namespace strata::sim

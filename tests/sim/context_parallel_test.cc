@@ -1,0 +1,143 @@
+// Context parallelism (plan key cp): the ring attention's steps and transfers as
+// the segments carry them, the ring's overlap by hand, the per-rank activations
+// against the formula, and the plan checks.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "fake_costs.h"
+#include "plan/memory_model.h"
+#include "plan/plan_spec.h"
+#include "sim/workload/cp_ring.h"
+#include "sim/workload/segments.h"
+#include "test_models.h"
+
+namespace strata {
+namespace {
+
+PlanSpec cp_plan(int cp, CpCommType type = CpCommType::kP2p) {
+  PlanSpec p;
+  p.dp = 1;
+  p.cp = cp;
+  p.cp_comm_type = type;
+  p.micro_batch_size = 1;
+  p.global_batch_size = 8;
+  p.flash_attention = true;
+  return p;
+}
+
+std::vector<const sim::Segment*> cp_comm(const std::vector<sim::Segment>& segs) {
+  std::vector<const sim::Segment*> out;
+  for (const sim::Segment& s : segs) {
+    if (s.is_comm && s.group == sim::CommGroup::kContext) out.push_back(&s);
+  }
+  return out;
+}
+
+// Llama 3 8B at cp 4: 4 ring steps, 3 transfers of this rank's K and V (2048
+// tokens x 8 KV heads x 128 x 2 bytes, twice) beside the steps before them;
+// the backward sends K/V and dK/dV, twice the bytes.
+TEST(ContextParallel, RingHasCpStepsAndCpMinusOneTransfers) {
+  const ModelSpec m = testing::llama3_8b();
+  const sim::testing::UniformCosts costs(1'000);
+  const sim::BlockSegments b = sim::layer_segments(m, cp_plan(4), costs);
+  const double kv = 2.0 * 2048 * 8 * 128 * 2;
+  const auto fwd = cp_comm(b.forward);
+  ASSERT_EQ(fwd.size(), 3u);
+  for (const sim::Segment* s : fwd) {
+    EXPECT_EQ(s->op, CollectiveOp::kSendRecv);
+    EXPECT_TRUE(s->beside_previous);
+    EXPECT_DOUBLE_EQ(s->comm_bytes, kv);
+  }
+  const auto bwd = cp_comm(b.backward);
+  ASSERT_EQ(bwd.size(), 3u);
+  for (const sim::Segment* s : bwd) EXPECT_DOUBLE_EQ(s->comm_bytes, 2.0 * kv);
+  int steps = 0;
+  for (const sim::Segment& s : b.forward) {
+    for (const sim::DetailOp& op : s.ops) steps += op.name.find("cp step") != std::string::npos ? 1 : 0;
+  }
+  EXPECT_EQ(steps, 4);
+}
+
+// allgather: K/V of the whole sequence gathered before, and (backward) dK/dV
+// reduce-scattered after; a2a: two all-to-alls around the attention each way.
+TEST(ContextParallel, AllGatherAndA2aExchanges) {
+  const ModelSpec m = testing::llama3_8b();
+  const sim::testing::UniformCosts costs(1'000);
+  const double kv_all = 2.0 * 8192 * 8 * 128 * 2;
+  const sim::BlockSegments ag = sim::layer_segments(m, cp_plan(2, CpCommType::kAllGather), costs);
+  ASSERT_EQ(cp_comm(ag.forward).size(), 1u);
+  EXPECT_EQ(cp_comm(ag.forward)[0]->op, CollectiveOp::kAllGather);
+  EXPECT_DOUBLE_EQ(cp_comm(ag.forward)[0]->comm_bytes, kv_all);
+  ASSERT_EQ(cp_comm(ag.backward).size(), 2u);
+  EXPECT_EQ(cp_comm(ag.backward)[1]->op, CollectiveOp::kReduceScatter);
+  const sim::BlockSegments a2a = sim::layer_segments(m, cp_plan(2, CpCommType::kA2a), costs);
+  const auto f = cp_comm(a2a.forward);
+  ASSERT_EQ(f.size(), 2u);
+  // Q (32 heads) + K, V (8 each) of 4096 tokens out; the output (32 heads) back.
+  EXPECT_DOUBLE_EQ(f[0]->comm_bytes, 4096.0 * (32 + 16) * 128 * 2);
+  EXPECT_DOUBLE_EQ(f[1]->comm_bytes, 4096.0 * 32 * 128 * 2);
+}
+
+// Steps of 10 us with transfers of 4 us (hidden) and 25 us (15 us exposed, as a
+// "cp ring wait" detail); the last step sends nothing: the segments merge into
+// one of 10 + 25 + 10 us.
+TEST(ContextParallel, RingStepTakesTheLongerOfComputeAndTransfer) {
+  auto step = [](const std::string& name) {
+    sim::Segment s;
+    s.ops.push_back({name, sim::Category::kAttention, 10'000, 0.0, 0.0});
+    s.duration_ns = 10'000;
+    return s;
+  };
+  auto transfer = [](double bytes) {
+    sim::Segment s;
+    s.is_comm = true;
+    s.op = CollectiveOp::kSendRecv;
+    s.group = sim::CommGroup::kContext;
+    s.beside_previous = true;
+    s.comm_bytes = bytes;
+    return s;
+  };
+  std::vector<sim::Segment> segs{step("a"), transfer(4), step("b"), transfer(25), step("c")};
+  sim::overlap_cp_ring_steps(segs, [](double bytes) { return static_cast<TimeNs>(bytes * 1000); });
+  ASSERT_EQ(segs.size(), 1u);
+  EXPECT_EQ(segs[0].duration_ns, 45'000);
+  EXPECT_EQ(segs[0].category, sim::Category::kAttention);
+  ASSERT_EQ(segs[0].ops.size(), 4u);
+  EXPECT_EQ(segs[0].ops[0].name, "a +send_recv");
+  EXPECT_EQ(segs[0].ops[2].name, "cp ring wait");
+  EXPECT_EQ(segs[0].ops[2].duration_ns, 15'000);
+}
+
+// Every stored activation is of seq / cp tokens: at cp 2 a layer keeps exactly
+// half of what it keeps at cp 1 (fused attention, no recompute).
+TEST(ContextParallel, ActivationsDivideByCp) {
+  const ModelSpec m = testing::llama3_8b();
+  const double one = layer_activation_bytes(m, cp_plan(1)).total();
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, cp_plan(2)).total(), one / 2.0);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, cp_plan(4)).total(), one / 4.0);
+}
+
+std::string failing_path(const std::string& plan_json, const ModelSpec& m, int gpus) {
+  PlanSpec p = read_plan_spec(nlohmann::json::parse(plan_json), "plan.json");
+  try {
+    resolve_and_check_plan(p, m, PlanContext{gpus, 8, false}, "plan.json");
+  } catch (const InputError& e) {
+    return e.json_path();
+  }
+  return "";
+}
+
+TEST(ContextParallel, PlanChecksNameCp) {
+  ModelSpec m = testing::llama3_8b();
+  const std::string ok = R"({"tp": 1, "pp": 1, "cp": 2, "micro_batch_size": 1, "global_batch_size": 8, "flash_attention": true})";
+  EXPECT_EQ(failing_path(ok, m, 8), "");
+  EXPECT_EQ(failing_path(R"({"tp": 1, "pp": 1, "cp": 3, "micro_batch_size": 1, "global_batch_size": 8, "flash_attention": true})", m, 8), "$.cp");
+  EXPECT_EQ(failing_path(R"({"tp": 1, "pp": 1, "cp": 2, "micro_batch_size": 1, "global_batch_size": 8})", m, 8), "$.cp");
+  m.seq_length = 8190;  // not divisible by 2 * cp
+  EXPECT_EQ(failing_path(ok, m, 8), "$.cp");
+}
+
+}  // namespace
+}  // namespace strata
