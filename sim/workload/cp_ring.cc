@@ -26,21 +26,7 @@ void overlap_cp_ring_steps(std::vector<Segment>& segs, const CpRingTime& send_ns
     } else {
       segs.erase(segs.begin() + pos);
     }
-    // Totals and the category (of the longest kernel) again: the segment is
-    // compute, whatever its wait.
-    before.duration_ns = 0;
-    before.flops = 0.0;
-    before.bytes = 0.0;
-    TimeNs longest = -1;
-    for (const DetailOp& op : before.ops) {
-      before.duration_ns += op.duration_ns;
-      before.flops += op.flops;
-      before.bytes += op.bytes;
-      if (op.category != Category::kCp && op.duration_ns > longest) {
-        longest = op.duration_ns;
-        before.category = op.category;
-      }
-    }
+    recompute_totals(before);
   }
 }
 

@@ -288,6 +288,22 @@ Item after_row_parallel(const PlanSpec& p, double bytes) {
 
 }  // namespace
 
+void recompute_totals(Segment& s) {
+  s.duration_ns = 0;
+  s.flops = 0.0;
+  s.bytes = 0.0;
+  TimeNs longest = -1;
+  for (const DetailOp& op : s.ops) {
+    s.duration_ns += op.duration_ns;
+    s.flops += op.flops;
+    s.bytes += op.bytes;
+    if (op.category != Category::kCp && op.duration_ns > longest) {
+      longest = op.duration_ns;
+      s.category = op.category;
+    }
+  }
+}
+
 BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs) {
   const double bytes = stream_bytes(m, p);
   const bool tp = p.tp > 1;

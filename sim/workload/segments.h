@@ -50,6 +50,11 @@ struct Segment {
   bool beside_previous = false;
 };
 
+// A compute segment's time, FLOPs and bytes from its ops again, and its category
+// from its longest kernel (a context-parallel ring wait is not one); for the
+// passes that fold collectives into compute (tp_overlap.h, cp_ring.h).
+void recompute_totals(Segment& s);
+
 struct BlockSegments {
   std::vector<Segment> forward;
   std::vector<Segment> backward;   // includes selective recompute of the attention core

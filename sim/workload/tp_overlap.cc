@@ -17,22 +17,6 @@ std::string te_name(std::string name) {
   return name.substr(0, space) + "_" + name.substr(space + 1);
 }
 
-void recompute_totals(Segment& s) {
-  s.duration_ns = 0;
-  s.flops = 0.0;
-  s.bytes = 0.0;
-  TimeNs longest = -1;
-  for (const DetailOp& op : s.ops) {
-    s.duration_ns += op.duration_ns;
-    s.flops += op.flops;
-    s.bytes += op.bytes;
-    if (op.duration_ns > longest) {
-      longest = op.duration_ns;
-      s.category = op.category;
-    }
-  }
-}
-
 }  // namespace
 
 TpOverlap async_backward_overlap(const TpAsyncBackward& async) {
