@@ -291,7 +291,12 @@ void LayerProgram::emit_tp_group(int d, int r) {
     if (s >= 0) members.push_back(s);
   }
   const std::vector<int> group = b_.tp_group_gpus(d, r);
-  const std::vector<int> cp_group = b_.cp_group_gpus(0, d, r);
+  // A context-parallel collective is one per tensor-parallel rank; the group's
+  // tasks stand for all of them and are costed on one. The cp peers (each a
+  // tensor-parallel group of its own at full fidelity) take different ones, so
+  // the engine does not load one rank's links with every peer's copy (while
+  // cp <= tp each rail carries one, as it does).
+  const std::vector<int> cp_group = b_.cp_group_gpus((d % p.cp) % p.tp, d, r);
   stretches_.start_group();  // the block summaries hold this group's collective times
   const auto& program = b_.programs[r];
   const int lc = b_.chunk_layers();
