@@ -136,6 +136,13 @@ std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, 
 }
 
 std::optional<std::string> deepspeed_unsupported(const PlanSpec& p) {
+  if (p.cp > 1) {
+    return fmt::format("cp {} > 1: the plan is Megatron's context parallelism (each rank two sequence chunks, K/V "
+                       "exchanged as cp_comm_type {}); DeepSpeed's config has no such key, and its sequence "
+                       "parallelism (Ulysses: all-to-all to head sharding in the model's own attention wrapper) is "
+                       "not the same algorithm, so no DeepSpeed config stands for it (use megatron-args.sh)",
+                       p.cp, to_string(p.cp_comm_type));
+  }
   if (p.tp > 1) {
     return fmt::format("tp {} > 1: DeepSpeed's config has no tensor parallelism for training; it needs "
                        "Megatron-DeepSpeed's model code (use megatron-args.sh)",

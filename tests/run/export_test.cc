@@ -264,6 +264,8 @@ TEST(Export, DeepSpeedUnsupportedPlansSayWhy) {
   EXPECT_NE(deepspeed_unsupported(p)->find("TrainSchedule"), std::string::npos);
   p.schedule = Schedule::kOneFOneB;
   EXPECT_FALSE(deepspeed_unsupported(p).has_value());
+  p.cp = 2;  // Megatron's context parallelism is not DeepSpeed-Ulysses
+  EXPECT_NE(deepspeed_unsupported(p)->find("Ulysses"), std::string::npos);
 }
 
 TEST(Export, PlanThatDoesNotFitIsRefusedUnlessForced) {
