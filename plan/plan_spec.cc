@@ -95,25 +95,20 @@ void resolve_and_check_plan(PlanSpec& p, const ModelSpec& m, const PlanContext& 
     throw InputError(file, plan_path + path.substr(1), message);
   };
   const std::int64_t model_parallel = static_cast<std::int64_t>(p.tp) * p.cp * p.pp;
+  // The factors as the plan has them: cp is named only where it is used.
+  const bool cp = p.cp > 1;
+  const std::string factors = cp ? "tp*cp*pp" : "tp*pp";
+  const std::string values = cp ? fmt::format("{}*{}*{}", p.tp, p.cp, p.pp) : fmt::format("{}*{}", p.tp, p.pp);
   if (p.dp == 0) {
     if (c.num_gpus % model_parallel != 0) {
-      if (p.cp > 1) {
-        fail("$.cp", fmt::format("tp*cp*pp = {}*{}*{} = {} must divide the cluster's {} GPUs (dp is derived "
-                                 "as GPUs / (tp*cp*pp))",
-                                 p.tp, p.cp, p.pp, model_parallel, c.num_gpus));
-      }
-      fail("$.pp", fmt::format("tp*pp = {}*{} = {} must divide the cluster's {} GPUs (dp is derived "
-                               "as GPUs / (tp*pp))",
-                               p.tp, p.pp, model_parallel, c.num_gpus));
+      fail(cp ? "$.cp" : "$.pp", fmt::format("{} = {} = {} must divide the cluster's {} GPUs (dp is derived "
+                                             "as GPUs / ({}))",
+                                             factors, values, model_parallel, c.num_gpus, factors));
     }
     p.dp = static_cast<int>(c.num_gpus / model_parallel);
   } else if (model_parallel * p.dp != c.num_gpus) {
-    if (p.cp > 1) {
-      fail("$.dp", fmt::format("tp*cp*pp*dp = {}*{}*{}*{} = {} must equal the cluster's {} GPUs", p.tp, p.cp,
-                               p.pp, p.dp, model_parallel * p.dp, c.num_gpus));
-    }
-    fail("$.dp", fmt::format("tp*pp*dp = {}*{}*{} = {} must equal the cluster's {} GPUs", p.tp, p.pp,
-                             p.dp, model_parallel * p.dp, c.num_gpus));
+    fail("$.dp", fmt::format("{}*dp = {}*{} = {} must equal the cluster's {} GPUs", factors, values, p.dp,
+                             model_parallel * p.dp, c.num_gpus));
   }
   if (p.cp > 1) {
     if (m.seq_length % (2 * p.cp) != 0) {

@@ -100,18 +100,9 @@ class SegmentSink {
   void flush() {
     if (pending_.empty()) return;
     Segment s;
-    TimeNs longest = -1;
-    for (const auto& op : pending_) {
-      s.duration_ns += op.duration_ns;
-      s.flops += op.flops;
-      s.bytes += op.bytes;
-      if (op.duration_ns > longest) {
-        longest = op.duration_ns;
-        s.category = op.category;
-      }
-    }
     s.ops = std::move(pending_);
     pending_.clear();
+    recompute_totals(s);
     out_.push_back(std::move(s));
   }
   std::vector<DetailOp> pending_;
@@ -157,8 +148,8 @@ void add_cp_attention(SegmentSink& sink, const LayerOp& op, const PlanSpec& p, c
     case CpCommType::kA2a: {
       // Q, K and V of this rank's tokens go out as 1/cp of the heads over the
       // whole sequence; the output (or, backward, its gradient) comes back.
-      const double qkv_bytes = static_cast<double>(local) * static_cast<double>(op.attn_batch_heads * d) * e + kv_bytes;
       const double out_bytes = static_cast<double>(local) * static_cast<double>(op.attn_batch_heads * d) * e;
+      const double qkv_bytes = out_bytes + kv_bytes;  // Q is as wide as the output
       sink.add_comm(CollectiveOp::kAllToAll, backward ? out_bytes : qkv_bytes, CommGroup::kContext);
       kernel({op.attn_batch_heads / cp, s, s, d, true}, name, 1.0);
       sink.add_comm(CollectiveOp::kAllToAll, backward ? qkv_bytes : out_bytes, CommGroup::kContext);
