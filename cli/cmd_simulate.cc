@@ -42,9 +42,10 @@ nlohmann::ordered_json training_json(const Scenario& s, const sim::SimulationRes
 void print_summary(const Scenario& s, const sim::SimulationResult& r, double wall_s,
                    const nlohmann::ordered_json& training) {
   const PlanSpec& p = s.plan;
-  fmt::print("{} on {} ({} x {}), tp {} pp {} dp {} vpp {}, micro-batch {}, global batch {}, {}, "
+  const std::string cp = p.cp > 1 ? fmt::format(" cp {} ({})", p.cp, to_string(p.cp_comm_type)) : "";
+  fmt::print("{} on {} ({} x {}), tp {}{} pp {} dp {} vpp {}, micro-batch {}, global batch {}, {}, "
              "ZeRO {}, recompute {}{}, framework {}\n",
-             s.model.name, s.cluster.name, r.num_gpus, s.profile.device.name, p.tp, p.pp, p.dp, p.vpp,
+             s.model.name, s.cluster.name, r.num_gpus, s.profile.device.name, p.tp, cp, p.pp, p.dp, p.vpp,
              p.micro_batch_size, p.global_batch_size, to_string(p.schedule), p.zero_stage,
              to_string(p.recompute), p.sequence_parallel ? ", sequence parallel" : "", p.framework);
   fmt::print("simulated {} of {} ranks ({} fidelity), {} events in {:.2f} s\n\n",
@@ -62,6 +63,7 @@ void print_summary(const Scenario& s, const sim::SimulationResult& r, double wal
   fmt::print("exposed comm     tp {}, pp {}, dp {}, zero {}", seconds(r.metrics.exposed_s[0]),
              seconds(r.metrics.exposed_s[1]), seconds(r.metrics.exposed_s[2]), seconds(r.metrics.exposed_s[3]));
   if (r.metrics.exposed_s[4] > 0) fmt::print(", offload {}", seconds(r.metrics.exposed_s[4]));
+  if (p.cp > 1) fmt::print(", cp {}", seconds(r.metrics.exposed_s[static_cast<int>(sim::CommKind::kCp)]));
   fmt::print("\n");
   if (r.metrics.host_s > 0) {
     fmt::print("host dispatch    {} per GPU idle waiting for the host to issue kernels\n", seconds(r.metrics.host_s));

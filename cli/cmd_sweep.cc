@@ -29,6 +29,7 @@ struct SweepArgs {
   std::string profile;
   int global_batch_size = 0;
   int seq_length = 0;
+  int min_cp_tokens = sim::PlanSpaceRequest{}.min_cp_tokens;
   std::string constraints_file;
   std::vector<std::string> where;
   int top = 10;
@@ -62,6 +63,7 @@ Loaded load(const SweepArgs& a) {
   l.request.global_batch_size =
       a.global_batch_size > 0 ? a.global_batch_size : sim::default_global_batch(l.model.seq_length, l.cluster.num_gpus());
   l.request.allow_cross_node_tp = a.allow_cross_node_tp;
+  l.request.min_cp_tokens = a.min_cp_tokens;
   l.request.dtype = *parse_dtype(a.dtype);
   try {
     framework_profile(a.framework);  // exists and reads
@@ -85,18 +87,22 @@ std::string millions(double x) {
 }
 
 void print_table(const sim::SweepResult& s, int top) {
-  fmt::print("{:>4} {:>3} {:>3} {:>4} {:>3} {:>3} {:<16} {:>4} {:<9} {:>3} {:>5} {:>9} {:>6} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {}\n",
-             "rank", "tp", "pp", "dp", "vpp", "mbs", "schedule", "ZeRO", "recompute", "SP", "flash", "tokens/s",
-             "MFU", "step s", "bubble", "exp tp", "exp dp+z", "peak GiB", "headroom", "fidelity");
+  fmt::print("{:>4} {:>3} {:>6} {:>3} {:>4} {:>3} {:>3} {:<16} {:>4} {:<9} {:>3} {:>5} {:>9} {:>6} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {}\n",
+             "rank", "tp", "cp", "pp", "dp", "vpp", "mbs", "schedule", "ZeRO", "recompute", "SP", "flash", "tokens/s",
+             "MFU", "step s", "bubble", "exp tp", "exp cp", "exp dp+z", "peak GiB", "headroom", "fidelity");
   for (const sim::PlanOutcome& o : s.plans) {
     if (o.rank == 0 || o.rank > top) break;
     const PlanSpec& p = o.plan;
-    fmt::print("{:>4} {:>3} {:>3} {:>4} {:>3} {:>3} {:<16} {:>4} {:<9} {:>3} {:>5} {:>9} {:>5.1f}% {:>8.3f} {:>6.1f}% {:>8} {:>8} {:>8.1f} {:>7.1f}% {}{}\n",
-               o.rank, p.tp, p.pp, p.dp, p.vpp, p.micro_batch_size, to_string(p.schedule),
+    // cp with its exchange when not the ring: "2", "2+ag", "4+a2a".
+    const std::string cp = std::to_string(p.cp) + (p.cp == 1 || p.cp_comm_type == CpCommType::kP2p ? ""
+                                                   : p.cp_comm_type == CpCommType::kAllGather ? "+ag"
+                                                                                              : "+a2a");
+    fmt::print("{:>4} {:>3} {:>6} {:>3} {:>4} {:>3} {:>3} {:<16} {:>4} {:<9} {:>3} {:>5} {:>9} {:>5.1f}% {:>8.3f} {:>6.1f}% {:>8} {:>8} {:>8} {:>8.1f} {:>7.1f}% {}{}\n",
+               o.rank, p.tp, cp, p.pp, p.dp, p.vpp, p.micro_batch_size, to_string(p.schedule),
                std::to_string(p.zero_stage) + (p.offload_optimizer ? "+o" : ""), to_string(p.recompute),
                p.sequence_parallel ? "on" : "off", p.flash_attention ? "on" : "off", millions(o.tokens_per_s),
                100 * o.mfu, o.step_time_s, 100 * o.bubble_ratio, seconds(o.exposed_s[0]),
-               seconds(o.exposed_s[2] + o.exposed_s[3]), o.peak_bytes / (1024.0 * 1024 * 1024),
+               seconds(o.exposed_s[static_cast<int>(sim::CommKind::kCp)]), seconds(o.exposed_s[2] + o.exposed_s[3]), o.peak_bytes / (1024.0 * 1024 * 1024),
                100 * o.headroom(), o.fidelity, o.pareto ? " pareto" : "");
   }
 }
@@ -255,6 +261,10 @@ void add_sweep_command(CLI::App& app) {
                   "sequences per step (default: about 4M tokens, a multiple of the GPU count)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--seq-length", a->seq_length, "override the model's sequence length")->check(CLI::PositiveNumber);
+  cmd->add_option("--min-cp-tokens", a->min_cp_tokens,
+                  "context parallelism is tried while each rank keeps this many tokens of a sequence "
+                  "(default 4096; a constraint on cp replaces it)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--constraints", a->constraints_file, "JSON file pinning or restricting plan keys");
   cmd->add_option("--where", a->where, "a constraint such as 'tp<=4', 'zero_stage in [1,2]', 'recompute=full'");
   cmd->add_option("--top", a->top, "plans to print and explain (default 10)")->check(CLI::PositiveNumber);

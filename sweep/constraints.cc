@@ -13,7 +13,7 @@ namespace strata::sim {
 namespace {
 
 bool is_numeric_key(const std::string& key) {
-  return key == "tp" || key == "pp" || key == "dp" || key == "vpp" || key == "micro_batch_size" ||
+  return key == "tp" || key == "cp" || key == "pp" || key == "dp" || key == "vpp" || key == "micro_batch_size" ||
          key == "zero_stage";
 }
 
@@ -55,6 +55,7 @@ void check_value(const std::string& key, const std::string& value, const std::st
   if (key == "schedule") allowed = {"gpipe", "1f1b", "interleaved-1f1b"};
   if (key == "recompute") allowed = {"none", "selective", "full"};
   if (key == "dtype") allowed = {"bf16", "fp16", "fp32"};
+  if (key == "cp_comm_type") allowed = {"p2p", "allgather", "a2a"};
   if (key == "offload_optimizer" || key == "sequence_parallel" || key == "flash_attention" ||
       key == "overlap_grad_reduce" || key == "overlap_param_gather") {
     allowed = bools;
@@ -80,14 +81,16 @@ void check_value(const std::string& key, const std::string& value, const std::st
 
 const std::vector<std::string>& constrainable_keys() {
   static const std::vector<std::string> keys = {
-      "tp", "pp", "dp", "vpp", "micro_batch_size", "schedule", "zero_stage", "offload_optimizer",
+      "tp", "cp", "pp", "dp", "vpp", "micro_batch_size", "schedule", "zero_stage", "offload_optimizer",
       "recompute", "sequence_parallel", "flash_attention", "overlap_grad_reduce",
-      "overlap_param_gather", "dtype"};
+      "overlap_param_gather", "dtype", "cp_comm_type"};
   return keys;
 }
 
 std::string plan_value(const PlanSpec& p, const std::string& key) {
   if (key == "tp") return std::to_string(p.tp);
+  if (key == "cp") return std::to_string(p.cp);
+  if (key == "cp_comm_type") return to_string(p.cp_comm_type);
   if (key == "pp") return std::to_string(p.pp);
   if (key == "dp") return std::to_string(p.dp);
   if (key == "vpp") return std::to_string(p.vpp);
@@ -107,6 +110,8 @@ std::string plan_value(const PlanSpec& p, const std::string& key) {
 
 bool satisfies(const PlanSpec& plan, const std::vector<Constraint>& constraints) {
   for (const Constraint& c : constraints) {
+    // Without context parallelism there is no cp exchange to choose.
+    if (c.key == "cp_comm_type" && plan.cp == 1) continue;
     const std::string value = plan_value(plan, c.key);
     if (c.kind == Constraint::Kind::kOneOf) {
       if (std::find(c.allowed.begin(), c.allowed.end(), value) == c.allowed.end()) return false;

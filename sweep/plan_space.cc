@@ -1,5 +1,7 @@
 #include "sweep/plan_space.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -31,10 +33,45 @@ std::vector<T> option_values(const std::vector<Constraint>& cs, const std::strin
   return {fallback};
 }
 
+// How a plan splits the GPUs: tp x cp x pp x dp.
+struct Grid {
+  int tp, cp, pp, dp;
+};
+
+// Every split the model and the cluster allow, in (tp, cp, pp) order.
+std::vector<Grid> grids(const ModelSpec& m, const ClusterSpec& cluster, const PlanSpaceRequest& req) {
+  const int gpus = cluster.num_gpus();
+  const int per_node = cluster.gpus_per_node;
+  const bool cp_constrained = std::any_of(req.constraints.begin(), req.constraints.end(),
+                                          [](const Constraint& c) { return c.key == "cp"; });
+  std::vector<Grid> out;
+  for (int tp : divisors(gpus)) {
+    if (tp > per_node && !req.allow_cross_node_tp) continue;
+    if (m.num_attention_heads % tp != 0 || m.num_query_groups % tp != 0 || m.ffn_hidden_size % tp != 0) continue;
+    if (tp <= per_node ? per_node % tp != 0 : tp % per_node != 0) continue;
+    // Context parallelism cuts every sequence into 2 cp load-balanced causal
+    // chunks (Megatron-Core's attention), so seq_length must divide by 2 cp.
+    for (int cp : divisors(gpus / tp)) {
+      if (cp > 1 && m.seq_length % (2 * cp) != 0) continue;
+      if (cp > 1 && !cp_constrained && m.seq_length / cp < req.min_cp_tokens) continue;
+      for (int pp : divisors(gpus / (tp * cp))) {
+        if (m.num_layers % pp != 0) continue;
+        out.push_back({tp, cp, pp, gpus / (tp * cp * pp)});
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string plan_label(const PlanSpec& p) {
-  return fmt::format("tp{} pp{} dp{} vpp{} mbs{} {} z{}{} {}{}{}", p.tp, p.pp, p.dp, p.vpp,
+  // cp appears only where the plan has it, so cp = 1 labels (and their order) stay as they were.
+  const std::string cp = p.cp > 1 ? fmt::format(" cp{}{}", p.cp, p.cp_comm_type == CpCommType::kP2p
+                                                                    ? ""
+                                                                    : std::string("-") + to_string(p.cp_comm_type))
+                                  : "";
+  return fmt::format("tp{}{} pp{} dp{} vpp{} mbs{} {} z{}{} {}{}{}", p.tp, cp, p.pp, p.dp, p.vpp,
                      p.micro_batch_size, to_string(p.schedule), p.zero_stage,
                      p.offload_optimizer ? "+offload" : "", to_string(p.recompute),
                      p.sequence_parallel ? " sp" : "", p.flash_attention ? " flash" : "");
@@ -43,7 +80,6 @@ std::string plan_label(const PlanSpec& p) {
 std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& cluster,
                                       const PlanSpaceRequest& req, PlanSpaceCounts& counts) {
   const int gpus = cluster.num_gpus();
-  const int per_node = cluster.gpus_per_node;
   const bool framework_shards = framework_profile(req.framework).sharded.has_value();
   auto parse_bool = [](const std::string& v) { return v == "true"; };
   const std::vector<bool> flash = option_values<bool>(req.constraints, "flash_attention", req.flash_attention, parse_bool);
@@ -51,51 +87,63 @@ std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& clu
   const std::vector<bool> overlap_param = option_values<bool>(req.constraints, "overlap_param_gather", true, parse_bool);
   const std::vector<DType> dtypes = option_values<DType>(req.constraints, "dtype", req.dtype,
                                                          [](const std::string& v) { return *parse_dtype(v); });
-  PlanContext context{gpus, per_node, req.allow_cross_node_tp};
+  const std::vector<CpCommType> cp_comm_types = option_values<CpCommType>(
+      req.constraints, "cp_comm_type", CpCommType::kP2p, [](const std::string& v) {
+        for (CpCommType c : {CpCommType::kP2p, CpCommType::kAllGather, CpCommType::kA2a}) {
+          if (v == to_string(c)) return c;
+        }
+        return CpCommType::kP2p;  // not reached: read_constraints allowed only these names
+      });
+  PlanContext context{gpus, cluster.gpus_per_node, req.allow_cross_node_tp};
 
   std::vector<PlanSpec> plans;
-  for (int tp : divisors(gpus)) {
-    if (tp > per_node && !req.allow_cross_node_tp) continue;
-    if (m.num_attention_heads % tp != 0 || m.num_query_groups % tp != 0 || m.ffn_hidden_size % tp != 0) continue;
-    if (tp <= per_node ? per_node % tp != 0 : tp % per_node != 0) continue;
-    for (int pp : divisors(gpus / tp)) {
-      if (m.num_layers % pp != 0) continue;
-      const int dp = gpus / (tp * pp);
-      std::vector<int> vpps = {1};
-      if (pp > 1) {
-        for (int v : divisors(m.num_layers / pp)) {
-          if (v > 1 && v <= req.max_vpp) vpps.push_back(v);
-        }
+  for (const Grid& g : grids(m, cluster, req)) {
+    std::vector<int> vpps = {1};
+    if (g.pp > 1) {
+      for (int v : divisors(m.num_layers / g.pp)) {
+        if (v > 1 && v <= req.max_vpp) vpps.push_back(v);
       }
-      for (int vpp : vpps) {
-        for (int mbs = 1; mbs <= req.max_micro_batch_size; mbs *= 2) {
-          if (req.global_batch_size % (mbs * dp) != 0) continue;
-          const int microbatches = req.global_batch_size / (mbs * dp);
-          if (vpp > 1 && microbatches % pp != 0) continue;
-          std::vector<Schedule> schedules;
-          if (vpp > 1) {
-            schedules = {Schedule::kInterleaved};
-          } else {
-            schedules = {Schedule::kOneFOneB, Schedule::kGpipe};
-          }
-          for (Schedule schedule : schedules) {
-            // ZeRO with a single data-parallel rank shards nothing: only stage 0.
-            const int max_zero = dp > 1 ? (framework_shards ? 3 : 2) : 0;
-            for (int zero = 0; zero <= max_zero; ++zero) {
-              for (bool offload : {false, true}) {
-                if (offload && zero == 0) continue;
-                for (Recompute recompute : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-                  for (bool sp : {false, true}) {
-                    if (sp && tp == 1) continue;
-                    for (bool fa : flash) {
+    }
+    // Only a fused attention kernel shards over cp (resolve_and_check_plan), and
+    // without cp there is no exchange to choose.
+    std::vector<bool> grid_flash;
+    for (bool fa : flash) {
+      if (g.cp == 1 || fa) grid_flash.push_back(fa);
+    }
+    const std::vector<CpCommType> grid_cp_comm =
+        g.cp > 1 ? cp_comm_types : std::vector<CpCommType>{CpCommType::kP2p};
+    for (int vpp : vpps) {
+      for (int mbs = 1; mbs <= req.max_micro_batch_size; mbs *= 2) {
+        if (req.global_batch_size % (mbs * g.dp) != 0) continue;
+        const int microbatches = req.global_batch_size / (mbs * g.dp);
+        if (vpp > 1 && microbatches % g.pp != 0) continue;
+        std::vector<Schedule> schedules;
+        if (vpp > 1) {
+          schedules = {Schedule::kInterleaved};
+        } else {
+          schedules = {Schedule::kOneFOneB, Schedule::kGpipe};
+        }
+        for (Schedule schedule : schedules) {
+          // ZeRO with a single data-parallel rank shards nothing: only stage 0.
+          const int max_zero = g.dp > 1 ? (framework_shards ? 3 : 2) : 0;
+          for (int zero = 0; zero <= max_zero; ++zero) {
+            for (bool offload : {false, true}) {
+              if (offload && zero == 0) continue;
+              for (Recompute recompute : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+                for (bool sp : {false, true}) {
+                  if (sp && g.tp == 1) continue;
+                  for (bool fa : grid_flash) {
+                    for (CpCommType cp_comm : grid_cp_comm) {
                       for (bool og : overlap_grad) {
                         for (bool opg : overlap_param) {
                           for (DType dtype : dtypes) {
                             ++counts.candidates;
                             PlanSpec p;
-                            p.tp = tp;
-                            p.pp = pp;
-                            p.dp = dp;
+                            p.tp = g.tp;
+                            p.cp = g.cp;
+                            p.cp_comm_type = cp_comm;
+                            p.pp = g.pp;
+                            p.dp = g.dp;
                             p.vpp = vpp;
                             p.micro_batch_size = mbs;
                             p.global_batch_size = req.global_batch_size;

@@ -34,6 +34,12 @@ struct PlanSpaceRequest {
   bool flash_attention = true;
   int max_micro_batch_size = 16;  // micro-batch sizes tried: powers of two up to this
   int max_vpp = 8;                // virtual stages tried: divisors of layers per stage up to this
+  // Context parallelism is tried while each rank keeps at least this many tokens
+  // of a sequence. The public long-context recipes keep 4,096 or more (NeMo's
+  // Llama 3.1 70B/405B at 8K with cp 2; Llama 3 405B at 128K with cp 16, arXiv
+  // 2407.21783): below that the chunks' GEMMs and attention tiles shrink while the
+  // K/V exchange does not. A constraint on `cp` replaces this bound.
+  int min_cp_tokens = 4096;
   // The training software every plan runs with (a framework profile's name); ZeRO-3
   // is tried only when it shards parameters.
   std::string framework = kDefaultFramework;
@@ -45,12 +51,13 @@ struct PlanSpaceCounts {
   std::int64_t invalid = 0;      // dropped by the plan checks
 };
 
-// Valid plans in a deterministic order (tp, pp, vpp, micro-batch, schedule, ZeRO,
+// Valid plans in a deterministic order (tp, cp, pp, vpp, micro-batch, schedule, ZeRO,
 // offload, recompute, sequence parallel, ...), dp resolved.
 std::vector<PlanSpec> enumerate_plans(const ModelSpec& model, const ClusterSpec& cluster,
                                       const PlanSpaceRequest& request, PlanSpaceCounts& counts);
 
-// A compact, stable text of the plan's keys ("tp8 pp8 dp16 vpp1 mbs1 1f1b z1 ...").
+// A compact, stable text of the plan's keys ("tp8 pp8 dp16 vpp1 mbs1 1f1b z1 ...";
+// "tp8 cp2 pp4 ..." with context parallelism, "cp2-allgather" when not the ring).
 std::string plan_label(const PlanSpec& plan);
 
 }  // namespace strata::sim

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <map>
 #include <thread>
 
 #include <fmt/format.h>
@@ -13,11 +14,13 @@
 namespace strata::sim {
 namespace {
 
-// Why a plan does not fit: the model states alone, or the activations on top.
-std::string prune_reason(const MemoryReport& r) {
+// Why a plan does not fit: the model states alone (with the framework's fixed
+// reserve), or the activations on top. The reserve's fragmentation share grows
+// with the activations, so it counts with them.
+std::string prune_reason(const MemoryReport& r, const DeviceMemory& device) {
   const StageMemory& s = r.stages[r.peak_stage];
   const double states = s.params_bytes + s.grads_bytes + s.optimizer_bytes;
-  if (states + s.reserve_bytes > r.capacity_bytes) return "model states exceed memory";
+  if (states + device.framework_reserve_bytes > r.capacity_bytes) return "model states exceed memory";
   return "activations exceed memory";
 }
 
@@ -45,6 +48,8 @@ std::string plan_differences(const PlanSpec& a, const PlanSpec& b) {
     if (x != y) parts.push_back(fmt::format("{} {} vs {}", name, x, y));
   };
   add("tp", std::to_string(a.tp), std::to_string(b.tp));
+  add("cp", std::to_string(a.cp), std::to_string(b.cp));
+  if (a.cp > 1 && b.cp > 1) add("cp exchange", to_string(a.cp_comm_type), to_string(b.cp_comm_type));
   add("pp", std::to_string(a.pp), std::to_string(b.pp));
   add("vpp", std::to_string(a.vpp), std::to_string(b.vpp));
   add("micro-batch", std::to_string(a.micro_batch_size), std::to_string(b.micro_batch_size));
@@ -73,7 +78,8 @@ std::string explain(const PlanOutcome& a, const PlanOutcome& b) {
       {"exposed pp", a.exposed_s[1], b.exposed_s[1], false},
       {"exposed dp", a.exposed_s[2], b.exposed_s[2], false},
       {"exposed zero", a.exposed_s[3], b.exposed_s[3], false},
-      {"exposed offload", a.exposed_s[4], b.exposed_s[4], false}};
+      {"exposed offload", a.exposed_s[4], b.exposed_s[4], false},
+      {"exposed cp", a.exposed_s[static_cast<int>(CommKind::kCp)], b.exposed_s[static_cast<int>(CommKind::kCp)], false}};
   const Part* best = &parts[0];
   for (const Part& p : parts) {
     if (p.b - p.a > best->b - best->a) best = &p;
@@ -93,6 +99,28 @@ std::string explain(const PlanOutcome& a, const PlanOutcome& b) {
                                  : fmt::format("{} {} vs {}", best->name, secs(best->a), secs(best->b));
   return fmt::format("{} more tokens/s than #{}: {}{}", percent(gain), b.rank, what,
                      diff.empty() ? "" : " (" + diff + ")");
+}
+
+// What context parallelism buys a top plan: the same plan with its cp ranks as
+// data-parallel ranks instead ("" when that plan is not in the sweep).
+std::string against_cp1(const PlanOutcome& o, const std::map<std::string, const PlanOutcome*>& by_plan) {
+  if (o.plan.cp == 1) return "";
+  PlanSpec twin = o.plan;
+  twin.dp *= twin.cp;
+  twin.cp = 1;
+  twin.cp_comm_type = CpCommType::kP2p;
+  const auto it = by_plan.find(to_json(twin).dump());
+  if (it == by_plan.end()) return "";
+  const PlanOutcome& t = *it->second;
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  if (!t.fits) {
+    return fmt::format("; at cp 1 (dp {}) it does not fit: {} ({:.1f} of {:.1f} GiB)", twin.dp, t.prune_reason,
+                       t.peak_bytes / gib, t.capacity_bytes / gib);
+  }
+  if (t.rank == 0) return "";
+  return fmt::format("; at cp 1 (dp {}) it ranks #{}, {} {} tokens/s", twin.dp, t.rank,
+                     percent(std::abs(o.tokens_per_s / t.tokens_per_s - 1.0)),
+                     o.tokens_per_s >= t.tokens_per_s ? "fewer" : "more");
 }
 
 }  // namespace
@@ -117,19 +145,20 @@ SweepResult run_sweep(const ModelSpec& model, const Simulator& simulator, const 
   sweep.counts.valid = static_cast<std::int64_t>(plans.size());
   sweep.plans.resize(plans.size());
   // The memory model first: nothing that cannot fit is simulated.
+  const DeviceMemory device = device_memory(simulator.profile());
   std::vector<std::int64_t> to_simulate;
   for (std::size_t i = 0; i < plans.size(); ++i) {
     PlanOutcome& o = sweep.plans[i];
     o.plan = plans[i];
     o.label = plan_label(plans[i]);
-    const MemoryReport mem = memory_report(model, plans[i], device_memory(simulator.profile()));
+    const MemoryReport mem = memory_report(model, plans[i], device);
     const StageMemory& peak = mem.stages[mem.peak_stage];
     o.fits = mem.fits;
     o.peak_bytes = mem.peak_bytes;
     o.capacity_bytes = mem.capacity_bytes;
     o.model_state_bytes = peak.params_bytes + peak.grads_bytes + peak.optimizer_bytes;
     if (!mem.fits) {
-      o.prune_reason = prune_reason(mem);
+      o.prune_reason = prune_reason(mem, device);
       ++sweep.counts.pruned_memory;
       ++sweep.counts.pruned_by_reason[o.prune_reason];
     } else if (static_cast<int>(i % options.shard_count) == options.shard_index) {
@@ -196,8 +225,10 @@ void rank_sweep(SweepResult& sweep, const ModelSpec& model, const Simulator& sim
       best_headroom = o.headroom();
     }
   }
+  std::map<std::string, const PlanOutcome*> by_plan;
+  for (const PlanOutcome& o : sweep.plans) by_plan.emplace(to_json(o.plan).dump(), &o);
   for (int i = 0; i + 1 < rank && i < options.top_k; ++i) {
-    sweep.plans[i].why = explain(sweep.plans[i], sweep.plans[i + 1]);
+    sweep.plans[i].why = explain(sweep.plans[i], sweep.plans[i + 1]) + against_cp1(sweep.plans[i], by_plan);
   }
 }
 

@@ -39,6 +39,7 @@ nlohmann::ordered_json outcome_json(const PlanOutcome& o) {
   r["compute_s"] = o.compute_s;
   r["exposed_comm_s"] = {{"tp", o.exposed_s[0]}, {"pp", o.exposed_s[1]}, {"dp", o.exposed_s[2]},
                          {"zero", o.exposed_s[3]}, {"offload", o.exposed_s[4]}};
+  if (o.plan.cp > 1) r["exposed_comm_s"]["cp"] = o.exposed_s[static_cast<int>(CommKind::kCp)];
   r["peak_bytes"] = o.peak_bytes;
   r["capacity_bytes"] = o.capacity_bytes;
   r["headroom"] = o.headroom();
@@ -54,7 +55,7 @@ std::string sweep_csv(const SweepResult& sweep) {
       "rank,tp,pp,dp,vpp,micro_batch_size,global_batch_size,schedule,zero_stage,offload_optimizer,"
       "recompute,sequence_parallel,fits,step_time_s,tokens_per_s,mfu,hfu,tflops_per_gpu,bubble_ratio,"
       "exposed_tp_s,exposed_pp_s,exposed_dp_s,exposed_zero_s,peak_bytes,capacity_bytes,headroom,pareto,"
-      "fidelity,why,flash_attention,exposed_offload_s,compute_s,prune_reason\n";
+      "fidelity,why,flash_attention,exposed_offload_s,compute_s,prune_reason,cp,cp_comm_type,exposed_cp_s\n";
   for (const PlanOutcome& o : sweep.plans) {
     const PlanSpec& p = o.plan;
     out += o.rank > 0 ? std::to_string(o.rank) : "";
@@ -73,6 +74,9 @@ std::string sweep_csv(const SweepResult& sweep) {
     out += o.simulated ? fmt::format(",{},{}", num(o.exposed_s[4]), num(o.compute_s)) : ",,";
     out += ',';
     out += csv_field(o.prune_reason);
+    // Columns added after the first release go last, so readers by position keep working.
+    out += fmt::format(",{},{},", p.cp, to_string(p.cp_comm_type));
+    if (o.simulated) out += num(o.exposed_s[static_cast<int>(CommKind::kCp)]);
     out += '\n';
   }
   return out;
@@ -90,6 +94,7 @@ nlohmann::ordered_json sweep_request_json(const std::string& model_name, const s
   r["dtype"] = to_string(request.dtype);
   r["framework"] = request.framework;
   r["allow_cross_node_tp"] = request.allow_cross_node_tp;
+  r["min_cp_tokens"] = request.min_cp_tokens;
   r["constraints"] = to_json(request.constraints);
   r["model_spec"] = to_json(model);
   r["cluster_spec"] = to_json(cluster);

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
+#include "core/error.h"
 #include "costmodel/profile.h"
 #include "plan/memory_model.h"
 #include "sim/scenario.h"
@@ -157,6 +159,46 @@ TEST(Sweep, ConstraintsRestrictThePlans) {
   }
 }
 
+// Context parallelism is an axis of the space: cp takes the divisors of
+// GPUs / tp for which the sequence cuts into 2 cp chunks and each rank keeps
+// min_cp_tokens, only with fused attention, and the exchange types a constraint
+// lists (cp = 1 has none to pick).
+TEST(Sweep, ContextParallelIsAnAxisOfTheSpace) {
+  SmallSpace s;
+  s.model.seq_length = 24;  // 2 cp divides 24 for cp 1, 2, 4 but not 8
+  s.request.min_cp_tokens = 1;
+  s.request.constraints = {parse_constraint(R"(cp_comm_type in ["p2p", "allgather"])", "test"),
+                           parse_constraint(R"(flash_attention in [true, false])", "test")};
+  PlanSpaceCounts counts;
+  std::set<int> cps;
+  std::set<std::pair<int, std::string>> cp_types;
+  bool unfused_cp1 = false;
+  for (const PlanSpec& p : enumerate_plans(s.model, s.cl, s.request, counts)) {
+    EXPECT_EQ(p.tp * p.cp * p.pp * p.dp, s.cl.num_gpus()) << plan_label(p);
+    cps.insert(p.cp);
+    cp_types.insert({p.cp, to_string(p.cp_comm_type)});
+    if (p.cp > 1) EXPECT_TRUE(p.flash_attention) << plan_label(p);
+    unfused_cp1 = unfused_cp1 || (p.cp == 1 && !p.flash_attention);
+  }
+  EXPECT_EQ(cps, (std::set<int>{1, 2, 4}));
+  EXPECT_EQ(cp_types, (std::set<std::pair<int, std::string>>{
+                          {1, "p2p"}, {2, "p2p"}, {2, "allgather"}, {4, "p2p"}, {4, "allgather"}}));
+  EXPECT_TRUE(unfused_cp1);
+
+  // At least 12 tokens per rank: cp 1 and 2 (24 / 4 = 6 is too few) ...
+  s.request.min_cp_tokens = 12;
+  s.request.constraints = {};
+  cps.clear();
+  for (const PlanSpec& p : enumerate_plans(s.model, s.cl, s.request, counts)) cps.insert(p.cp);
+  EXPECT_EQ(cps, (std::set<int>{1, 2}));
+  // ... unless a constraint on cp takes over.
+  s.request.constraints = {parse_constraint("cp>=2", "test")};
+  cps.clear();
+  for (const PlanSpec& p : enumerate_plans(s.model, s.cl, s.request, counts)) cps.insert(p.cp);
+  EXPECT_EQ(cps, (std::set<int>{2, 4}));
+  EXPECT_THROW(parse_constraint("cp_comm_type=ring", "--where"), InputError);
+}
+
 // Every plan runs with the sweep's framework; ZeRO-3 is tried only with one that
 // shards parameters (Megatron-LM of 2021 has no ZeRO-3).
 TEST(Sweep, PlansRunWithTheRequestedFramework) {
@@ -227,6 +269,40 @@ TEST(SweepAnswers, PcieBoxAvoidsTpAcrossSockets) {
   req.max_vpp = 1;
   const PlanOutcome best = best_plan(load_model_spec("llama3-8b"), c, req);
   EXPECT_LE(best.plan.tp, c.node.gpus / c.node.sockets) << best.label;
+}
+
+// Llama 3 70B at 32K tokens on 64 H100 (the long-context issue's acceptance):
+// without recomputation no cp = 1 plan fits (a layer's activations at 32K are
+// ~34 s h bytes per sequence, Korthikanti et al. 2022), cp > 1 plans do, and the
+// best one's explanation says what cp 1 would need.
+TEST(SweepAnswers, Llama3_70bAt32kTokensFitsOnlyWithContextParallelism) {
+  ModelSpec m = load_model_spec("llama3-70b");
+  m.seq_length = 32768;
+  PlanSpaceRequest req;
+  req.global_batch_size = 128;
+  req.max_micro_batch_size = 1;
+  req.max_vpp = 1;
+  req.constraints = {parse_constraint("recompute=none", "test"), parse_constraint("offload_optimizer=false", "test")};
+  const ClusterSpec c = load_cluster_spec("dgx-h100-8node");
+  Simulator simulator(c, load_profile(c.profile));
+  SweepOptions options;
+  options.threads = 2;
+  options.full_top = 0;
+  SweepResult r = run_sweep(m, simulator, req, options);
+  rank_sweep(r, m, simulator, options);
+  int cp1_plans = 0;
+  for (const PlanOutcome& o : r.plans) {
+    if (o.plan.cp > 1) continue;
+    ++cp1_plans;
+    EXPECT_FALSE(o.fits) << o.label;
+  }
+  EXPECT_GT(cp1_plans, 0);
+  const PlanOutcome& best = r.plans.at(0);
+  ASSERT_EQ(best.rank, 1);
+  EXPECT_GT(best.plan.cp, 1) << best.label;
+  EXPECT_NE(best.why.find("at cp 1 (dp " + std::to_string(best.plan.dp * best.plan.cp) + ") it does not fit"),
+            std::string::npos)
+      << best.why;
 }
 
 // Doubling the nodes (same global batch) does not slow the best plan down.
