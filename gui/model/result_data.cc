@@ -145,7 +145,9 @@ std::string describe_inputs(const nlohmann::json& inputs) {
       return it != plan->end() && it->is_number_integer() ? std::to_string(it->get<int>()) : "?";
     };
     if (!out.empty()) out += " · ";
-    out += fmt::format("tp {} pp {} dp {}", get("tp"), get("pp"), get("dp"));
+    const std::string cp = get("cp");
+    out += fmt::format("tp {}{} pp {} dp {}", get("tp"), cp == "?" || cp == "1" ? "" : " cp " + cp, get("pp"),
+                       get("dp"));
   }
   auto cluster = inputs.find("cluster");
   if (cluster != inputs.end() && cluster->is_object() && cluster->contains("name") &&

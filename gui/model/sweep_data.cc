@@ -96,6 +96,7 @@ std::string cell_text(const nlohmann::json& v) {
 const std::vector<std::string>& sweep_columns() {
   static const std::vector<std::string> columns = {"rank",
                                                    "tp",
+                                                   "cp",
                                                    "pp",
                                                    "dp",
                                                    "vpp",
@@ -117,6 +118,7 @@ const std::vector<std::string>& sweep_columns() {
                                                    "exposed_pp_s",
                                                    "exposed_dp_s",
                                                    "exposed_zero_s",
+                                                   "exposed_cp_s",
                                                    "peak_bytes",
                                                    "capacity_bytes",
                                                    "headroom",
@@ -287,11 +289,11 @@ std::string format_sweep_cell(const std::string& column, const std::string& text
 nlohmann::json plan_from_row(const SweepData& sweep, const SweepRow& row) {
   nlohmann::json plan = nlohmann::json::object();
   for (const char* key :
-       {"tp", "pp", "dp", "vpp", "micro_batch_size", "global_batch_size", "zero_stage"}) {
+       {"tp", "cp", "pp", "dp", "vpp", "micro_batch_size", "global_batch_size", "zero_stage"}) {
     const int c = sweep.column(key);
     if (c >= 0 && std::isfinite(row.numbers[c])) plan[key] = std::llround(row.numbers[c]);
   }
-  for (const char* key : {"schedule", "recompute"}) {
+  for (const char* key : {"schedule", "recompute", "cp_comm_type"}) {
     const int c = sweep.column(key);
     if (c >= 0 && !row.cells[c].empty()) plan[key] = row.cells[c];
   }

@@ -60,6 +60,7 @@ class FilesTest : public QObject {
     QVERIFY(std::isnan(s.rows[3].numbers[s.column("rank")]));
     // The plan.json object rebuilt from the columns.
     const nlohmann::json expected = {{"tp", 2},
+                                     {"cp", 1},
                                      {"pp", 1},
                                      {"dp", 4},
                                      {"vpp", 1},

@@ -41,14 +41,14 @@ class SweepModelTest : public QObject {
                                           QAbstractItemModelTester::FailureReportingMode::QtTest);
     model.set_sweep(fixture());
     QCOMPARE(model.rowCount(), 5);
-    // sweep.csv's 29 leading columns, then compute_s, exposed_offload_s, flash_attention.
-    QCOMPARE(model.columnCount(), 32);
-    QCOMPARE(model.headerData(13, Qt::Horizontal).toString(), QStringLiteral("step_time_s"));
+    // sweep_columns() (31), then compute_s, exposed_offload_s, flash_attention.
+    QCOMPARE(model.columnCount(), 34);
+    QCOMPARE(model.headerData(14, Qt::Horizontal).toString(), QStringLiteral("step_time_s"));
     // Cells as shown: percent, GiB, time.
-    QCOMPARE(model.data(model.index(0, 15)).toString(), QStringLiteral("52.0%"));
-    QCOMPARE(model.data(model.index(0, 23)).toString(), QStringLiteral("56.8 GiB"));
-    QCOMPARE(model.data(model.index(0, 13)).toString(), QStringLiteral("9.5 s"));
-    QCOMPARE(model.data(model.index(0, 13), SweepTableModel::kSortRole).toDouble(), 9.5);
+    QCOMPARE(model.data(model.index(0, 16)).toString(), QStringLiteral("52.0%"));
+    QCOMPARE(model.data(model.index(0, 25)).toString(), QStringLiteral("56.8 GiB"));
+    QCOMPARE(model.data(model.index(0, 14)).toString(), QStringLiteral("9.5 s"));
+    QCOMPARE(model.data(model.index(0, 14), SweepTableModel::kSortRole).toDouble(), 9.5);
     QVERIFY(!model.data(model.index(3, 0), SweepTableModel::kSortRole).isValid());
     for (int c = 0; c < model.columnCount(); ++c) {
       proxy.sort(c, Qt::AscendingOrder);

@@ -118,10 +118,10 @@ write("run/trace.json", trace("predicted", 1.0))
 
 # sweep.json: five llama3-8b plans on one DGX A100 node (request names shipped
 # scenarios, so the memory of plans without a stored breakdown is computed).
-cols = ["rank", "tp", "pp", "dp", "vpp", "micro_batch_size", "global_batch_size", "schedule",
+cols = ["rank", "tp", "cp", "pp", "dp", "vpp", "micro_batch_size", "global_batch_size", "schedule",
         "zero_stage", "offload_optimizer", "recompute", "sequence_parallel", "fits",
         "step_time_s", "tokens_per_s", "mfu", "hfu", "tflops_per_gpu", "bubble_ratio",
-        "exposed_tp_s", "exposed_pp_s", "exposed_dp_s", "exposed_zero_s", "peak_bytes",
+        "exposed_tp_s", "exposed_pp_s", "exposed_dp_s", "exposed_zero_s", "exposed_cp_s", "peak_bytes",
         "capacity_bytes", "headroom", "pareto", "fidelity", "why"]
 rows = [
     # rank tp pp dp fits step mfu peak why
@@ -134,7 +134,7 @@ rows = [
 plans = []
 csv_lines = [",".join(cols)]
 for i, (rank, tp, pp, dp, fits, step, mfu, peak, why) in enumerate(rows):
-    obj = {"rank": rank, "tp": tp, "pp": pp, "dp": dp, "vpp": 1, "micro_batch_size": 1,
+    obj = {"rank": rank, "tp": tp, "cp": 1, "pp": pp, "dp": dp, "vpp": 1, "micro_batch_size": 1,
            "global_batch_size": 64, "schedule": "1f1b", "zero_stage": 1,
            "offload_optimizer": False, "recompute": "none", "sequence_parallel": tp > 1,
            "fits": fits, "step_time_s": step,
@@ -143,7 +143,7 @@ for i, (rank, tp, pp, dp, fits, step, mfu, peak, why) in enumerate(rows):
            "tflops_per_gpu": None if mfu is None else round(mfu * 312, 1),
            "bubble_ratio": 0.09 if pp > 1 else 0.0,
            "exposed_tp_s": 0.1 * tp, "exposed_pp_s": 0.05 * (pp - 1), "exposed_dp_s": 0.02 * dp,
-           "exposed_zero_s": 0.0, "peak_bytes": peak, "capacity_bytes": 80e9,
+           "exposed_zero_s": 0.0, "exposed_cp_s": 0.0, "peak_bytes": peak, "capacity_bytes": 80e9,
            "headroom": round(1 - peak / 80e9, 4), "pareto": rank == 1 or rank == 3,
            "fidelity": "full", "why": why}
     plan = {k: obj[k] for k in ["tp", "pp", "dp", "vpp", "micro_batch_size",
