@@ -101,6 +101,15 @@ std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, 
                      p.framework, framework_profile(p.framework).tp_overlap->source));
   }
   if (p.zero_stage >= 1) add("--use-distributed-optimizer");
+  if (p.zero_shard_size > 0) {
+    // Megatron-Core shards within consecutive blocks of its dp-cp group and
+    // replicates across them (parallel_state.py's intra-partial data-parallel
+    // groups; Megatron-FSDP's HSDP when the instances are > 1).
+    add("--num-distributed-optimizer-instances", std::to_string(p.zero_shard_groups()));
+    note(fmt::format("zero_shard_size {}: Megatron-LM --num-distributed-optimizer-instances {}; in PyTorch FSDP "
+                     "this is ShardingStrategy.HYBRID_SHARD over a ({}, {}) device mesh",
+                     p.zero_shard_size, p.zero_shard_groups(), p.zero_shard_groups(), p.zero_shard_size));
+  }
   if (p.zero_stage >= 2) {
     // Megatron-FSDP (megatron/core/distributed/fsdp): optim_grads is ZeRO-2,
     // optim_grads_params ZeRO-3.
@@ -143,6 +152,11 @@ std::optional<std::string> deepspeed_unsupported(const PlanSpec& p) {
                        "not the same algorithm, so no DeepSpeed config stands for it (use megatron-args.sh)",
                        p.cp, to_string(p.cp_comm_type));
   }
+  if (p.zero_shard_size > 0 && p.zero_stage < 3) {
+    return fmt::format("zero_shard_size {} with ZeRO-{}: DeepSpeed shards within groups only at stage 3 (MiCS, "
+                       "mics_shard_size); its ZeRO-1/2 shard over every data-parallel rank",
+                       p.zero_shard_size, p.zero_stage);
+  }
   if (p.tp > 1) {
     return fmt::format("tp {} > 1: DeepSpeed's config has no tensor parallelism for training; it needs "
                        "Megatron-DeepSpeed's model code (use megatron-args.sh)",
@@ -177,6 +191,9 @@ nlohmann::ordered_json deepspeed_config(const PlanSpec& p, const ExportOptions& 
   zero["contiguous_gradients"] = true;
   zero["reduce_bucket_size"] = p.ddp_bucket_size;
   if (p.zero_stage == 1 || p.zero_stage == 2) zero["allgather_bucket_size"] = p.ddp_bucket_size;
+  // Hybrid sharding at stage 3: MiCS shards within groups of mics_shard_size and
+  // replicates across them (DeepSpeed's zero/config.py, MiCS paper arXiv 2205.00119).
+  if (p.zero_shard_size > 0) zero["mics_shard_size"] = p.zero_shard_size;
   if (p.offload_optimizer) zero["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};
   j["zero_optimization"] = zero;
   j["bf16"] = {{"enabled", p.dtype == DType::kBf16}};
@@ -263,7 +280,7 @@ std::string megatron_script(const Scenario& s, const ExportOptions& o, const std
         "--hidden-dropout", "--attention-dropout", "--attention-backend"}},
       {"PARALLEL_ARGS",
        {"--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--num-layers-per-virtual-pipeline-stage",
-        "--sequence-parallel", "--tp-comm-overlap", "--use-distributed-optimizer", "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
+        "--sequence-parallel", "--tp-comm-overlap", "--use-distributed-optimizer", "--num-distributed-optimizer-instances", "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
         "--no-gradient-accumulation-fusion", "--ckpt-format", "--optimizer-cpu-offload", "--overlap-grad-reduce",
         "--overlap-param-gather", "--ddp-bucket-size"}},
       {"BATCH_ARGS", {"--micro-batch-size", "--global-batch-size"}},

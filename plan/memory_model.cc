@@ -87,8 +87,10 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const DeviceMe
   const double e = dtype_bytes(p.dtype);
   const double t = p.tp;
   // ZeRO shards over the ranks that reduce the gradients: dp x cp (Megatron-Core's
-  // distributed optimizer over its data-parallel group with context parallelism).
-  const double dp = p.grad_replicas();
+  // distributed optimizer over its data-parallel group with context parallelism),
+  // or with hybrid sharding over one group of zero_shard_size of them (PyTorch
+  // FSDP HYBRID_SHARD: each group holds a whole copy of the sharded states).
+  const double dp = p.zero_shards();
   const double tokens = static_cast<double>(m.seq_length / p.cp);  // this rank's, per sequence
   const double sbh = tokens * p.micro_batch_size * m.hidden_size;
   const double rep = p.sequence_parallel ? t : 1.0;

@@ -53,6 +53,7 @@ PlanSpec read_plan_spec(const nlohmann::json& doc, const std::string& file, cons
                : schedule == "1f1b" ? Schedule::kOneFOneB
                                     : Schedule::kInterleaved;
   p.zero_stage = static_cast<int>(r.integer_or("zero_stage", 0, 0, 3));
+  p.zero_shard_size = static_cast<int>(r.integer_or("zero_shard_size", 0, 1, 1 << 24));
   p.offload_optimizer = r.boolean_or("offload_optimizer", false);
   std::string recompute = r.choice_or("recompute", "none", {"none", "selective", "full", "selective_op"});
   p.recompute = recompute == "none"        ? Recompute::kNone
@@ -206,6 +207,22 @@ void resolve_and_check_plan(PlanSpec& p, const ModelSpec& m, const PlanContext& 
   if (p.sequence_parallel && p.tp < 2) {
     fail("$.sequence_parallel", "sequence_parallel needs tp > 1");
   }
+  if (p.zero_shard_size > 0) {
+    if (p.grad_replicas() % p.zero_shard_size != 0) {
+      fail("$.zero_shard_size",
+           fmt::format("zero_shard_size {} must divide the ranks ZeRO shards over, dp*cp = {} (allowed: its "
+                       "divisors; absent or {} for one group of them all)",
+                       p.zero_shard_size, p.grad_replicas(), p.grad_replicas()));
+    }
+    if (p.zero_shard_size == p.grad_replicas()) {
+      p.zero_shard_size = 0;  // one group of all: plain ZeRO, the same plan
+    } else if (p.zero_stage == 0) {
+      fail("$.zero_shard_size",
+           fmt::format("zero_shard_size {} < dp*cp = {} shards within groups, which needs zero_stage >= 1 "
+                       "(with zero_stage 0 nothing is sharded)",
+                       p.zero_shard_size, p.grad_replicas()));
+    }
+  }
   if (p.offload_optimizer && p.zero_stage == 0) {
     fail("$.offload_optimizer",
          "offload_optimizer needs zero_stage >= 1 (the optimizer state is offloaded shard by shard, "
@@ -243,6 +260,7 @@ nlohmann::ordered_json to_json(const PlanSpec& p) {
   j["global_batch_size"] = p.global_batch_size;
   j["schedule"] = to_string(p.schedule);
   j["zero_stage"] = p.zero_stage;
+  if (p.zero_shard_size > 0) j["zero_shard_size"] = p.zero_shard_size;  // only when hybrid
   j["offload_optimizer"] = p.offload_optimizer;
   j["recompute"] = to_string(p.recompute);
   j["sequence_parallel"] = p.sequence_parallel;

@@ -48,6 +48,12 @@ struct PlanSpec {
   int global_batch_size = 1;  // sequences per optimizer step
   Schedule schedule = Schedule::kOneFOneB;
   int zero_stage = 0;
+  // Hybrid sharding (PyTorch FSDP's HYBRID_SHARD, Megatron-Core's
+  // --num-distributed-optimizer-instances, DeepSpeed's MiCS): ZeRO shards within
+  // groups of this many of the grad_replicas() ranks, consecutive in rank order
+  // (within a node first), and replicates the shards across the groups. 0: one
+  // group of them all, plain ZeRO (resolve_and_check_plan writes 0 for that too).
+  int zero_shard_size = 0;
   bool offload_optimizer = false;
   Recompute recompute = Recompute::kNone;
   bool sequence_parallel = false;
@@ -74,6 +80,9 @@ struct PlanSpec {
   // Ranks that hold one copy of the weights and reduce its gradients: dp x cp
   // (Megatron-Core's data-parallel group with context parallelism; ZeRO shards over it).
   int grad_replicas() const { return dp * cp; }
+  // Ranks one ZeRO shard group spans, and how many groups hold copies of the shards.
+  int zero_shards() const { return zero_shard_size > 0 ? zero_shard_size : grad_replicas(); }
+  int zero_shard_groups() const { return grad_replicas() / zero_shards(); }
   // Bytes of one gradient element as accumulated and reduced.
   int grad_bytes() const;
   // Micro-batches each pipeline processes per step.

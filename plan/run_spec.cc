@@ -63,6 +63,11 @@ ojson parallel_json(const PlanSpec& p) {
   j["tensor_model_parallel_size"] = p.tp;
   j["pipeline_model_parallel_size"] = p.pp;
   j["data_parallel_size"] = p.dp;
+  // Megatron's names; written only when used, so plans without them read as before.
+  if (p.cp > 1) {
+    j["context_parallel_size"] = p.cp;
+    j["cp_comm_type"] = to_string(p.cp_comm_type);
+  }
   j["virtual_pipeline_model_parallel_size"] = p.vpp;
   j["sequence_parallel"] = p.sequence_parallel;
   j["pipeline_schedule"] = to_string(p.schedule);
@@ -75,6 +80,9 @@ void read_parallel(json::ObjectReader r, PlanSpec& p, int& world_size) {
   p.tp = static_cast<int>(r.integer("tensor_model_parallel_size", 1, 1 << 16));
   p.pp = static_cast<int>(r.integer("pipeline_model_parallel_size", 1, 1 << 16));
   p.dp = static_cast<int>(r.integer("data_parallel_size", 1, 1 << 24));
+  p.cp = static_cast<int>(r.integer_or("context_parallel_size", 1, 1, 1 << 16));
+  const std::string cp_comm = r.choice_or("cp_comm_type", "p2p", {"p2p", "allgather", "a2a"});
+  p.cp_comm_type = cp_comm == "p2p" ? CpCommType::kP2p : cp_comm == "allgather" ? CpCommType::kAllGather : CpCommType::kA2a;
   p.vpp = static_cast<int>(r.integer("virtual_pipeline_model_parallel_size", 1, 1024));
   p.sequence_parallel = r.boolean("sequence_parallel");
   const std::string schedule = r.choice("pipeline_schedule", {"gpipe", "1f1b", "interleaved-1f1b"});
@@ -83,10 +91,11 @@ void read_parallel(json::ObjectReader r, PlanSpec& p, int& world_size) {
                                     : Schedule::kInterleaved;
   if (r.has("rank_order")) p.rank_order = read_rank_order(r.string("rank_order"), r.file(), r.path_of("rank_order"));
   world_size = static_cast<int>(r.integer("world_size", 1, 1 << 24));
-  if (static_cast<std::int64_t>(p.tp) * p.pp * p.dp != world_size) {
-    r.fail("world_size", fmt::format("must equal tensor_model_parallel_size * pipeline_model_parallel_size "
-                                     "* data_parallel_size = {}*{}*{} = {}",
-                                     p.tp, p.pp, p.dp, static_cast<std::int64_t>(p.tp) * p.pp * p.dp));
+  const std::int64_t ranks = static_cast<std::int64_t>(p.tp) * p.cp * p.pp * p.dp;
+  if (ranks != world_size) {
+    r.fail("world_size", fmt::format("must equal tensor_model_parallel_size * context_parallel_size * "
+                                     "pipeline_model_parallel_size * data_parallel_size = {}*{}*{}*{} = {}",
+                                     p.tp, p.cp, p.pp, p.dp, ranks));
   }
   r.finish();
 }
@@ -116,6 +125,7 @@ ojson training_json(const PlanSpec& p, const RunTraining& t) {
   j["params_dtype"] = to_string(p.dtype);
   j["zero_stage"] = p.zero_stage;
   j["use_distributed_optimizer"] = p.zero_stage >= 1;
+  if (p.zero_shard_size > 0) j["zero_shard_size"] = p.zero_shard_size;  // hybrid sharding only
   j["offload_optimizer"] = p.offload_optimizer;
   const bool full = p.recompute == Recompute::kFull;
   j["recompute_granularity"] = p.recompute == Recompute::kNone ? ojson() : ojson(to_string(p.recompute));
@@ -147,6 +157,7 @@ void read_training(json::ObjectReader r, PlanSpec& p, RunTraining& t) {
                        "optimizer state over data_parallel_size, as ZeRO stage 1 and above do)",
                        p.zero_stage >= 1, p.zero_stage));
   }
+  p.zero_shard_size = static_cast<int>(r.integer_or("zero_shard_size", 0, 1, 1 << 24));
   p.offload_optimizer = r.boolean("offload_optimizer");
   const std::string granularity = string_or_null(r, "recompute_granularity", {"full", "selective"});
   const std::string method = string_or_null(r, "recompute_method", {"uniform"});

@@ -94,6 +94,9 @@ std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& clu
         }
         return CpCommType::kP2p;  // not reached: read_constraints allowed only these names
       });
+  // Hybrid sharding is tried only where a constraint lists shard sizes (0: all replicas).
+  const std::vector<int> shard_sizes =
+      option_values<int>(req.constraints, "zero_shard_size", 0, [](const std::string& v) { return std::stoi(v); });
   PlanContext context{gpus, cluster.gpus_per_node, req.allow_cross_node_tp};
 
   std::vector<PlanSpec> plans;
@@ -124,53 +127,64 @@ std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& clu
           schedules = {Schedule::kOneFOneB, Schedule::kGpipe};
         }
         for (Schedule schedule : schedules) {
-          // ZeRO with a single data-parallel rank shards nothing: only stage 0.
-          const int max_zero = g.dp > 1 ? (framework_shards ? 3 : 2) : 0;
+          // ZeRO with a single replica (dp x cp) shards nothing: only stage 0.
+          const int max_zero = g.dp * g.cp > 1 ? (framework_shards ? 3 : 2) : 0;
           for (int zero = 0; zero <= max_zero; ++zero) {
-            for (bool offload : {false, true}) {
-              if (offload && zero == 0) continue;
-              for (Recompute recompute : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-                for (bool sp : {false, true}) {
-                  if (sp && g.tp == 1) continue;
-                  for (bool fa : grid_flash) {
-                    for (CpCommType cp_comm : grid_cp_comm) {
-                      for (bool og : overlap_grad) {
-                        for (bool opg : overlap_param) {
-                          for (DType dtype : dtypes) {
-                            ++counts.candidates;
-                            PlanSpec p;
-                            p.tp = g.tp;
-                            p.cp = g.cp;
-                            p.cp_comm_type = cp_comm;
-                            p.pp = g.pp;
-                            p.dp = g.dp;
-                            p.vpp = vpp;
-                            p.micro_batch_size = mbs;
-                            p.global_batch_size = req.global_batch_size;
-                            p.schedule = schedule;
-                            p.zero_stage = zero;
-                            p.offload_optimizer = offload;
-                            p.recompute = recompute;
-                            p.sequence_parallel = sp;
-                            p.flash_attention = fa;
-                            p.overlap_grad_reduce = og;
-                            p.overlap_param_gather = opg;
-                            p.dtype = dtype;
-                            p.framework = req.framework;
-                            // Megatron-LM accumulates and reduces bf16 gradients in fp32
-                            // (arguments.py), as plan.json's default does.
-                            p.accumulate_allreduce_grads_in_fp32 = dtype == DType::kBf16;
-                            if (!satisfies(p, req.constraints)) {
-                              ++counts.constrained;
-                              continue;
+            // Shard sizes of this grid: those that split its dp x cp replicas into
+            // groups (one group of all is the plain plan, 0), with ZeRO only.
+            std::vector<int> shards;
+            for (int z : shard_sizes) {
+              const int replicas = g.dp * g.cp;
+              const int shard = zero == 0 || z == 0 || z >= replicas || replicas % z != 0 ? 0 : z;
+              if (std::find(shards.begin(), shards.end(), shard) == shards.end()) shards.push_back(shard);
+            }
+            for (int shard : shards) {
+              for (bool offload : {false, true}) {
+                if (offload && zero == 0) continue;
+                for (Recompute recompute : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+                  for (bool sp : {false, true}) {
+                    if (sp && g.tp == 1) continue;
+                    for (bool fa : grid_flash) {
+                      for (CpCommType cp_comm : grid_cp_comm) {
+                        for (bool og : overlap_grad) {
+                          for (bool opg : overlap_param) {
+                            for (DType dtype : dtypes) {
+                              ++counts.candidates;
+                              PlanSpec p;
+                              p.tp = g.tp;
+                              p.cp = g.cp;
+                              p.cp_comm_type = cp_comm;
+                              p.pp = g.pp;
+                              p.dp = g.dp;
+                              p.vpp = vpp;
+                              p.micro_batch_size = mbs;
+                              p.global_batch_size = req.global_batch_size;
+                              p.schedule = schedule;
+                              p.zero_stage = zero;
+                              p.zero_shard_size = shard;
+                              p.offload_optimizer = offload;
+                              p.recompute = recompute;
+                              p.sequence_parallel = sp;
+                              p.flash_attention = fa;
+                              p.overlap_grad_reduce = og;
+                              p.overlap_param_gather = opg;
+                              p.dtype = dtype;
+                              p.framework = req.framework;
+                              // Megatron-LM accumulates and reduces bf16 gradients in fp32
+                              // (arguments.py), as plan.json's default does.
+                              p.accumulate_allreduce_grads_in_fp32 = dtype == DType::kBf16;
+                              if (!satisfies(p, req.constraints)) {
+                                ++counts.constrained;
+                                continue;
+                              }
+                              try {
+                                resolve_and_check_plan(p, m, context, "(sweep)");
+                              } catch (const InputError&) {
+                                ++counts.invalid;
+                                continue;
+                              }
+                              plans.push_back(p);
                             }
-                            try {
-                              resolve_and_check_plan(p, m, context, "(sweep)");
-                            } catch (const InputError&) {
-                              ++counts.invalid;
-                              continue;
-                            }
-                            plans.push_back(p);
                           }
                         }
                       }

@@ -38,6 +38,20 @@ RunConfig read_run_config(const nlohmann::json& doc, const std::string& file) {
                      "strata run keeps the optimizer on the device; optimizer offload is costed by "
                      "`strata simulate` and exported for DeepSpeed, but not run here: set it to false");
   }
+  if (c.plan.cp > 1) {
+    throw InputError(file, "$.parallel.context_parallel_size",
+                     fmt::format("strata run does not run context parallelism yet (context_parallel_size {}): "
+                                 "`strata simulate` costs it and megatron-args.sh runs it with Megatron-LM; "
+                                 "set it to 1 here",
+                                 c.plan.cp));
+  }
+  if (c.plan.zero_shard_size > 0) {
+    throw InputError(file, "$.training.zero_shard_size",
+                     fmt::format("strata run shards ZeRO over all {} data-parallel ranks; hybrid sharding "
+                                 "(zero_shard_size {}) is costed by `strata simulate` and exported for "
+                                 "Megatron-LM, but not run here: remove the key",
+                                 c.plan.grad_replicas(), c.plan.zero_shard_size));
+  }
   if (c.model.vocab_size % c.plan.tp != 0) {
     throw InputError(file, "$.model.vocab_size",
                      fmt::format("vocab_size {} must be divisible by tensor_model_parallel_size {} "

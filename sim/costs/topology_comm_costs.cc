@@ -155,6 +155,43 @@ std::vector<std::vector<int>> TopologyCommCosts::symmetric_copies(const std::vec
   };
   std::vector<std::vector<int>> copies;
   const int t_count = varies_tp ? 1 : plan_.tp;
+  // Hybrid sharding's groups span part of the dp x cp replicas (index d = cp + cp_size
+  // * dp): a shard group a block of consecutive replicas, whose copies are the other
+  // blocks; a group across them every block's same replica, whose copies are the
+  // other replicas of the block (on the same nodes: they share the NICs).
+  const int replicas = plan_.grad_replicas();
+  std::vector<int> ds;
+  for (int g : group) {
+    const RankCoord c = layout.coord(g);
+    ds.push_back(c.cp + plan_.cp * c.dp);
+  }
+  std::sort(ds.begin(), ds.end());
+  ds.erase(std::unique(ds.begin(), ds.end()), ds.end());
+  const bool cp_block = varies_cp && !varies_dp;  // a context-parallel group: handled below
+  if (plan_.zero_shard_size > 0 && varies_dp && !cp_block && !ring_step && static_cast<int>(ds.size()) < replicas) {
+    const int n = static_cast<int>(ds.size());
+    std::vector<int> shifts;
+    if (ds.back() - ds.front() + 1 == n) {
+      for (int j = 0; j < replicas / n; ++j) shifts.push_back(j * n - ds.front());
+    } else {
+      for (int j = 0; j < ds[1] - ds[0]; ++j) shifts.push_back(j - ds.front());
+    }
+    for (int dt = 0; dt < t_count; ++dt) {
+      for (int shift : shifts) {
+        std::vector<int> copy;
+        for (int g : group) {
+          RankCoord c = layout.coord(g);
+          if (!varies_tp) c.tp = dt;
+          const int d = c.cp + plan_.cp * c.dp + shift;
+          c.cp = d % plan_.cp;
+          c.dp = d / plan_.cp;
+          copy.push_back(layout.rank(c));
+        }
+        if (shares_a_node(copy)) copies.push_back(std::move(copy));
+      }
+    }
+    return copies;
+  }
   const int c_count = varies_cp && !ring_step ? 1 : plan_.cp;
   const int d_count = varies_dp ? 1 : plan_.dp;
   for (int dt = 0; dt < t_count; ++dt) {

@@ -36,6 +36,74 @@ class DataParallelPass {
     return b_.comm_task(slots, comm, lbl, info);
   }
 
+  // The simulated ranks of one (tensor rank, stage) across the replicas, each with
+  // its replica index d.
+  struct Member {
+    int d;
+    int sim;
+  };
+
+  // Replica index sets: the ZeRO shard groups (zero_shards() consecutive replicas:
+  // within a node first, as the rank order lays them out) and, with hybrid
+  // sharding, the groups across them (the replicas holding the same shard).
+  std::vector<std::vector<int>> shard_groups() const {
+    std::vector<std::vector<int>> out(p_.zero_shard_groups());
+    for (int d = 0; d < p_.grad_replicas(); ++d) out[d / p_.zero_shards()].push_back(d);
+    return out;
+  }
+  std::vector<std::vector<int>> across_groups() const {
+    std::vector<std::vector<int>> out(p_.zero_shards());
+    for (int d = 0; d < p_.grad_replicas(); ++d) out[d % p_.zero_shards()].push_back(d);
+    return out;
+  }
+
+  // One collective per group of replicas that has simulated members, costed on
+  // that group's GPUs by `cost` (the comm id for a GPU list); returns, per entry
+  // of `members`, its group's task.
+  template <typename Cost>
+  std::vector<TaskId> grouped_comm(const std::vector<Member>& members, const std::vector<std::vector<int>>& groups,
+                                   int t, int r, StreamKind lane, Cost&& cost, std::int32_t lbl, const TaskInfo& info) {
+    std::vector<TaskId> out(members.size(), -1);
+    for (const std::vector<int>& group : groups) {
+      std::vector<int> sims, gpus;
+      for (int d : group) gpus.push_back(b_.global(t, d, r));
+      for (const Member& m : members) {
+        if (std::find(group.begin(), group.end(), m.d) != group.end()) sims.push_back(m.sim);
+      }
+      if (sims.empty()) continue;
+      const TaskId task = dp_comm(sims, lane, cost(gpus), lbl, info);
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        if (std::find(group.begin(), group.end(), members[i].d) != group.end()) out[i] = task;
+      }
+    }
+    return out;
+  }
+  std::vector<TaskId> grouped_comm(const std::vector<Member>& members, const std::vector<std::vector<int>>& groups,
+                                   int t, int r, StreamKind lane, CollectiveOp op, double bytes, std::int32_t lbl,
+                                   const TaskInfo& info) {
+    return grouped_comm(
+        members, groups, t, r, lane, [&](const std::vector<int>& gpus) { return b_.collective(op, gpus, bytes); },
+        lbl, info);
+  }
+
+  // A gradient reduction: reduce-scatter (or all-reduce) within each shard group
+  // after `ready`, then with hybrid sharding the all-reduce of each shard across
+  // the groups (PyTorch FSDP HYBRID_SHARD's reduce-scatter then all-reduce;
+  // Megatron-Core's distributed optimizer instances). Returns each member's last task.
+  template <typename Ready, typename Cost>
+  std::vector<TaskId> reduce_gradients(const std::vector<Member>& members, int t, int r, StreamKind lane,
+                                       Cost&& shard_cost, double bytes, std::int32_t lbl, std::int32_t lbl_across,
+                                       TaskInfo info, Ready&& ready) {
+    std::vector<TaskId> red = grouped_comm(members, shard_groups(), t, r, lane, shard_cost, lbl, info);
+    for (std::size_t i = 0; i < members.size(); ++i) b_.depend(ready(members[i].sim), red[i]);
+    if (p_.zero_shard_groups() == 1) return red;
+    info.bytes = bytes / p_.zero_shards();
+    std::vector<TaskId> across =
+        grouped_comm(members, across_groups(), t, r, lane, CollectiveOp::kAllReduce, info.bytes, lbl_across, info);
+    for (std::size_t i = 0; i < members.size(); ++i) b_.depend(red[i], across[i]);
+    return across;
+  }
+
   // Pass 3: gradient reduction, ZeRO gathers, the optimizer step.
   void run() {
     const double e = dtype_bytes(p_.dtype);  // weights (parameter gathers)
@@ -48,23 +116,25 @@ class DataParallelPass {
     const std::int32_t lbl_ag = b_.label("param all_gather", Category::kZero, Phase::kStep);
     const std::int32_t lbl_ag_fwd = b_.label("param all_gather", Category::kZero, Phase::kForward);
     const std::int32_t lbl_ag_bwd = b_.label("param all_gather", Category::kZero, Phase::kBackward);
+    // Hybrid sharding's second reduction, across the shard groups.
+    const std::int32_t lbl_across = b_.label("grad all_reduce across shard groups", Category::kDp, Phase::kBackward);
 
     for (int r = 0; r < p_.pp; ++r) {
       for (int t = 0; t < p_.tp; ++t) {
-        std::vector<int> members;
+        std::vector<Member> replicas;
         for (int d = 0; d < p_.grad_replicas(); ++d) {
           int s = b_.sim_index(b_.global(t, d, r));
-          if (s >= 0) members.push_back(s);
+          if (s >= 0) replicas.push_back({d, s});
         }
-        if (members.empty() || p_.grad_replicas() == 1) continue;
-        const std::vector<int> group = b_.dp_group_gpus(t, r);
+        if (replicas.empty() || p_.grad_replicas() == 1) continue;
         const std::vector<GradBucket>& buckets = b_.buckets[r];
         const auto& program = b_.programs[r];
 
         if (p_.zero_stage == 3) {
-          add_zero3(members, group, r, last_dp, lbl_ag_fwd, lbl_ag_bwd, lbl_rs);
+          add_zero3(replicas, t, r, last_dp, lbl_ag_fwd, lbl_ag_bwd, lbl_rs, lbl_across);
           continue;
         }
+        const std::vector<std::vector<int>> shards = shard_groups();
         // ZeRO-1/2: the weights updated by the last step are gathered at this step's
         // start, overlapped with the forward (Megatron's --overlap-param-gather), each
         // bucket before its first use.
@@ -80,10 +150,12 @@ class DataParallelPass {
             TaskInfo info;
             info.chunk = b.chunk;
             info.bytes = bytes;
-            TaskId ag = dp_comm(members, b_.collective(CollectiveOp::kAllGather, group, bytes),
-                                lbl_ag_fwd, info);
+            const std::vector<TaskId> ag = grouped_comm(replicas, shards, t, r, StreamKind::kDpComm,
+                                                        CollectiveOp::kAllGather, bytes, lbl_ag_fwd, info);
             const int op = b_.first_forward_op(r, b.chunk);
-            for (int member : members) b_.w.graph.add_dependency(ag, bucket_first_use(member, op, b));
+            for (std::size_t i = 0; i < replicas.size(); ++i) {
+              b_.w.graph.add_dependency(ag[i], bucket_first_use(replicas[i].sim, op, b));
+            }
           }
         }
         // Gradient reduction: all-reduce (ZeRO-0) or reduce-scatter (ZeRO-1) once per
@@ -101,13 +173,14 @@ class DataParallelPass {
               info.microbatch = op.microbatch;
               info.chunk = op.chunk;
               info.bytes = bytes;
-              TaskId rs = dp_comm(members, b_.collective(reduce, group, bytes), lbl, info);
-              for (int member : members) {
-                TaskId ready = p_.overlap_grad_reduce ? bucket_ready(member, static_cast<int>(oi), b)
-                                                      : b_.op_marks[member][oi].last;
-                b_.depend(ready, rs);
-                last_dp[member] = rs;
-              }
+              const std::vector<TaskId> done = reduce_gradients(
+                  replicas, t, r, StreamKind::kDpComm,
+                  [&](const std::vector<int>& gpus) { return b_.collective(reduce, gpus, bytes); }, bytes, lbl,
+                  lbl_across, info, [&](int member) {
+                    return p_.overlap_grad_reduce ? bucket_ready(member, static_cast<int>(oi), b)
+                                                  : b_.op_marks[member][oi].last;
+                  });
+              for (std::size_t i = 0; i < replicas.size(); ++i) last_dp[replicas[i].sim] = done[i];
             }
           }
         } else {
@@ -116,13 +189,13 @@ class DataParallelPass {
             TaskInfo info;
             info.chunk = b.chunk;
             info.bytes = bytes;
-            TaskId red = dp_comm(members, b_.collective(reduce, group, bytes), lbl, info);
             const int op = b_.last_backward_op(r, b.chunk);
-            for (int member : members) {
-              TaskId ready = p_.overlap_grad_reduce ? bucket_ready(member, op, b) : b_.last_task[member];
-              b_.depend(ready, red);
-              last_dp[member] = red;
-            }
+            const std::vector<TaskId> done = reduce_gradients(
+                replicas, t, r, StreamKind::kDpComm,
+                [&](const std::vector<int>& gpus) { return b_.collective(reduce, gpus, bytes); }, bytes, lbl,
+                lbl_across, info,
+                [&](int member) { return p_.overlap_grad_reduce ? bucket_ready(member, op, b) : b_.last_task[member]; });
+            for (std::size_t i = 0; i < replicas.size(); ++i) last_dp[replicas[i].sim] = done[i];
           }
         }
         if (p_.zero_stage >= 1 && !p_.overlap_param_gather) {
@@ -131,7 +204,14 @@ class DataParallelPass {
             TaskInfo info;
             info.chunk = b.chunk;
             info.bytes = bytes;
-            step_gathers_.push_back({members, b_.collective(CollectiveOp::kAllGather, group, bytes), info});
+            for (const std::vector<int>& shard : shards) {
+              std::vector<int> sims, gpus;
+              for (int d : shard) gpus.push_back(b_.global(t, d, r));
+              for (const Member& m : replicas) {
+                if (std::find(shard.begin(), shard.end(), m.d) != shard.end()) sims.push_back(m.sim);
+              }
+              if (!sims.empty()) step_gathers_.push_back({sims, b_.collective(CollectiveOp::kAllGather, gpus, bytes), info});
+            }
           }
         }
       }
@@ -149,9 +229,11 @@ class DataParallelPass {
   // - on one stream the collectives run in issue order: with prefetch the next
   //   layer's gather is issued before this layer's reduce-scatter, without it after;
   // - reduce-scatters on a stream of their own do not wait behind gathers at all.
-  void add_zero3(const std::vector<int>& members, const std::vector<int>& group, int r,
-                 std::vector<TaskId>& last_dp, std::int32_t lbl_ag_fwd, std::int32_t lbl_ag_bwd,
-                 std::int32_t lbl_rs) {
+  // With hybrid sharding the gathers and reduce-scatters run within each shard
+  // group and every reduce-scatter is followed by the shard's all-reduce across
+  // the groups (FSDP HYBRID_SHARD, on the reduce stream).
+  void add_zero3(const std::vector<Member>& replicas, int t, int r, std::vector<TaskId>& last_dp,
+                 std::int32_t lbl_ag_fwd, std::int32_t lbl_ag_bwd, std::int32_t lbl_rs, std::int32_t lbl_across) {
     const ShardedDataParallel& z = b_.options.sharded;
     const double e = dtype_bytes(p_.dtype);
     const double layer_params = static_cast<double>(layer_params_per_gpu(m_, p_.tp));
@@ -163,15 +245,18 @@ class DataParallelPass {
     // run at the same time when they have streams of their own: costed side by side
     // (the folded fidelity's static costs would otherwise give each the links alone).
     const bool side_by_side = prefetch && z.reduce_stream == ReduceStream::kOwn;
-    const std::int32_t ag = b_.collective(CollectiveOp::kAllGather, group, layer_bytes);
-    const std::int32_t ag_bwd =
-        side_by_side ? b_.collective_beside(CollectiveOp::kAllGather, group, layer_bytes, CollectiveOp::kReduceScatter,
-                                            grad_bytes)
-                     : ag;
-    const std::int32_t rs =
-        side_by_side ? b_.collective_beside(CollectiveOp::kReduceScatter, group, grad_bytes, CollectiveOp::kAllGather,
-                                            layer_bytes)
-                     : b_.collective(CollectiveOp::kReduceScatter, group, grad_bytes);
+    const std::vector<std::vector<int>> shards = shard_groups();
+    auto ag = [&](const std::vector<int>& group) { return b_.collective(CollectiveOp::kAllGather, group, layer_bytes); };
+    auto ag_bwd = [&](const std::vector<int>& group) {
+      return side_by_side ? b_.collective_beside(CollectiveOp::kAllGather, group, layer_bytes,
+                                                 CollectiveOp::kReduceScatter, grad_bytes)
+                          : ag(group);
+    };
+    auto rs = [&](const std::vector<int>& group) {
+      return side_by_side ? b_.collective_beside(CollectiveOp::kReduceScatter, group, grad_bytes,
+                                                 CollectiveOp::kAllGather, layer_bytes)
+                          : b_.collective(CollectiveOp::kReduceScatter, group, grad_bytes);
+    };
     const int forward_live = p_.overlap_param_gather ? z.unsharded_layers : 1;
     const int backward_live = p_.overlap_param_gather && z.backward_prefetch == BackwardPrefetch::kPre ? z.unsharded_layers : 1;
     const int lc = b_.chunk_layers();
@@ -194,19 +279,21 @@ class DataParallelPass {
         return info;
       };
       auto gather = [&](int step) {
-        TaskId g = dp_comm(members, StreamKind::kDpComm, forward ? ag : ag_bwd, forward ? lbl_ag_fwd : lbl_ag_bwd,
-                           info_of(step, layer_bytes));
-        for (int member : members) {
-          if (step - live >= 0) b_.depend(layer_mark(member, step - live).last, g);
-          b_.w.graph.add_dependency(g, layer_mark(member, step).first);
+        const TaskInfo info = info_of(step, layer_bytes);
+        const std::vector<TaskId> g =
+            forward ? grouped_comm(replicas, shards, t, r, StreamKind::kDpComm, ag, lbl_ag_fwd, info)
+                    : grouped_comm(replicas, shards, t, r, StreamKind::kDpComm, ag_bwd, lbl_ag_bwd, info);
+        for (std::size_t i = 0; i < replicas.size(); ++i) {
+          const int member = replicas[i].sim;
+          if (step - live >= 0) b_.depend(layer_mark(member, step - live).last, g[i]);
+          b_.w.graph.add_dependency(g[i], layer_mark(member, step).first);
         }
       };
       auto reduce = [&](int step) {
-        TaskId red = dp_comm(members, reduce_lane, rs, lbl_rs, info_of(step, grad_bytes));
-        for (int member : members) {
-          b_.depend(layer_mark(member, step).last, red);
-          last_dp[member] = red;
-        }
+        const std::vector<TaskId> done =
+            reduce_gradients(replicas, t, r, reduce_lane, rs, grad_bytes, lbl_rs, lbl_across, info_of(step, grad_bytes),
+                             [&](int member) { return layer_mark(member, step).last; });
+        for (std::size_t i = 0; i < replicas.size(); ++i) last_dp[replicas[i].sim] = done[i];
       };
       if (forward) {
         for (int step = 0; step < lc; ++step) gather(step);
@@ -325,7 +412,7 @@ class DataParallelPass {
   // Parameters whose gradients and optimizer state simulated rank `rank` holds.
   double shard_params(int rank) const {
     const double params = static_cast<double>(stage_params_per_gpu(m_, p_, b_.w.stage[rank]));
-    return p_.zero_stage >= 1 ? params / p_.grad_replicas() : params;
+    return p_.zero_stage >= 1 ? params / p_.zero_shards() : params;
   }
 
   struct GatherSpec {

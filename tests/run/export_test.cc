@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "export/export.h"
 #include "plan/run_spec.h"
+#include "runtime/executor/run_config.h"
 #include "sim/simulate.h"
 
 namespace strata::sim {
@@ -266,6 +267,61 @@ TEST(Export, DeepSpeedUnsupportedPlansSayWhy) {
   EXPECT_FALSE(deepspeed_unsupported(p).has_value());
   p.cp = 2;  // Megatron's context parallelism is not DeepSpeed-Ulysses
   EXPECT_NE(deepspeed_unsupported(p)->find("Ulysses"), std::string::npos);
+}
+
+// Hybrid sharding on eight DGX H100 nodes (dp 64, shards within a node): Megatron
+// gets eight distributed-optimizer instances, DeepSpeed MiCS groups of 8 at ZeRO-3
+// (it has no hybrid ZeRO-1/2), and strata-run.json carries the key, which strata
+// run refuses by name.
+TEST(Export, HybridShardingMapsToEachFramework) {
+  TempDir dir;
+  auto exported = [&](int zero_stage) {
+    const Scenario s = scenario(dir, "llama3-8b",
+                                R"({"tp": 1, "pp": 1, "micro_batch_size": 1, "global_batch_size": 64, "zero_stage": )" +
+                                    std::to_string(zero_stage) + R"(, "zero_shard_size": 8, "flash_attention": true})",
+                                "dgx-h100-8node");
+    ExportOptions o;
+    o.force = true;
+    return export_plan(s, folded(s), o);
+  };
+  const ExportResult z3 = exported(3);
+  expect_flag(script_flags(file(z3, "megatron-args.sh").content), "--num-distributed-optimizer-instances", "8");
+  const nlohmann::json ds = nlohmann::json::parse(file(z3, "deepspeed.json").content);
+  EXPECT_EQ(ds["zero_optimization"]["mics_shard_size"], 8);
+  const std::string& config = file(z3, "strata-run.json").content;
+  EXPECT_NE(config.find(R"("zero_shard_size": 8)"), std::string::npos);
+  try {
+    rt::read_run_config(nlohmann::json::parse(config), "strata-run.json");
+    FAIL() << "strata run does not run hybrid sharding";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.json_path(), "$.training.zero_shard_size");
+  }
+  PlanSpec p;
+  p.dp = 64;
+  p.zero_stage = 1;
+  p.zero_shard_size = 8;
+  EXPECT_NE(deepspeed_unsupported(p)->find("mics_shard_size"), std::string::npos);
+}
+
+// A cp 2 plan's strata-run.json reads back (world = tp x cp x pp x dp) and strata
+// run says it does not run context parallelism, naming the key.
+TEST(Export, ContextParallelRunConfigReadsBackAndIsRefusedByName) {
+  TempDir dir;
+  const Scenario s = scenario(dir, "gpt-tiny",
+                              R"({"tp": 2, "cp": 2, "pp": 1, "micro_batch_size": 1, "global_batch_size": 8,
+                                  "flash_attention": true})",
+                              "dgx-h100-1node");
+  const ExportResult r = export_plan(s, folded(s), {});
+  const std::string& config = file(r, "strata-run.json").content;
+  const RunSpec spec = read_run_spec(nlohmann::json::parse(config), "strata-run.json");
+  EXPECT_EQ(spec.plan.cp, 2);
+  EXPECT_EQ(spec.plan.dp, 2);
+  try {
+    rt::read_run_config(nlohmann::json::parse(config), "strata-run.json");
+    FAIL() << "strata run does not run context parallelism";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.json_path(), "$.parallel.context_parallel_size");
+  }
 }
 
 TEST(Export, PlanThatDoesNotFitIsRefusedUnlessForced) {

@@ -199,6 +199,21 @@ TEST(Sweep, ContextParallelIsAnAxisOfTheSpace) {
   EXPECT_THROW(parse_constraint("cp_comm_type=ring", "--where"), InputError);
 }
 
+// Hybrid sharding is swept only where a constraint lists shard-group sizes: on
+// one 8-GPU node, groups of 4 (hybrid, ZeRO >= 1 only) and of all 8 (plain ZeRO).
+TEST(Sweep, ZeroShardSizeConstraintListsTheGroupSizes) {
+  SmallSpace s;
+  PlanSpaceCounts counts;
+  for (const PlanSpec& p : enumerate_plans(s.model, s.cl, s.request, counts)) EXPECT_EQ(p.zero_shard_size, 0);
+  s.request.constraints = {parse_constraint("zero_shard_size in [4, 8]", "test"), parse_constraint("dp=8", "test")};
+  std::set<std::pair<int, int>> seen;  // (shard group size, zero stage > 0)
+  for (const PlanSpec& p : enumerate_plans(s.model, s.cl, s.request, counts)) {
+    seen.insert({p.zero_shards(), p.zero_stage > 0 ? 1 : 0});
+    if (p.zero_shard_size > 0) EXPECT_GE(p.zero_stage, 1);
+  }
+  EXPECT_EQ(seen, (std::set<std::pair<int, int>>{{4, 1}, {8, 0}, {8, 1}}));
+}
+
 // Every plan runs with the sweep's framework; ZeRO-3 is tried only with one that
 // shards parameters (Megatron-LM of 2021 has no ZeRO-3).
 TEST(Sweep, PlansRunWithTheRequestedFramework) {
