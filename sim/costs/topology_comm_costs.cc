@@ -309,6 +309,19 @@ CommSpec TopologyCommCosts::collective_beside(CollectiveOp op, const std::vector
   return spec;
 }
 
+CommSpec TopologyCommCosts::baked(CollectiveOp op, const std::vector<int>& group, double bytes) const {
+  if (fidelity_ == Fidelity::kFolded) return collective(op, group, bytes);
+  // Keyed as the folded fidelity's cost of the same collective: the same figure.
+  CommCostCache::Key key{static_cast<int>(Fidelity::kFolded), plan_.tp, plan_.cp, plan_.dp, static_cast<int>(op),
+                         group, bytes, -1, 0.0};
+  CommSpec spec;
+  if (cache_.find(key, spec)) return spec;
+  spec = folded(op, group, bytes);
+  spec.name = spec_name(op, group, bytes);
+  cache_.insert(std::move(key), spec);
+  return spec;
+}
+
 CommSpec TopologyCommCosts::p2p(int src_gpu, int dst_gpu, double bytes) const {
   return collective(CollectiveOp::kSendRecv, {src_gpu, dst_gpu}, bytes);
 }

@@ -84,6 +84,8 @@ class TopologyCommCosts : public CommCosts {
   // Folded: the sharing solved with the partner's copies active as well.
   CommSpec collective_beside(CollectiveOp op, const std::vector<int>& group, double bytes, CollectiveOp partner,
                              double partner_bytes) const override;
+  // The folded cost (copies shared up front) at either fidelity.
+  CommSpec baked(CollectiveOp op, const std::vector<int>& group, double bytes) const override;
 
  private:
   CommSpec from_flows(CollectiveOp op, const std::vector<int>& group, double bytes) const;

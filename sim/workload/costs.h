@@ -69,6 +69,14 @@ class CommCosts {
                                      CollectiveOp /*partner*/, double /*partner_bytes*/) const {
     return collective(op, group, bytes);
   }
+  // A collective whose time is baked into a compute task (a context-parallel ring
+  // step's transfer, a tensor-parallel collective under a GEMM): the engine cannot
+  // share its links while the step runs, so at either fidelity it is costed with
+  // the links shared up front with the group's copies, as the folded fidelity
+  // costs every collective.
+  virtual CommSpec baked(CollectiveOp op, const std::vector<int>& group, double bytes) const {
+    return collective(op, group, bytes);
+  }
 };
 
 }  // namespace strata::sim

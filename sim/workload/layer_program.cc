@@ -224,10 +224,12 @@ LayerProgram::LayerProgram(WorkloadBuild& b) : b_(b), stretches_(b) {
 }
 
 void LayerProgram::overlap_tp_comm() {
-  // Costed on the first tensor-parallel group: every group has the same shape.
+  // Costed on the first tensor-parallel group: every group has the same shape. The
+  // time is baked into the GEMM's, so the links are shared with the other groups'
+  // copies up front at either fidelity (CommCosts::baked).
   const std::vector<int> group = b_.tp_group_gpus(0, 0);
   const TpCommTime alone = [this, &group](CollectiveOp op, double bytes) {
-    const CommSpec& spec = b_.w.graph.comm(b_.collective(op, group, bytes));
+    const CommSpec spec = b_.comm_costs.baked(op, group, bytes);
     return TpComm{collapsed_comm_ns(spec), spec.channels};
   };
   const int tp = b_.plan.tp;
@@ -250,11 +252,11 @@ void LayerProgram::overlap_tp_comm() {
 void LayerProgram::overlap_cp_ring() {
   // Costed on the first ring's first edge (cp rank 0 to 1 of tensor-parallel rank
   // 0 in the first replica of stage 0): every edge has the same shape, and the
-  // folded cost shares the links with the ring's other edges.
+  // baked cost shares the links with the ring's other edges at either fidelity.
   const std::vector<int> ring = b_.cp_group_gpus(0, 0, 0);
   const std::vector<int> edge{ring[0], ring[1]};
   const CpRingTime send_ns = [this, &edge](double bytes) {
-    return collapsed_comm_ns(b_.w.graph.comm(b_.collective(CollectiveOp::kSendRecv, edge, bytes)));
+    return collapsed_comm_ns(b_.comm_costs.baked(CollectiveOp::kSendRecv, edge, bytes));
   };
   for (std::vector<Segment>* segs : {&layer_.forward, &layer_.backward, &layer_.recompute}) {
     overlap_cp_ring_steps(*segs, send_ns);
