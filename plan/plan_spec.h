@@ -83,6 +83,11 @@ struct PlanSpec {
   // Ranks one ZeRO shard group spans, and how many groups hold copies of the shards.
   int zero_shards() const { return zero_shard_size > 0 ? zero_shard_size : grad_replicas(); }
   int zero_shard_groups() const { return grad_replicas() / zero_shards(); }
+  // Replica d's (0 <= d < grad_replicas(), cp fastest) shard group, and its place
+  // in it: the groups are consecutive replicas (Megatron-Core's intra-partial
+  // data-parallel groups), so within a node first.
+  int zero_shard_group_of(int d) const { return d / zero_shards(); }
+  int zero_shard_rank_of(int d) const { return d % zero_shards(); }
   // Bytes of one gradient element as accumulated and reduced.
   int grad_bytes() const;
   // Micro-batches each pipeline processes per step.

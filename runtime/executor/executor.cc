@@ -75,8 +75,18 @@ struct Executor::Impl {
         kernels(d, *groups.tp, recorder, shapes), layer(kernels, c.plan.recompute), embedding_head(kernels) {
     const PlanSpec& p = config.plan;
     links = std::make_unique<PipelineLinks>(*groups.pp, p);
+    // Hybrid sharding: the shard groups (PlanSpec::zero_shard_group_of, as the
+    // simulator forms them) and the groups across them, the ranks with the same
+    // place in theirs. Splits are collective: every rank makes both.
+    Communicator* shard_group = groups.dp.get();
+    if (p.zero_shard_size > 0) {
+      const int d = groups.coord.dp;
+      shard = groups.dp->split(p.zero_shard_group_of(d), p.zero_shard_rank_of(d));
+      across = groups.dp->split(p.zero_shard_rank_of(d), p.zero_shard_group_of(d));
+      shard_group = shard.get();
+    }
     store = std::make_unique<ParameterStore>(device, layout, store_options(config), groups.coord, *groups.tp,
-                                             *groups.dp, groups.embedding.get(), recorder);
+                                             *shard_group, groups.embedding.get(), recorder, across.get());
     program = pipeline_program(p.schedule, p.pp, p.vpp, p.num_microbatches(), groups.coord.pp);
     chunk_layers = config.model.num_layers / (p.pp * p.vpp);
     last_vs = p.pp * p.vpp - 1;
@@ -403,6 +413,7 @@ struct Executor::Impl {
   TransformerLayer layer;
   EmbeddingHead embedding_head;
   std::unique_ptr<PipelineLinks> links;
+  std::unique_ptr<Communicator> shard, across;  // hybrid sharding's groups (else null)
   std::unique_ptr<ParameterStore> store;
   std::vector<PipelineOp> program;
   std::vector<char> last_backward;

@@ -58,11 +58,13 @@ struct ParameterStore::InFlight {
 
 ParameterStore::ParameterStore(Device& device, const ParamLayout& layout, const StoreOptions& options,
                                const RankCoord& coord, Communicator& tp, Communicator& dp,
-                               Communicator* embedding, Recorder& recorder)
+                               Communicator* embedding, Recorder& recorder, Communicator* across)
     : device_(device), layout_(layout), options_(options), coord_(coord), tp_(tp), dp_(dp),
-      embedding_(embedding), recorder_(recorder) {
+      embedding_(embedding), recorder_(recorder), across_(across) {
   dp_size_ = dp.size();
-  zero_ = dp_size_ > 1 ? options.zero_stage : 0;
+  shard_rank_ = dp.rank();
+  if (across_ != nullptr && across_->size() == 1) across_ = nullptr;
+  zero_ = dp_size_ > 1 || across_ != nullptr ? options.zero_stage : 0;
   master_copy_ = device.storage_dtype(options.dtype) != DType::kFp32;
   initialize();
 }
@@ -77,7 +79,7 @@ ParameterStore::~ParameterStore() {
 
 TensorView ParameterStore::shard_of(const TensorView& full, int bucket) const {
   const std::int64_t shard = layout_.buckets[bucket].shard_numel(dp_size_);
-  return full.slice(coord_.dp * shard, shard);
+  return full.slice(shard_rank_ * shard, shard);
 }
 
 void ParameterStore::initialize() {
@@ -103,7 +105,7 @@ void ParameterStore::initialize() {
       }
     }
     const std::int64_t shard = bucket.shard_numel(dp_size_);
-    const TensorView own = init.view().slice(coord_.dp * shard, shard);
+    const TensorView own = init.view().slice(shard_rank_ * shard, shard);
     const TensorView opt_source = zero_ >= 1 ? own : init.view();
     if (zero_ == 3) {
       state->weights = device_.allocate_tensor(shard, dtype);
@@ -313,7 +315,7 @@ void ParameterStore::start_reduction(int b) {
   const TensorView grads = s.grads.view();
   sum_replicated_over_tp(grads, b);
   s.reduced = true;
-  if (dp_size_ == 1) return;
+  if (dp_size_ == 1 && across_ == nullptr) return;
   const double bytes = static_cast<double>(grads.bytes());
   if (zero_ == 0) {
     track(dp_.start_all_reduce(grads, grads, ReduceOp::kSum), "grad all_reduce", EventCategory::kDp, bytes, {});
@@ -373,6 +375,19 @@ void ParameterStore::finish_reductions() {
     if ((zero_ == 0 || zero_ == 1) && !buckets_[b]->reduced) start_reduction(b);
   }
   wait_all();
+  // Hybrid sharding: each shard, reduced within its group, is summed with the same
+  // shard of the other groups (FSDP HYBRID_SHARD's all-reduce; here after the
+  // backward, not overlapped with it).
+  if (across_ != nullptr) {
+    for (int b = 0; b < static_cast<int>(layout_.buckets.size()); ++b) {
+      BucketState& s = *buckets_[b];
+      const TensorView v = zero_ == 1 ? shard_of(s.grads.view(), b) : s.grad_shard.view();
+      const TimeNs start = recorder_.now_ns();
+      across_->all_reduce(v, v);
+      recorder_.add("grad all_reduce across shard groups", EventCategory::kDp, Lane::kDpComm,
+                    static_cast<double>(v.bytes()), start, recorder_.now_ns());
+    }
+  }
   // The tied word embedding: its gradient is the sum of the first stage's
   // (lookup) and the last stage's (output layer) parts (Megatron's embedding group).
   // ZeRO-0 sums the embedding's range of its bucket; with ZeRO >= 1 the embedding
@@ -400,11 +415,12 @@ void ParameterStore::finish_reductions() {
 
 void ParameterStore::add_grad_norm_squares(const TensorView& acc, const TensorView& tmp) {
   if (zero_ == 0 && coord_.dp != 0) return;
+  if (across_ != nullptr && across_->rank() != 0) return;  // the same shard is counted once
   for (int b = 0; b < static_cast<int>(layout_.buckets.size()); ++b) {
     const Bucket& bucket = layout_.buckets[b];
     BucketState& s = *buckets_[b];
     const std::int64_t shard = bucket.shard_numel(dp_size_);
-    const std::int64_t begin = zero_ >= 1 ? coord_.dp * shard : 0;
+    const std::int64_t begin = zero_ >= 1 ? shard_rank_ * shard : 0;
     const std::int64_t end = zero_ >= 1 ? begin + shard : bucket.padded_numel;
     const TensorView grads = zero_ == 0 ? s.grads.view() : zero_ == 1 ? shard_of(s.grads.view(), b) : s.grad_shard.view();
     for (int u : bucket.units) {

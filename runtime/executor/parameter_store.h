@@ -51,9 +51,12 @@ struct StoreOptions {
 class ParameterStore {
  public:
   // tp, dp, embedding: this rank's groups (embedding may be null: middle stages).
+  // With hybrid sharding dp is the rank's ZeRO shard group and `across` the group of
+  // the ranks holding the same shard in the other shard groups (null: plain ZeRO):
+  // gradients are reduce-scattered within dp, then each shard all-reduced across.
   ParameterStore(Device& device, const ParamLayout& layout, const StoreOptions& options,
                  const RankCoord& coord, Communicator& tp, Communicator& dp, Communicator* embedding,
-                 Recorder& recorder);
+                 Recorder& recorder, Communicator* across = nullptr);
   ~ParameterStore();
   ParameterStore(const ParameterStore&) = delete;
   ParameterStore& operator=(const ParameterStore&) = delete;
@@ -118,8 +121,10 @@ class ParameterStore {
   Communicator& dp_;
   Communicator* embedding_;
   Recorder& recorder_;
+  Communicator* across_;  // hybrid sharding's group across the shard groups, or null
   int zero_ = 0;
-  int dp_size_ = 1;
+  int dp_size_ = 1;       // ranks a shard group spans
+  int shard_rank_ = 0;    // this rank's shard within it
   bool master_copy_ = false;  // weights are stored in 16 bits: keep fp32 masters
   std::vector<std::unique_ptr<BucketState>> buckets_;
   std::vector<std::unique_ptr<InFlight>> in_flight_;

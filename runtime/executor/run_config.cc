@@ -45,13 +45,6 @@ RunConfig read_run_config(const nlohmann::json& doc, const std::string& file) {
                                  "set it to 1 here",
                                  c.plan.cp));
   }
-  if (c.plan.zero_shard_size > 0) {
-    throw InputError(file, "$.training.zero_shard_size",
-                     fmt::format("strata run shards ZeRO over all {} data-parallel ranks; hybrid sharding "
-                                 "(zero_shard_size {}) is costed by `strata simulate` and exported for "
-                                 "Megatron-LM, but not run here: remove the key",
-                                 c.plan.grad_replicas(), c.plan.zero_shard_size));
-  }
   if (c.model.vocab_size % c.plan.tp != 0) {
     throw InputError(file, "$.model.vocab_size",
                      fmt::format("vocab_size {} must be divisible by tensor_model_parallel_size {} "

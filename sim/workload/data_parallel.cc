@@ -48,12 +48,12 @@ class DataParallelPass {
   // sharding, the groups across them (the replicas holding the same shard).
   std::vector<std::vector<int>> shard_groups() const {
     std::vector<std::vector<int>> out(p_.zero_shard_groups());
-    for (int d = 0; d < p_.grad_replicas(); ++d) out[d / p_.zero_shards()].push_back(d);
+    for (int d = 0; d < p_.grad_replicas(); ++d) out[p_.zero_shard_group_of(d)].push_back(d);
     return out;
   }
   std::vector<std::vector<int>> across_groups() const {
     std::vector<std::vector<int>> out(p_.zero_shards());
-    for (int d = 0; d < p_.grad_replicas(); ++d) out[d % p_.zero_shards()].push_back(d);
+    for (int d = 0; d < p_.grad_replicas(); ++d) out[p_.zero_shard_rank_of(d)].push_back(d);
     return out;
   }
 

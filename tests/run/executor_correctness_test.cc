@@ -44,6 +44,7 @@ struct Case {
   bool sequence_parallel;
   bool overlap = true;
   std::int64_t bucket = 40000000;  // small buckets exercise several reductions
+  int zero_shard_size = 0;         // hybrid sharding: ZeRO within groups of this many dp ranks
 };
 
 constexpr auto kNone = Recompute::kNone;
@@ -71,6 +72,10 @@ const Case kCases[] = {
     {"gpt_tp2_pp2_sp_interleaved", false, 2, 2, 1, 2, 1, 4, kInter, 0, kNone, true},
     {"llama_tp2_dp2_zero2_sp", true, 2, 1, 2, 1, 1, 2, k1F1B, 2, kNone, true},
     {"gpt_pp2_dp2_zero1_gpipe", false, 1, 2, 2, 1, 1, 2, kGpipe, 1, kSel, false},
+    // hybrid sharding: two shard groups of two ranks
+    {"llama_dp4_zero1_hybrid2_buckets", true, 1, 1, 4, 1, 1, 2, k1F1B, 1, kNone, false, true, 6000, 2},
+    {"gpt_dp4_zero2_hybrid2", false, 1, 1, 4, 1, 2, 2, k1F1B, 2, kNone, false, true, 15000, 2},
+    {"llama_dp4_zero3_hybrid2_full", true, 1, 1, 4, 1, 1, 2, k1F1B, 3, kFull, false, true, 40000000, 2},
     // 8 ranks: every ZeRO stage with tp 2, pp 2, dp 2
     {"gpt_tp2_pp2_dp2_zero0", false, 2, 2, 2, 1, 1, 2, k1F1B, 0, kNone, false, true, 15000},
     {"llama_tp2_pp2_dp2_zero1_sp_selective", true, 2, 2, 2, 1, 1, 2, k1F1B, 1, kSel, true},
@@ -90,6 +95,7 @@ RunConfig config_of(const Case& c, bool reference) {
     plan.vpp = c.vpp;
     plan.schedule = c.schedule;
     plan.zero_stage = c.zero_stage;
+    plan.zero_shard_size = c.zero_shard_size;
     plan.recompute = c.recompute;
     plan.sequence_parallel = c.sequence_parallel;
     plan.overlap_grad_reduce = c.overlap;

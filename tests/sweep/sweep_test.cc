@@ -39,14 +39,20 @@ struct SmallSpace {
   }
 };
 
-// The winner of a folded sweep (two threads, no full-fidelity re-simulation).
-PlanOutcome best_plan(const ModelSpec& m, const ClusterSpec& c, const PlanSpaceRequest& req) {
+// A folded sweep, ranked (two threads, no full-fidelity re-simulation).
+SweepResult folded_sweep(const ModelSpec& m, const ClusterSpec& c, const PlanSpaceRequest& req) {
   Simulator simulator(c, load_profile(c.profile));
   SweepOptions options;
   options.threads = 2;
   options.full_top = 0;
   SweepResult r = run_sweep(m, simulator, req, options);
   rank_sweep(r, m, simulator, options);
+  return r;
+}
+
+// The winner of a folded sweep.
+PlanOutcome best_plan(const ModelSpec& m, const ClusterSpec& c, const PlanSpaceRequest& req) {
+  const SweepResult r = folded_sweep(m, c, req);
   EXPECT_EQ(r.plans.at(0).rank, 1) << "no plan fits on " << c.name;
   return r.plans.at(0);
 }
@@ -298,13 +304,7 @@ TEST(SweepAnswers, Llama3_70bAt32kTokensFitsOnlyWithContextParallelism) {
   req.max_micro_batch_size = 1;
   req.max_vpp = 1;
   req.constraints = {parse_constraint("recompute=none", "test"), parse_constraint("offload_optimizer=false", "test")};
-  const ClusterSpec c = load_cluster_spec("dgx-h100-8node");
-  Simulator simulator(c, load_profile(c.profile));
-  SweepOptions options;
-  options.threads = 2;
-  options.full_top = 0;
-  SweepResult r = run_sweep(m, simulator, req, options);
-  rank_sweep(r, m, simulator, options);
+  const SweepResult r = folded_sweep(m, load_cluster_spec("dgx-h100-8node"), req);
   int cp1_plans = 0;
   for (const PlanOutcome& o : r.plans) {
     if (o.plan.cp > 1) continue;
