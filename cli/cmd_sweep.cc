@@ -99,7 +99,8 @@ void print_table(const sim::SweepResult& s, int top) {
                                                                                               : "+a2a");
     fmt::print("{:>4} {:>3} {:>6} {:>3} {:>4} {:>3} {:>3} {:<16} {:>4} {:<9} {:>3} {:>5} {:>9} {:>5.1f}% {:>8.3f} {:>6.1f}% {:>8} {:>8} {:>8} {:>8.1f} {:>7.1f}% {}{}\n",
                o.rank, p.tp, cp, p.pp, p.dp, p.vpp, p.micro_batch_size, to_string(p.schedule),
-               std::to_string(p.zero_stage) + (p.offload_optimizer ? "+o" : ""), to_string(p.recompute),
+               std::to_string(p.zero_stage) + (p.zero_shard_size > 0 ? "/" + std::to_string(p.zero_shard_size) : "") +
+                   (p.offload_optimizer ? "+o" : ""), to_string(p.recompute),
                p.sequence_parallel ? "on" : "off", p.flash_attention ? "on" : "off", millions(o.tokens_per_s),
                100 * o.mfu, o.step_time_s, 100 * o.bubble_ratio, seconds(o.exposed_s[0]),
                seconds(o.exposed_s[static_cast<int>(sim::CommKind::kCp)]), seconds(o.exposed_s[2] + o.exposed_s[3]), o.peak_bytes / (1024.0 * 1024 * 1024),

@@ -71,8 +71,11 @@ std::string plan_label(const PlanSpec& p) {
                                                                     ? ""
                                                                     : std::string("-") + to_string(p.cp_comm_type))
                                   : "";
+  // Hybrid sharding's shard group after the stage: "z3/8".
+  const std::string zero = p.zero_shard_size > 0 ? fmt::format("{}/{}", p.zero_stage, p.zero_shard_size)
+                                                 : std::to_string(p.zero_stage);
   return fmt::format("tp{}{} pp{} dp{} vpp{} mbs{} {} z{}{} {}{}{}", p.tp, cp, p.pp, p.dp, p.vpp,
-                     p.micro_batch_size, to_string(p.schedule), p.zero_stage,
+                     p.micro_batch_size, to_string(p.schedule), zero,
                      p.offload_optimizer ? "+offload" : "", to_string(p.recompute),
                      p.sequence_parallel ? " sp" : "", p.flash_attention ? " flash" : "");
 }

@@ -57,7 +57,8 @@ std::vector<PlanSpec> enumerate_plans(const ModelSpec& model, const ClusterSpec&
                                       const PlanSpaceRequest& request, PlanSpaceCounts& counts);
 
 // A compact, stable text of the plan's keys ("tp8 pp8 dp16 vpp1 mbs1 1f1b z1 ...";
-// "tp8 cp2 pp4 ..." with context parallelism, "cp2-allgather" when not the ring).
+// "tp8 cp2 pp4 ..." with context parallelism, "cp2-allgather" when not the ring;
+// "z3/8" with hybrid sharding in groups of 8).
 std::string plan_label(const PlanSpec& plan);
 
 }  // namespace strata::sim

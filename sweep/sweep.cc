@@ -55,6 +55,9 @@ std::string plan_differences(const PlanSpec& a, const PlanSpec& b) {
   add("micro-batch", std::to_string(a.micro_batch_size), std::to_string(b.micro_batch_size));
   add("schedule", to_string(a.schedule), to_string(b.schedule));
   add("ZeRO", std::to_string(a.zero_stage), std::to_string(b.zero_stage));
+  if (a.zero_shard_size > 0 || b.zero_shard_size > 0) {
+    add("ZeRO shard group", std::to_string(a.zero_shards()), std::to_string(b.zero_shards()));
+  }
   add("offload", a.offload_optimizer ? "on" : "off", b.offload_optimizer ? "on" : "off");
   add("recompute", to_string(a.recompute), to_string(b.recompute));
   add("sequence parallel", a.sequence_parallel ? "on" : "off", b.sequence_parallel ? "on" : "off");

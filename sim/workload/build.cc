@@ -19,12 +19,6 @@ std::vector<int> WorkloadBuild::cp_group_gpus(int t, int d, int r) const {
   return g;
 }
 
-std::vector<int> WorkloadBuild::dp_group_gpus(int t, int r) const {
-  std::vector<int> g;
-  for (int d = 0; d < replicas(); ++d) g.push_back(global(t, d, r));
-  return g;
-}
-
 double WorkloadBuild::activation_bytes() const {
   // With sequence parallelism each tensor-parallel rank holds, and sends, 1/tp of
   // the activation; without it every rank holds the whole tensor and sends it all

@@ -89,7 +89,6 @@ class WorkloadBuild {
   BlockSlot block_slot(int op, const BlockRef& block) const;
   const Mark& mark(int sim_rank, const BlockSlot& slot) const;
   std::vector<int> tp_group_gpus(int d, int r) const;
-  std::vector<int> dp_group_gpus(int t, int r) const;
   // Index in pipeline rank r's program of chunk's last backward and first
   // forward op (-1: none); looked up per bucket and op, so kept from build_programs.
   int last_backward_op(int r, int chunk) const { return last_backward_[r][chunk]; }
