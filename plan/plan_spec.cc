@@ -36,6 +36,19 @@ const char* to_string(CpCommType c) {
   return "p2p";
 }
 
+const std::vector<std::string>& cp_comm_type_names() {
+  static const std::vector<std::string> names = {to_string(CpCommType::kP2p), to_string(CpCommType::kAllGather),
+                                                 to_string(CpCommType::kA2a)};
+  return names;
+}
+
+std::optional<CpCommType> parse_cp_comm_type(const std::string& name) {
+  for (CpCommType c : {CpCommType::kP2p, CpCommType::kAllGather, CpCommType::kA2a}) {
+    if (name == to_string(c)) return c;
+  }
+  return std::nullopt;
+}
+
 PlanSpec read_plan_spec(const nlohmann::json& doc, const std::string& file, const std::string& path) {
   json::ObjectReader r(doc, file, path);
   PlanSpec p;
@@ -43,8 +56,7 @@ PlanSpec read_plan_spec(const nlohmann::json& doc, const std::string& file, cons
   p.pp = static_cast<int>(r.integer("pp", 1, 1 << 16));
   p.dp = static_cast<int>(r.integer_or("dp", 0, 1, 1 << 24));
   p.cp = static_cast<int>(r.integer_or("cp", 1, 1, 1 << 16));
-  const std::string cp_comm = r.choice_or("cp_comm_type", "p2p", {"p2p", "allgather", "a2a"});
-  p.cp_comm_type = cp_comm == "p2p" ? CpCommType::kP2p : cp_comm == "allgather" ? CpCommType::kAllGather : CpCommType::kA2a;
+  p.cp_comm_type = *parse_cp_comm_type(r.choice_or("cp_comm_type", "p2p", cp_comm_type_names()));
   p.vpp = static_cast<int>(r.integer_or("vpp", 1, 1, 1024));
   p.micro_batch_size = static_cast<int>(r.integer("micro_batch_size", 1, 1 << 20));
   p.global_batch_size = static_cast<int>(r.integer("global_batch_size", 1, 1 << 30));

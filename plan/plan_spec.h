@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -121,5 +123,8 @@ RankOrder read_rank_order(const std::string& text, const std::string& file, cons
 const char* to_string(Schedule s);
 const char* to_string(Recompute r);
 const char* to_string(CpCommType c);  // Megatron's --cp-comm-type names: "p2p", "allgather", "a2a"
+// Every CpCommType's name, in enum order; the type a name names, if any.
+const std::vector<std::string>& cp_comm_type_names();
+std::optional<CpCommType> parse_cp_comm_type(const std::string& name);
 
 }  // namespace strata

@@ -81,8 +81,7 @@ void read_parallel(json::ObjectReader r, PlanSpec& p, int& world_size) {
   p.pp = static_cast<int>(r.integer("pipeline_model_parallel_size", 1, 1 << 16));
   p.dp = static_cast<int>(r.integer("data_parallel_size", 1, 1 << 24));
   p.cp = static_cast<int>(r.integer_or("context_parallel_size", 1, 1, 1 << 16));
-  const std::string cp_comm = r.choice_or("cp_comm_type", "p2p", {"p2p", "allgather", "a2a"});
-  p.cp_comm_type = cp_comm == "p2p" ? CpCommType::kP2p : cp_comm == "allgather" ? CpCommType::kAllGather : CpCommType::kA2a;
+  p.cp_comm_type = *parse_cp_comm_type(r.choice_or("cp_comm_type", "p2p", cp_comm_type_names()));
   p.vpp = static_cast<int>(r.integer("virtual_pipeline_model_parallel_size", 1, 1024));
   p.sequence_parallel = r.boolean("sequence_parallel");
   const std::string schedule = r.choice("pipeline_schedule", {"gpipe", "1f1b", "interleaved-1f1b"});

@@ -12,11 +12,6 @@
 namespace strata::sim {
 namespace {
 
-// Plan keys of published runs the simulator does not model yet, and why: a case
-// that uses one is listed as not simulated with this reason, never dropped. Every
-// key of the published runs is modelled now (hybrid sharding, the last, landed
-// with issue 15); a run transcribed ahead of its feature names its key here.
-std::string unsupported_plan_keys(const nlohmann::json& /*plan*/) { return ""; }
 
 double quantile_nearest_rank(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
@@ -58,19 +53,6 @@ ValidationCase read_validation_case(const nlohmann::json& doc, const std::string
   } catch (const InputError& e) {
     throw InputError(file, "$.cluster.profile", e.message());
   }
-  c.unsupported = unsupported_plan_keys(plan);
-  if (!c.unsupported.empty()) {
-    // The plan is not read (it has keys the reader does not know), but the
-    // framework it names must exist.
-    json::ObjectReader p(plan, file, "$.plan");
-    c.framework = p.string_or("framework", kDefaultFramework);
-    try {
-      framework_profile(c.framework);
-    } catch (const InputError& e) {
-      throw InputError(file, "$.plan.framework", e.message());
-    }
-    return c;
-  }
   read_scenario_plan(s, plan, file, "$.plan", /*allow_cross_node_tp=*/false);
   c.framework = s.plan.framework;
   return c;
@@ -92,10 +74,6 @@ ValidationRow validate_case(const ValidationCase& c, Fidelity fidelity) {
   row.framework = c.framework;
   row.metric = c.metric;
   row.published = c.published;
-  if (!c.unsupported.empty()) {
-    row.unsupported = c.unsupported;
-    return row;
-  }
   SimulationOptions options;
   options.fidelity = fidelity;
   SimulationResult r = simulate(c.scenario, options);
@@ -130,7 +108,6 @@ ErrorSummary summarize_errors(const std::vector<ValidationRow>& rows) {
   ErrorSummary sum;
   std::vector<double> abs_errors, signed_errors;
   for (const ValidationRow& r : rows) {
-    if (!r.unsupported.empty()) continue;
     abs_errors.push_back(std::abs(r.relative_error));
     signed_errors.push_back(r.relative_error);
     if (std::abs(r.relative_error) >= sum.worst_abs) {

@@ -17,10 +17,7 @@ struct ValidationCase {
   std::string source;
   std::string family;     // the source and software the run belongs to ("sc21-table1", "mosaicml-fsdp", ...)
   std::string framework;  // the framework profile the plan names
-  Scenario scenario;      // model, cluster and profile always; the plan only when supported
-  // Why the simulator cannot run this case yet (a plan key it does not know),
-  // empty when it can. Such cases are listed, never dropped.
-  std::string unsupported;
+  Scenario scenario;
   // "hw_tflops_per_gpu", "tflops_per_gpu", "step_time_s", "mfu", "hfu", "tokens_per_sec_per_gpu"
   std::string metric;
   double published = 0.0;
@@ -35,7 +32,6 @@ struct ValidationRow {
   std::string id;
   std::string family;
   std::string framework;
-  std::string unsupported;  // non-empty: not simulated, the fields below are zero
   std::string metric;
   double published = 0.0;
   double predicted = 0.0;
@@ -56,7 +52,7 @@ struct ValidationRow {
 
 ValidationRow validate_case(const ValidationCase& c, Fidelity fidelity);
 
-// Error statistics over the rows that ran (unsupported ones are left out).
+// Error statistics over the rows.
 struct ErrorSummary {
   int count = 0;
   double median_abs = 0.0;     // median of |relative error|

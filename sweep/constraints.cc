@@ -55,7 +55,7 @@ void check_value(const std::string& key, const std::string& value, const std::st
   if (key == "schedule") allowed = {"gpipe", "1f1b", "interleaved-1f1b"};
   if (key == "recompute") allowed = {"none", "selective", "full"};
   if (key == "dtype") allowed = {"bf16", "fp16", "fp32"};
-  if (key == "cp_comm_type") allowed = {"p2p", "allgather", "a2a"};
+  if (key == "cp_comm_type") allowed = cp_comm_type_names();
   if (key == "offload_optimizer" || key == "sequence_parallel" || key == "flash_attention" ||
       key == "overlap_grad_reduce" || key == "overlap_param_gather") {
     allowed = bools;

@@ -90,13 +90,9 @@ std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& clu
   const std::vector<bool> overlap_param = option_values<bool>(req.constraints, "overlap_param_gather", true, parse_bool);
   const std::vector<DType> dtypes = option_values<DType>(req.constraints, "dtype", req.dtype,
                                                          [](const std::string& v) { return *parse_dtype(v); });
+  // read_constraints allowed only cp_comm_type_names(): every value parses.
   const std::vector<CpCommType> cp_comm_types = option_values<CpCommType>(
-      req.constraints, "cp_comm_type", CpCommType::kP2p, [](const std::string& v) {
-        for (CpCommType c : {CpCommType::kP2p, CpCommType::kAllGather, CpCommType::kA2a}) {
-          if (v == to_string(c)) return c;
-        }
-        return CpCommType::kP2p;  // not reached: read_constraints allowed only these names
-      });
+      req.constraints, "cp_comm_type", CpCommType::kP2p, [](const std::string& v) { return *parse_cp_comm_type(v); });
   // Hybrid sharding is tried only where a constraint lists shard sizes (0: all replicas).
   const std::vector<int> shard_sizes =
       option_values<int>(req.constraints, "zero_shard_size", 0, [](const std::string& v) { return std::stoi(v); });

@@ -228,8 +228,16 @@ void rank_sweep(SweepResult& sweep, const ModelSpec& model, const Simulator& sim
       best_headroom = o.headroom();
     }
   }
+  // The cp = 1 plans by their plan.json, for the top cp > 1 plans' comparison
+  // (built only when one of those has cp > 1).
   std::map<std::string, const PlanOutcome*> by_plan;
-  for (const PlanOutcome& o : sweep.plans) by_plan.emplace(to_json(o.plan).dump(), &o);
+  const bool top_has_cp = std::any_of(sweep.plans.begin(), sweep.plans.begin() + std::min(rank, options.top_k),
+                                      [](const PlanOutcome& o) { return o.plan.cp > 1; });
+  if (top_has_cp) {
+    for (const PlanOutcome& o : sweep.plans) {
+      if (o.plan.cp == 1) by_plan.emplace(to_json(o.plan).dump(), &o);
+    }
+  }
   for (int i = 0; i + 1 < rank && i < options.top_k; ++i) {
     sweep.plans[i].why = explain(sweep.plans[i], sweep.plans[i + 1]) + against_cp1(sweep.plans[i], by_plan);
   }

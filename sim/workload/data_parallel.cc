@@ -43,47 +43,54 @@ class DataParallelPass {
     int sim;
   };
 
-  // Replica index sets: the ZeRO shard groups (zero_shards() consecutive replicas:
-  // within a node first, as the rank order lays them out) and, with hybrid
-  // sharding, the groups across them (the replicas holding the same shard).
-  std::vector<std::vector<int>> shard_groups() const {
-    std::vector<std::vector<int>> out(p_.zero_shard_groups());
-    for (int d = 0; d < p_.grad_replicas(); ++d) out[p_.zero_shard_group_of(d)].push_back(d);
-    return out;
-  }
-  std::vector<std::vector<int>> across_groups() const {
-    std::vector<std::vector<int>> out(p_.zero_shards());
-    for (int d = 0; d < p_.grad_replicas(); ++d) out[p_.zero_shard_rank_of(d)].push_back(d);
-    return out;
-  }
-
-  // One collective per group of replicas that has simulated members, costed on
-  // that group's GPUs by `cost` (the comm id for a GPU list); returns, per entry
-  // of `members`, its group's task.
-  template <typename Cost>
-  std::vector<TaskId> grouped_comm(const std::vector<Member>& members, const std::vector<std::vector<int>>& groups,
-                                   int t, int r, StreamKind lane, Cost&& cost, std::int32_t lbl, const TaskInfo& info) {
-    std::vector<TaskId> out(members.size(), -1);
-    for (const std::vector<int>& group : groups) {
-      std::vector<int> sims, gpus;
-      for (int d : group) gpus.push_back(b_.global(t, d, r));
-      for (const Member& m : members) {
-        if (std::find(group.begin(), group.end(), m.d) != group.end()) sims.push_back(m.sim);
-      }
-      if (sims.empty()) continue;
-      const TaskId task = dp_comm(sims, lane, cost(gpus), lbl, info);
-      for (std::size_t i = 0; i < members.size(); ++i) {
-        if (std::find(group.begin(), group.end(), members[i].d) != group.end()) out[i] = task;
-      }
+  // A partition of one (tensor rank, stage)'s replicas into groups, placed once per
+  // pass: each group's simulated members and GPUs, and each member's group.
+  struct Placed {
+    std::vector<std::vector<int>> sims;  // simulated ranks of each group
+    std::vector<std::vector<int>> gpus;  // GPUs of each group (simulated or not)
+    std::vector<int> group_of;           // entry i of the members -> its group
+  };
+  // The ZeRO shard groups (PlanSpec::zero_shard_group_of: consecutive replicas,
+  // within a node first) or, with hybrid sharding, the groups across them (the
+  // replicas holding the same shard).
+  Placed place(const std::vector<Member>& members, int t, int r, bool across) const {
+    Placed g;
+    const int groups = across ? p_.zero_shards() : p_.zero_shard_groups();
+    auto group_of = [&](int d) { return across ? p_.zero_shard_rank_of(d) : p_.zero_shard_group_of(d); };
+    g.sims.resize(groups);
+    g.gpus.resize(groups);
+    for (int d = 0; d < p_.grad_replicas(); ++d) g.gpus[group_of(d)].push_back(b_.global(t, d, r));
+    for (const Member& m : members) {
+      g.sims[group_of(m.d)].push_back(m.sim);
+      g.group_of.push_back(group_of(m.d));
     }
+    return g;
+  }
+  // One (tensor rank, stage)'s members and their two partitions.
+  struct Replicas {
+    std::vector<Member> members;
+    Placed shards, across;
+  };
+
+  // One collective per group that has simulated members, costed on that group's
+  // GPUs by `cost` (the comm id for a GPU list); returns, per entry of the
+  // members, its group's task.
+  template <typename Cost>
+  std::vector<TaskId> grouped_comm(const Placed& g, StreamKind lane, Cost&& cost, std::int32_t lbl,
+                                   const TaskInfo& info) {
+    std::vector<TaskId> task(g.sims.size(), -1);
+    for (std::size_t k = 0; k < g.sims.size(); ++k) {
+      if (!g.sims[k].empty()) task[k] = dp_comm(g.sims[k], lane, cost(g.gpus[k]), lbl, info);
+    }
+    if (task.size() == 1) return std::vector<TaskId>(g.group_of.size(), task[0]);
+    std::vector<TaskId> out;
+    for (int k : g.group_of) out.push_back(task[k]);
     return out;
   }
-  std::vector<TaskId> grouped_comm(const std::vector<Member>& members, const std::vector<std::vector<int>>& groups,
-                                   int t, int r, StreamKind lane, CollectiveOp op, double bytes, std::int32_t lbl,
+  std::vector<TaskId> grouped_comm(const Placed& g, StreamKind lane, CollectiveOp op, double bytes, std::int32_t lbl,
                                    const TaskInfo& info) {
     return grouped_comm(
-        members, groups, t, r, lane, [&](const std::vector<int>& gpus) { return b_.collective(op, gpus, bytes); },
-        lbl, info);
+        g, lane, [&](const std::vector<int>& gpus) { return b_.collective(op, gpus, bytes); }, lbl, info);
   }
 
   // A gradient reduction: reduce-scatter (or all-reduce) within each shard group
@@ -91,16 +98,14 @@ class DataParallelPass {
   // the groups (PyTorch FSDP HYBRID_SHARD's reduce-scatter then all-reduce;
   // Megatron-Core's distributed optimizer instances). Returns each member's last task.
   template <typename Ready, typename Cost>
-  std::vector<TaskId> reduce_gradients(const std::vector<Member>& members, int t, int r, StreamKind lane,
-                                       Cost&& shard_cost, double bytes, std::int32_t lbl, std::int32_t lbl_across,
-                                       TaskInfo info, Ready&& ready) {
-    std::vector<TaskId> red = grouped_comm(members, shard_groups(), t, r, lane, shard_cost, lbl, info);
-    for (std::size_t i = 0; i < members.size(); ++i) b_.depend(ready(members[i].sim), red[i]);
+  std::vector<TaskId> reduce_gradients(const Replicas& rep, StreamKind lane, Cost&& shard_cost, double bytes,
+                                       std::int32_t lbl, std::int32_t lbl_across, TaskInfo info, Ready&& ready) {
+    std::vector<TaskId> red = grouped_comm(rep.shards, lane, shard_cost, lbl, info);
+    for (std::size_t i = 0; i < rep.members.size(); ++i) b_.depend(ready(rep.members[i].sim), red[i]);
     if (p_.zero_shard_groups() == 1) return red;
     info.bytes = bytes / p_.zero_shards();
-    std::vector<TaskId> across =
-        grouped_comm(members, across_groups(), t, r, lane, CollectiveOp::kAllReduce, info.bytes, lbl_across, info);
-    for (std::size_t i = 0; i < members.size(); ++i) b_.depend(red[i], across[i]);
+    std::vector<TaskId> across = grouped_comm(rep.across, lane, CollectiveOp::kAllReduce, info.bytes, lbl_across, info);
+    for (std::size_t i = 0; i < rep.members.size(); ++i) b_.depend(red[i], across[i]);
     return across;
   }
 
@@ -121,20 +126,22 @@ class DataParallelPass {
 
     for (int r = 0; r < p_.pp; ++r) {
       for (int t = 0; t < p_.tp; ++t) {
-        std::vector<Member> replicas;
+        Replicas rep;
         for (int d = 0; d < p_.grad_replicas(); ++d) {
           int s = b_.sim_index(b_.global(t, d, r));
-          if (s >= 0) replicas.push_back({d, s});
+          if (s >= 0) rep.members.push_back({d, s});
         }
-        if (replicas.empty() || p_.grad_replicas() == 1) continue;
+        if (rep.members.empty() || p_.grad_replicas() == 1) continue;
+        rep.shards = place(rep.members, t, r, false);
+        if (p_.zero_shard_groups() > 1) rep.across = place(rep.members, t, r, true);
+        const std::vector<Member>& replicas = rep.members;
         const std::vector<GradBucket>& buckets = b_.buckets[r];
         const auto& program = b_.programs[r];
 
         if (p_.zero_stage == 3) {
-          add_zero3(replicas, t, r, last_dp, lbl_ag_fwd, lbl_ag_bwd, lbl_rs, lbl_across);
+          add_zero3(rep, r, last_dp, lbl_ag_fwd, lbl_ag_bwd, lbl_rs, lbl_across);
           continue;
         }
-        const std::vector<std::vector<int>> shards = shard_groups();
         // ZeRO-1/2: the weights updated by the last step are gathered at this step's
         // start, overlapped with the forward (Megatron's --overlap-param-gather), each
         // bucket before its first use.
@@ -150,7 +157,7 @@ class DataParallelPass {
             TaskInfo info;
             info.chunk = b.chunk;
             info.bytes = bytes;
-            const std::vector<TaskId> ag = grouped_comm(replicas, shards, t, r, StreamKind::kDpComm,
+            const std::vector<TaskId> ag = grouped_comm(rep.shards, StreamKind::kDpComm,
                                                         CollectiveOp::kAllGather, bytes, lbl_ag_fwd, info);
             const int op = b_.first_forward_op(r, b.chunk);
             for (std::size_t i = 0; i < replicas.size(); ++i) {
@@ -174,7 +181,7 @@ class DataParallelPass {
               info.chunk = op.chunk;
               info.bytes = bytes;
               const std::vector<TaskId> done = reduce_gradients(
-                  replicas, t, r, StreamKind::kDpComm,
+                  rep, StreamKind::kDpComm,
                   [&](const std::vector<int>& gpus) { return b_.collective(reduce, gpus, bytes); }, bytes, lbl,
                   lbl_across, info, [&](int member) {
                     return p_.overlap_grad_reduce ? bucket_ready(member, static_cast<int>(oi), b)
@@ -191,7 +198,7 @@ class DataParallelPass {
             info.bytes = bytes;
             const int op = b_.last_backward_op(r, b.chunk);
             const std::vector<TaskId> done = reduce_gradients(
-                replicas, t, r, StreamKind::kDpComm,
+                rep, StreamKind::kDpComm,
                 [&](const std::vector<int>& gpus) { return b_.collective(reduce, gpus, bytes); }, bytes, lbl,
                 lbl_across, info,
                 [&](int member) { return p_.overlap_grad_reduce ? bucket_ready(member, op, b) : b_.last_task[member]; });
@@ -204,13 +211,10 @@ class DataParallelPass {
             TaskInfo info;
             info.chunk = b.chunk;
             info.bytes = bytes;
-            for (const std::vector<int>& shard : shards) {
-              std::vector<int> sims, gpus;
-              for (int d : shard) gpus.push_back(b_.global(t, d, r));
-              for (const Member& m : replicas) {
-                if (std::find(shard.begin(), shard.end(), m.d) != shard.end()) sims.push_back(m.sim);
-              }
-              if (!sims.empty()) step_gathers_.push_back({sims, b_.collective(CollectiveOp::kAllGather, gpus, bytes), info});
+            for (std::size_t k = 0; k < rep.shards.sims.size(); ++k) {
+              if (rep.shards.sims[k].empty()) continue;
+              step_gathers_.push_back(
+                  {rep.shards.sims[k], b_.collective(CollectiveOp::kAllGather, rep.shards.gpus[k], bytes), info});
             }
           }
         }
@@ -232,8 +236,9 @@ class DataParallelPass {
   // With hybrid sharding the gathers and reduce-scatters run within each shard
   // group and every reduce-scatter is followed by the shard's all-reduce across
   // the groups (FSDP HYBRID_SHARD, on the reduce stream).
-  void add_zero3(const std::vector<Member>& replicas, int t, int r, std::vector<TaskId>& last_dp,
-                 std::int32_t lbl_ag_fwd, std::int32_t lbl_ag_bwd, std::int32_t lbl_rs, std::int32_t lbl_across) {
+  void add_zero3(const Replicas& rep, int r, std::vector<TaskId>& last_dp, std::int32_t lbl_ag_fwd,
+                 std::int32_t lbl_ag_bwd, std::int32_t lbl_rs, std::int32_t lbl_across) {
+    const std::vector<Member>& replicas = rep.members;
     const ShardedDataParallel& z = b_.options.sharded;
     const double e = dtype_bytes(p_.dtype);
     const double layer_params = static_cast<double>(layer_params_per_gpu(m_, p_.tp));
@@ -245,7 +250,6 @@ class DataParallelPass {
     // run at the same time when they have streams of their own: costed side by side
     // (the folded fidelity's static costs would otherwise give each the links alone).
     const bool side_by_side = prefetch && z.reduce_stream == ReduceStream::kOwn;
-    const std::vector<std::vector<int>> shards = shard_groups();
     auto ag = [&](const std::vector<int>& group) { return b_.collective(CollectiveOp::kAllGather, group, layer_bytes); };
     auto ag_bwd = [&](const std::vector<int>& group) {
       return side_by_side ? b_.collective_beside(CollectiveOp::kAllGather, group, layer_bytes,
@@ -281,8 +285,8 @@ class DataParallelPass {
       auto gather = [&](int step) {
         const TaskInfo info = info_of(step, layer_bytes);
         const std::vector<TaskId> g =
-            forward ? grouped_comm(replicas, shards, t, r, StreamKind::kDpComm, ag, lbl_ag_fwd, info)
-                    : grouped_comm(replicas, shards, t, r, StreamKind::kDpComm, ag_bwd, lbl_ag_bwd, info);
+            forward ? grouped_comm(rep.shards, StreamKind::kDpComm, ag, lbl_ag_fwd, info)
+                    : grouped_comm(rep.shards, StreamKind::kDpComm, ag_bwd, lbl_ag_bwd, info);
         for (std::size_t i = 0; i < replicas.size(); ++i) {
           const int member = replicas[i].sim;
           if (step - live >= 0) b_.depend(layer_mark(member, step - live).last, g[i]);
@@ -291,7 +295,7 @@ class DataParallelPass {
       };
       auto reduce = [&](int step) {
         const std::vector<TaskId> done =
-            reduce_gradients(replicas, t, r, reduce_lane, rs, grad_bytes, lbl_rs, lbl_across, info_of(step, grad_bytes),
+            reduce_gradients(rep, reduce_lane, rs, grad_bytes, lbl_rs, lbl_across, info_of(step, grad_bytes),
                              [&](int member) { return layer_mark(member, step).last; });
         for (std::size_t i = 0; i < replicas.size(); ++i) last_dp[replicas[i].sim] = done[i];
       };

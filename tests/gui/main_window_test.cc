@@ -121,7 +121,7 @@ class MainWindowTest : public QObject {
     // Sorted by peak memory, the first row is the tp 8 plan (row 4): no stored
     // memory, so the memory model computes it; no trace, so the plan is simulated
     // in the background and its trace is that plan's (tp 8, dp 1).
-    sweep->proxy()->sort(25, Qt::AscendingOrder);  // peak_bytes
+    sweep->proxy()->sort(sweep->table_model()->sweep()->column("peak_bytes"), Qt::AscendingOrder);
     sweep->select_view_row(0);
     QCOMPARE(w.selected_sweep_row(), 4);
     QVERIFY(w.memory_widget()->memory().has_value());

@@ -39,16 +39,18 @@ class SweepModelTest : public QObject {
     proxy.setSourceModel(&model);
     QAbstractItemModelTester proxy_tester(&proxy,
                                           QAbstractItemModelTester::FailureReportingMode::QtTest);
-    model.set_sweep(fixture());
+    const auto sweep = fixture();
+    model.set_sweep(sweep);
     QCOMPARE(model.rowCount(), 5);
-    // sweep_columns() (31), then compute_s, exposed_offload_s, flash_attention.
-    QCOMPARE(model.columnCount(), 34);
-    QCOMPARE(model.headerData(14, Qt::Horizontal).toString(), QStringLiteral("step_time_s"));
+    // sweep_columns(), then compute_s, exposed_offload_s, flash_attention.
+    QCOMPARE(model.columnCount(), static_cast<int>(sweep_columns().size()) + 3);
+    const int step = sweep->column("step_time_s"), mfu = sweep->column("mfu"), peak = sweep->column("peak_bytes");
+    QCOMPARE(model.headerData(step, Qt::Horizontal).toString(), QStringLiteral("step_time_s"));
     // Cells as shown: percent, GiB, time.
-    QCOMPARE(model.data(model.index(0, 16)).toString(), QStringLiteral("52.0%"));
-    QCOMPARE(model.data(model.index(0, 25)).toString(), QStringLiteral("56.8 GiB"));
-    QCOMPARE(model.data(model.index(0, 14)).toString(), QStringLiteral("9.5 s"));
-    QCOMPARE(model.data(model.index(0, 14), SweepTableModel::kSortRole).toDouble(), 9.5);
+    QCOMPARE(model.data(model.index(0, mfu)).toString(), QStringLiteral("52.0%"));
+    QCOMPARE(model.data(model.index(0, peak)).toString(), QStringLiteral("56.8 GiB"));
+    QCOMPARE(model.data(model.index(0, step)).toString(), QStringLiteral("9.5 s"));
+    QCOMPARE(model.data(model.index(0, step), SweepTableModel::kSortRole).toDouble(), 9.5);
     QVERIFY(!model.data(model.index(3, 0), SweepTableModel::kSortRole).isValid());
     for (int c = 0; c < model.columnCount(); ++c) {
       proxy.sort(c, Qt::AscendingOrder);
