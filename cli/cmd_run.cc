@@ -61,9 +61,10 @@ std::string relative(double measured, double predicted) {
 
 void print_summary(const rt::RunConfig& c, const rt::MeasuredRun& run, const std::string& dir) {
   const PlanSpec& p = c.plan;
-  fmt::print("{}: tp {} pp {} dp {}, micro-batch {} x {}, {}, ZeRO {}, recompute {}{} on {} ({} ranks x {} "
+  const std::string cp = p.cp > 1 ? fmt::format(" cp {} ({})", p.cp, to_string(p.cp_comm_type)) : std::string();
+  fmt::print("{}: tp {}{} pp {} dp {}, micro-batch {} x {}, {}, ZeRO {}, recompute {}{} on {} ({} ranks x {} "
              "thread(s), {})\n",
-             c.model.name, p.tp, p.pp, p.dp, p.micro_batch_size, p.num_microbatches(), to_string(p.schedule),
+             c.model.name, p.tp, cp, p.pp, p.dp, p.micro_batch_size, p.num_microbatches(), to_string(p.schedule),
              p.zero_stage, to_string(p.recompute), p.sequence_parallel ? ", sequence parallel" : "", run.backend,
              run.ranks.size(), run.threads_per_rank, run.transport);
   fmt::print("{:>5} {:>12} {:>10} {:>11}\n", "step", "time", "loss", "grad norm");
@@ -150,9 +151,9 @@ void run_plan(const RunArgs& args) {
                                 ? fmt::format("this launch has {} ranks", launch.size)
                                 : std::string("it was started as one process");
     const InputError e(c.file, "$.parallel.world_size",
-                       fmt::format("the plan has {} ranks (tp {} x pp {} x dp {}) but {}: run `mpirun -n {} strata run "
-                                   "{}` or the exported launch-mpirun.sh / launch.slurm",
-                                   world, c.plan.tp, c.plan.pp, c.plan.dp, how, world, args.config));
+                       fmt::format("the plan has {} ranks (tp {} x cp {} x pp {} x dp {}) but {}: run `mpirun -n {} "
+                                   "strata run {}` or the exported launch-mpirun.sh / launch.slurm",
+                                   world, c.plan.tp, c.plan.cp, c.plan.pp, c.plan.dp, how, world, args.config));
     if (launch.size > 1) exit_rank(e);
     throw e;
   }

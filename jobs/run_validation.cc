@@ -50,7 +50,7 @@ double number_at(const nlohmann::json& doc, const std::string& file, const std::
 std::string plan_label(const nlohmann::json& plan) {
   std::string s;
   auto part = [&](const std::string& p) { s += (s.empty() ? "" : ", ") + p; };
-  for (const char* k : {"tp", "pp", "dp"}) {
+  for (const char* k : {"tp", "cp", "pp", "dp"}) {
     if (plan.value(k, 1) > 1) part(fmt::format("{} {}", k, plan.value(k, 1)));
   }
   const int dp = std::max(1, plan.value("dp", 1));
@@ -129,8 +129,8 @@ void run_step(const std::vector<std::string>& argv, const std::string& log, cons
   }
 }
 
-// The 2-rank plans --quick runs on the shipped "tiny" model (tp 2, pp 2 and dp 2,
-// with several micro-batch counts and ZeRO stages).
+// The 2-rank plans --quick runs on the shipped "tiny" model (tp 2, pp 2, dp 2 and
+// cp 2, with several micro-batch counts and ZeRO stages).
 struct QuickPlan {
   const char* name;
   const char* json;
@@ -145,6 +145,10 @@ const QuickPlan kQuickPlans[] = {
     {"dp2-m2-z1", R"({"tp": 1, "pp": 1, "micro_batch_size": 1, "global_batch_size": 4, "zero_stage": 1})"},
     {"dp2-m4-z2", R"({"tp": 1, "pp": 1, "micro_batch_size": 1, "global_batch_size": 8, "zero_stage": 2})"},
     {"dp2-m2-z3", R"({"tp": 1, "pp": 1, "micro_batch_size": 1, "global_batch_size": 4, "zero_stage": 3})"},
+    // context parallelism needs the fused attention in the plan (plan_spec.cc);
+    // strata run's explicit attention is what runs on the cpu
+    {"cp2-m2-ring",
+     R"({"tp": 1, "cp": 2, "pp": 1, "micro_batch_size": 1, "global_batch_size": 2, "flash_attention": true})"},
 };
 
 }  // namespace

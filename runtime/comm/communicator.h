@@ -101,6 +101,13 @@ class Communicator {
   // post sends and receives between two ranks in the same order on both.
   virtual std::unique_ptr<Request> start_send(const TensorView& buffer, int peer, int tag) = 0;
   virtual std::unique_ptr<Request> start_recv(const TensorView& buffer, int peer, int tag) = 0;
+  // One step of a ring: send to send_peer and receive from recv_peer as one
+  // operation (torch's batch_isend_irecv, as Megatron-Core's context-parallel
+  // ring posts it). The default posts the receive, then the send; NCCL groups
+  // the two, since a ring of ranks that each block in their send first would
+  // never reach the receives. send and recv must not overlap.
+  virtual std::unique_ptr<Request> start_send_recv(const TensorView& send, int send_peer, const TensorView& recv,
+                                                   int recv_peer, int tag);
 
   // ---- Blocking forms: start, then wait ----------------------------------------
   void all_reduce(const TensorView& send, const TensorView& recv, ReduceOp op = ReduceOp::kSum) {

@@ -11,9 +11,9 @@ namespace strata::rt {
 ProcessGroups make_process_groups(Communicator& world, const RankLayout& layout) {
   if (world.size() != layout.world()) {
     throw InputError("", "",
-                     fmt::format("the plan needs tp·dp·pp = {}·{}·{} = {} ranks but {} were "
+                     fmt::format("the plan needs tp·cp·dp·pp = {}·{}·{}·{} = {} ranks but {} were "
                                  "launched; start it with mpirun -n {} (or srun -n {})",
-                                 layout.size(ParallelDim::kTp), layout.size(ParallelDim::kDp),
+                                 layout.size(ParallelDim::kTp), layout.size(ParallelDim::kCp), layout.size(ParallelDim::kDp),
                                  layout.size(ParallelDim::kPp), layout.world(), world.size(),
                                  layout.world(), layout.world()));
   }
@@ -29,7 +29,14 @@ ProcessGroups make_process_groups(Communicator& world, const RankLayout& layout)
     return world.split(members.front(), static_cast<int>(at - members.begin()));
   };
   g.tp = split(GroupKind::kTensor);
+  g.cp = split(GroupKind::kContext);
   g.dp = split(GroupKind::kData);
+  {
+    RankCoord first = g.coord;
+    first.cp = 0;
+    first.dp = 0;
+    g.replicas = world.split(layout.rank(first), g.coord.cp + layout.size(ParallelDim::kCp) * g.coord.dp);
+  }
   g.pp = split(GroupKind::kPipeline);
   g.model = split(GroupKind::kModel);
   g.embedding = split(GroupKind::kEmbedding);

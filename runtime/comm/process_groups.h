@@ -10,12 +10,18 @@
 namespace strata::rt {
 
 // Each communicator's rank is the rank's position in RankLayout::group (so
-// pp->rank() == coord.pp, tp->rank() == coord.tp).
+// pp->rank() == coord.pp, tp->rank() == coord.tp, cp->rank() == coord.cp).
 struct ProcessGroups {
   RankLayout layout;
   RankCoord coord;
   std::unique_ptr<Communicator> tp;
+  std::unique_ptr<Communicator> cp;        // context-parallel ranks (one rank when cp == 1)
   std::unique_ptr<Communicator> dp;
+  // The replicas of this rank's weights, dp x cp (PlanSpec::grad_replicas): its
+  // rank is the replica index cp_rank + cp * dp_rank, as the simulator numbers
+  // them. Gradients are reduced and ZeRO shards over it (Megatron-Core's data
+  // parallel group with context parallelism).
+  std::unique_ptr<Communicator> replicas;
   std::unique_ptr<Communicator> pp;
   std::unique_ptr<Communicator> model;
   std::unique_ptr<Communicator> embedding;  // nullptr on middle pipeline stages

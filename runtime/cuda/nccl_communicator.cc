@@ -223,6 +223,27 @@ class NcclCommunicator final : public Communicator {
                   });
   }
 
+  std::unique_ptr<Request> start_send_recv(const TensorView& send, int send_peer, const TensorView& recv,
+                                           int recv_peer, int tag) override {
+    comm_check::peer("send", send_peer, rank_, size_);
+    comm_check::peer("recv", recv_peer, rank_, size_);
+    return launch(fmt::format("send to rank {} and recv from rank {} (tag {})", send_peer, recv_peer, tag),
+                  send.bytes() + recv.bytes(), [&](cudaStream_t s) {
+                    // One group: every rank of a ring sends and receives at once.
+                    ncclResult_t r = ncclGroupStart();
+                    if (r == ncclSuccess || r == ncclInProgress) {
+                      r = ncclSend(send.data, static_cast<std::size_t>(send.numel), nccl_type("send", send),
+                                   send_peer, comm_, s);
+                    }
+                    if (r == ncclSuccess || r == ncclInProgress) {
+                      r = ncclRecv(recv.data, static_cast<std::size_t>(recv.numel), nccl_type("recv", recv),
+                                   recv_peer, comm_, s);
+                    }
+                    const ncclResult_t end = ncclGroupEnd();
+                    return (r == ncclSuccess || r == ncclInProgress) ? end : r;
+                  });
+  }
+
   void barrier() override {
     // NCCL has no barrier: an all-reduce of one word is one.
     const TensorView word{barrier_word_, DType::kFp32, 1};

@@ -18,7 +18,7 @@ Tensor EmbeddingHead::embedding_forward(const TensorView& words, const TensorVie
     Tensor pos = k_.activation(s.local_tokens * s.h);
     k_.recorder().compute("position embedding", EventCategory::kElementwise, 0.0,
                           3.0 * static_cast<double>(pos.view().bytes()), [&] {
-                            dev.embedding_forward(position_ids, positions, s.s, s.h, 0, pos.view());
+                            dev.embedding_forward(position_ids, positions, s.seq, s.h, 0, pos.view());
                             dev.add(x.view(), pos.view(), x.view());
                           });
   }
@@ -31,7 +31,7 @@ void EmbeddingHead::embedding_backward(const TensorView& dx, const IndexView& id
   Device& dev = k_.device();
   if (d_positions.numel > 0) {
     k_.recorder().compute("position embedding bwd", EventCategory::kElementwise, 0.0, 2.0 * static_cast<double>(dx.bytes()),
-                          [&] { dev.embedding_backward(position_ids, dx, s.s, s.h, 0, d_positions); });
+                          [&] { dev.embedding_backward(position_ids, dx, s.seq, s.h, 0, d_positions); });
   }
   Tensor gathered;
   const TensorView d_full = k_.gather_row_output_grad(dx, gathered);

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "runtime/executor/context_parallel.h"
 #include "runtime/executor/embedding_head.h"
 #include "runtime/executor/kernels.h"
 #include "runtime/executor/param_layout.h"
@@ -45,9 +46,9 @@ ProcessGroups checked_groups(const RunConfig& c, Communicator& world) {
   const RankLayout layout(c.plan);
   if (world.size() != layout.world()) {
     throw InputError(c.file, "$.parallel.world_size",
-                     fmt::format("the plan has {} ranks (tp {} x pp {} x dp {}) but this run has {}: start it with "
-                                 "`mpirun -n {}` (or srun -n {})",
-                                 layout.world(), c.plan.tp, c.plan.pp, c.plan.dp, world.size(), layout.world(),
+                     fmt::format("the plan has {} ranks (tp {} x cp {} x pp {} x dp {}) but this run has {}: start "
+                                 "it with `mpirun -n {}` (or srun -n {})",
+                                 layout.world(), c.plan.tp, c.plan.cp, c.plan.pp, c.plan.dp, world.size(), layout.world(),
                                  layout.world()));
   }
   return make_process_groups(world, layout);
@@ -72,17 +73,20 @@ struct Executor::Impl {
       : config(c), device(d), world(w), groups(checked_groups(c, w)), recorder(d),
         layout(make_param_layout(c.model, c.plan, groups.coord.tp, groups.coord.pp)),
         shapes(make_shapes(c.model, c.plan, groups.coord.tp, d.storage_dtype(c.plan.dtype))),
-        kernels(d, *groups.tp, recorder, shapes), layer(kernels, c.plan.recompute), embedding_head(kernels) {
+        kernels(d, *groups.tp, recorder, shapes),
+        cp_attention(c.plan.cp > 1 ? std::make_unique<ContextParallelAttention>(kernels, *groups.cp, c.plan.cp_comm_type)
+                                   : nullptr),
+        layer(kernels, c.plan.recompute, cp_attention.get()), embedding_head(kernels) {
     const PlanSpec& p = config.plan;
     links = std::make_unique<PipelineLinks>(*groups.pp, p);
     // Hybrid sharding: the shard groups (PlanSpec::zero_shard_group_of, as the
     // simulator forms them) and the groups across them, the ranks with the same
     // place in theirs. Splits are collective: every rank makes both.
-    Communicator* shard_group = groups.dp.get();
+    Communicator* shard_group = groups.replicas.get();
     if (p.zero_shard_size > 0) {
-      const int d = groups.coord.dp;
-      shard = groups.dp->split(p.zero_shard_group_of(d), p.zero_shard_rank_of(d));
-      across = groups.dp->split(p.zero_shard_rank_of(d), p.zero_shard_group_of(d));
+      const int replica = groups.replicas->rank();
+      shard = groups.replicas->split(p.zero_shard_group_of(replica), p.zero_shard_rank_of(replica));
+      across = groups.replicas->split(p.zero_shard_rank_of(replica), p.zero_shard_group_of(replica));
       shard_group = shard.get();
     }
     store = std::make_unique<ParameterStore>(device, layout, store_options(config), groups.coord, *groups.tp,
@@ -100,12 +104,13 @@ struct Executor::Impl {
     }
     state.resize(p.vpp);
     for (auto& chunk_state : state) chunk_state.resize(p.num_microbatches());
-    // Positions of this rank's tokens ([b, s] rows; a contiguous slice with
-    // sequence parallelism).
+    // Positions of this rank's tokens ([b, s] rows of its context-parallel
+    // chunks; a contiguous slice of those with sequence parallelism).
+    local_positions = context_parallel_positions(shapes.seq, p.cp, groups.coord.cp);
     std::vector<std::int32_t> positions(static_cast<std::size_t>(shapes.local_tokens));
     const std::int64_t first = shapes.sequence_parallel ? groups.coord.tp * shapes.local_tokens : 0;
     for (std::int64_t i = 0; i < shapes.local_tokens; ++i) {
-      positions[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((first + i) % shapes.s);
+      positions[static_cast<std::size_t>(i)] = local_positions[static_cast<std::size_t>((first + i) % shapes.s)];
     }
     position_ids = device.allocate_indices(shapes.local_tokens);
     upload_indices(device, positions, position_ids.view());
@@ -192,7 +197,19 @@ struct Executor::Impl {
     const PlanSpec& p = config.plan;
     const std::int64_t first = global_sequence_index(step_index - 1, p.global_batch_size, p.dp, groups.coord.dp,
                                                      p.micro_batch_size, microbatch, 0);
-    return synthetic_tokens(config.training.seed, first, p.micro_batch_size, config.model.seq_length, config.model.vocab_size);
+    TokenBatch whole =
+        synthetic_tokens(config.training.seed, first, p.micro_batch_size, config.model.seq_length, config.model.vocab_size);
+    if (p.cp == 1) return whole;
+    // This context-parallel rank's chunks of each sequence.
+    TokenBatch mine;
+    const std::size_t seq = static_cast<std::size_t>(shapes.seq);
+    for (std::size_t bi = 0; bi < static_cast<std::size_t>(p.micro_batch_size); ++bi) {
+      for (const std::int32_t pos : local_positions) {
+        mine.ids.push_back(whole.ids[bi * seq + static_cast<std::size_t>(pos)]);
+        mine.labels.push_back(whole.labels[bi * seq + static_cast<std::size_t>(pos)]);
+      }
+    }
+    return mine;
   }
 
   // The unit holding the output layer of chunk c: untied output, the tied copy,
@@ -379,7 +396,7 @@ struct Executor::Impl {
     for (int u = 0; u < static_cast<int>(layout.units.size()); ++u) {
       const std::vector<float> values = download_fp32(device, store->acquire_weights(u));
       store->release_weights(u);
-      if (groups.coord.dp != 0) continue;
+      if (groups.replicas->rank() != 0) continue;
       for (const ParamSpec& p : layout.units[u].params) {
         if (p.tied_copy || (p.replicated && groups.coord.tp != 0)) continue;
         for (const ParamSpec::Piece& piece : p.pieces) {
@@ -410,6 +427,7 @@ struct Executor::Impl {
   ParamLayout layout;
   Shapes shapes;
   Kernels kernels;
+  std::unique_ptr<ContextParallelAttention> cp_attention;  // cp > 1
   TransformerLayer layer;
   EmbeddingHead embedding_head;
   std::unique_ptr<PipelineLinks> links;
@@ -420,6 +438,7 @@ struct Executor::Impl {
   std::vector<std::vector<MicrobatchState>> state;
   std::vector<PendingRecv> recvs;
   std::vector<PendingSend> sends;
+  std::vector<std::int32_t> local_positions;  // the sequence positions of this cp rank's s/cp tokens
   IndexTensor position_ids;
   Tensor loss_sum, scalars, tmp;
   std::int64_t step_index = 0;

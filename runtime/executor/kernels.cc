@@ -10,7 +10,9 @@ Shapes make_shapes(const ModelSpec& m, const PlanSpec& p, int tp_rank, DType sto
   Shapes s;
   s.tp = p.tp;
   s.b = p.micro_batch_size;
-  s.s = m.seq_length;
+  s.cp = p.cp;
+  s.seq = m.seq_length;
+  s.s = m.seq_length / p.cp;
   s.tokens = s.b * s.s;
   s.sequence_parallel = p.sequence_parallel && p.tp > 1;
   s.local_tokens = s.sequence_parallel ? s.tokens / p.tp : s.tokens;

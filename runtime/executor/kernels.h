@@ -22,7 +22,8 @@ namespace strata::rt {
 // Sizes of one micro-batch on one rank.
 struct Shapes {
   std::int64_t b = 1;       // micro-batch size
-  std::int64_t s = 1;       // sequence length
+  std::int64_t s = 1;       // this rank's tokens of a sequence: seq / cp
+  std::int64_t seq = 1;     // the whole sequence (the position table's rows)
   std::int64_t tokens = 1;  // b * s, rows of a replicated activation
   std::int64_t local_tokens = 1;  // rows of the residual stream here (tokens / tp with sequence parallelism)
   std::int64_t h = 1;
@@ -38,6 +39,7 @@ struct Shapes {
   std::int64_t vocab = 1;      // vocab_size / tp
   std::int64_t vocab_start = 0;
   int tp = 1;
+  int cp = 1;  // context-parallel ranks (context_parallel.h)
   bool sequence_parallel = false;
   bool swiglu = false;
   bool layernorm = true;

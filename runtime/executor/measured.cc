@@ -27,6 +27,10 @@ std::string rank_name(const RunConfig& c, int rank) {
     node = c.rank_map[rank].node;
     gpu = c.rank_map[rank].local_rank;
   }
+  if (c.plan.cp > 1) {
+    return fmt::format("node {} gpu {} (rank {}: tp {} cp {} dp {} pp {})", node, gpu, rank, coord.tp, coord.cp,
+                       coord.dp, coord.pp);
+  }
   return fmt::format("node {} gpu {} (rank {}: tp {} dp {} pp {})", node, gpu, rank, coord.tp, coord.dp,
                      coord.pp);
 }

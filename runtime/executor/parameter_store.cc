@@ -414,7 +414,7 @@ void ParameterStore::finish_reductions() {
 }
 
 void ParameterStore::add_grad_norm_squares(const TensorView& acc, const TensorView& tmp) {
-  if (zero_ == 0 && coord_.dp != 0) return;
+  if (zero_ == 0 && shard_rank_ != 0) return;  // replica 0 counts the replicated gradients
   if (across_ != nullptr && across_->rank() != 0) return;  // the same shard is counted once
   for (int b = 0; b < static_cast<int>(layout_.buckets.size()); ++b) {
     const Bucket& bucket = layout_.buckets[b];

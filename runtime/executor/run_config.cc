@@ -38,12 +38,11 @@ RunConfig read_run_config(const nlohmann::json& doc, const std::string& file) {
                      "strata run keeps the optimizer on the device; optimizer offload is costed by "
                      "`strata simulate` and exported for DeepSpeed, but not run here: set it to false");
   }
-  if (c.plan.cp > 1) {
-    throw InputError(file, "$.parallel.context_parallel_size",
-                     fmt::format("strata run does not run context parallelism yet (context_parallel_size {}): "
-                                 "`strata simulate` costs it and megatron-args.sh runs it with Megatron-LM; "
-                                 "set it to 1 here",
-                                 c.plan.cp));
+  if (c.plan.cp > 1 && c.plan.cp_comm_type == CpCommType::kA2a) {
+    throw InputError(file, "$.parallel.cp_comm_type",
+                     "strata run runs context parallelism with \"p2p\" (the K/V ring) or \"allgather\"; "
+                     "\"a2a\" (Ulysses' head exchange) is costed by `strata simulate` and run by Megatron-LM "
+                     "from megatron-args.sh, not here");
   }
   if (c.model.vocab_size % c.plan.tp != 0) {
     throw InputError(file, "$.model.vocab_size",
@@ -52,11 +51,12 @@ RunConfig read_run_config(const nlohmann::json& doc, const std::string& file) {
                                  "to a multiple of 128 * tp)",
                                  c.model.vocab_size, c.plan.tp));
   }
-  const std::int64_t tokens = static_cast<std::int64_t>(c.model.seq_length) * c.plan.micro_batch_size;
+  const std::int64_t tokens =
+      static_cast<std::int64_t>(c.model.seq_length / c.plan.cp) * c.plan.micro_batch_size;
   if (c.plan.sequence_parallel && tokens % c.plan.tp != 0) {
     throw InputError(file, "$.parallel.sequence_parallel",
-                     fmt::format("sequence parallelism splits the {} tokens of a micro-batch "
-                                 "(seq_length * micro_batch_size) over tensor_model_parallel_size {}: "
+                     fmt::format("sequence parallelism splits a rank's {} tokens of a micro-batch "
+                                 "(seq_length / cp * micro_batch_size) over tensor_model_parallel_size {}: "
                                  "they must divide evenly",
                                  tokens, c.plan.tp));
   }

@@ -63,8 +63,27 @@ LayerParams layer_params(const Unit& unit, const TensorView& flat) {
   return p;
 }
 
-TransformerLayer::TransformerLayer(Kernels& kernels, Recompute recompute)
-    : k_(kernels), recompute_(recompute) {}
+TransformerLayer::TransformerLayer(Kernels& kernels, Recompute recompute, ContextParallelAttention* cp)
+    : k_(kernels), recompute_(recompute), cp_(cp) {}
+
+std::int64_t TransformerLayer::core_batch() const { return cp_ ? 2 * k_.shapes().b : k_.shapes().b; }
+std::int64_t TransformerLayer::core_seq() const { return cp_ ? k_.shapes().s / 2 : k_.shapes().s; }
+
+std::int64_t TransformerLayer::probs_numel() const {
+  const Shapes& s = k_.shapes();
+  return cp_ ? cp_->probs_numel() : s.b * s.heads * s.s * s.s;
+}
+
+void TransformerLayer::attention_core(LayerActivations& a, const TensorView& probs, const TensorView& context4,
+                                      bool exchange) {
+  if (cp_ != nullptr) {
+    if (exchange) a.kv = k_.activation(cp_->kv_numel());
+    cp_->forward(a.qkv.view(), a.kv.view(), probs, context4, exchange);
+    return;
+  }
+  attention_scores(a.qkv.view(), probs, "attn_scores", "softmax");
+  attention_values(a.qkv.view(), probs, context4, "attn_values");
+}
 
 // Scores and softmax of every (sample, query group): the heads of a group share
 // its key, so one GEMM per group covers them all (rows: heads_per_group * s).
@@ -122,18 +141,20 @@ Tensor TransformerLayer::run_forward(const LayerParams& w, LayerActivations& a, 
   }
   a.qkv = k_.activation(s.tokens * s.qkv_width);
   k_.recorder().compute("qkv permute", EventCategory::kElementwise, 0.0, 2.0 * static_cast<double>(qkv.view().bytes()),
-                        [&] { dev.permute_0213(qkv.view(), s.b, s.s, s.heads + 2 * s.groups, s.d, a.qkv.view()); });
+                        [&] {
+                          dev.permute_0213(qkv.view(), core_batch(), core_seq(), s.heads + 2 * s.groups, s.d,
+                                           a.qkv.view());
+                        });
   qkv = Tensor();
-  Tensor probs = k_.activation(s.b * s.heads * s.s * s.s);
-  attention_scores(a.qkv.view(), probs.view(), "attn_scores", "softmax");
+  Tensor probs = k_.activation(probs_numel());
   Tensor context4 = k_.activation(s.b * s.heads * s.s * s.d);
-  attention_values(a.qkv.view(), probs.view(), context4.view(), "attn_values");
+  attention_core(a, probs.view(), context4.view(), true);
   if (keep_probs) a.probs = std::move(probs);
   probs = Tensor();
   a.context = k_.activation(s.tokens * s.q_width);
   k_.recorder().compute("context permute", EventCategory::kElementwise, 0.0,
                         2.0 * static_cast<double>(context4.view().bytes()),
-                        [&] { dev.permute_0213(context4.view(), s.b, s.heads, s.s, s.d, a.context.view()); });
+                        [&] { dev.permute_0213(context4.view(), core_batch(), s.heads, core_seq(), s.d, a.context.view()); });
   context4 = Tensor();
   Tensor partial = k_.activation(s.tokens * s.h);
   k_.row_forward("proj", a.context.view(), w.proj_weight, s.tokens, s.q_width, s.h, partial.view());
@@ -265,22 +286,45 @@ Tensor TransformerLayer::backward(const LayerParams& w, const LayerParams& g, La
     // Selective recompute: the attention core again (Megatron checkpoints the
     // whole core attention, so the values GEMM reruns too).
     ctx.phase = EventPhase::kRecompute;
-    a.probs = k_.activation(s.b * s.heads * s.s * s.s);
-    attention_scores(a.qkv.view(), a.probs.view(), "attn_scores", "softmax");
+    a.probs = k_.activation(probs_numel());
     Tensor context4 = k_.activation(s.b * s.heads * s.s * s.d);
-    attention_values(a.qkv.view(), a.probs.view(), context4.view(), "attn_values");
+    attention_core(a, a.probs.view(), context4.view(), false);
     ctx.phase = phase;
   }
   Tensor d_context4 = k_.activation(s.b * s.heads * s.s * s.d);
   rec.compute("context permute bwd", EventCategory::kElementwise, 0.0, 2.0 * static_cast<double>(d_context.view().bytes()),
-              [&] { dev.permute_0213(d_context.view(), s.b, s.s, s.heads, s.d, d_context4.view()); });
+              [&] { dev.permute_0213(d_context.view(), core_batch(), core_seq(), s.heads, s.d, d_context4.view()); });
   d_context = Tensor();
+  Tensor d_qkv4 = k_.activation(s.tokens * s.qkv_width);
+  if (cp_ != nullptr) {
+    cp_->backward(a.qkv.view(), a.kv.view(), a.probs.view(), d_context4.view(), d_qkv4.view());
+    d_context4 = Tensor();
+    a.probs = Tensor();
+    a.kv = Tensor();
+  } else {
+    core_backward(a, d_context4, d_qkv4);
+  }
+  a.qkv = Tensor();
+  Tensor d_qkv = k_.activation(s.tokens * s.qkv_width);
+  rec.compute("qkv permute bwd", EventCategory::kElementwise, 0.0, 2.0 * static_cast<double>(d_qkv.view().bytes()),
+              [&] {
+                dev.permute_0213(d_qkv4.view(), core_batch(), s.heads + 2 * s.groups, core_seq(), s.d, d_qkv.view());
+              });
+  d_qkv4 = Tensor();
+  return finish_attention_backward(w, g, a, std::move(d_qkv), std::move(dx2));
+}
+
+// The attention core's backward without context parallelism: d_qkv4 from the
+// output's gradient d_context4 (freed) and the kept qkv and probs (freed).
+void TransformerLayer::core_backward(LayerActivations& a, Tensor& d_context4, Tensor& d_qkv4) {
+  const Shapes& s = k_.shapes();
+  Device& dev = k_.device();
+  Recorder& rec = k_.recorder();
   const i64 hpg = s.heads_per_group;
   const i64 sample_qkv = (s.heads + 2 * s.groups) * s.s * s.d;
   const i64 sample_probs = s.heads * s.s * s.s;
   const i64 sample_ctx = s.heads * s.s * s.d;
   const double core_flops = 2.0 * static_cast<double>(s.b) * s.heads * s.s * s.s * s.d;
-  Tensor d_qkv4 = k_.activation(s.tokens * s.qkv_width);
   Tensor d_probs = k_.activation(s.b * s.heads * s.s * s.s);
   const TensorView qkv = a.qkv.view();
   const TensorView probs = a.probs.view();
@@ -323,11 +367,16 @@ Tensor TransformerLayer::backward(const LayerParams& w, const LayerParams& g, La
     }
   });
   d_probs = Tensor();
-  a.qkv = Tensor();
-  Tensor d_qkv = k_.activation(s.tokens * s.qkv_width);
-  rec.compute("qkv permute bwd", EventCategory::kElementwise, 0.0, 2.0 * static_cast<double>(d_qkv.view().bytes()),
-              [&] { dev.permute_0213(d_qkv4.view(), s.b, s.heads + 2 * s.groups, s.s, s.d, d_qkv.view()); });
-  d_qkv4 = Tensor();
+}
+
+// The attention half's backward from the QKV GEMM's output gradient d_qkv down
+// to the layer's input: dx = d(norm1(x)) + dx2.
+Tensor TransformerLayer::finish_attention_backward(const LayerParams& w, const LayerParams& g, LayerActivations& a,
+                                                   Tensor d_qkv, Tensor dx2) {
+  const Shapes& s = k_.shapes();
+  Device& dev = k_.device();
+  Recorder& rec = k_.recorder();
+  const i64 rows = s.local_tokens;
   Tensor d_norm1_full = k_.activation(s.tokens * s.h);
   k_.column_dgrad("qkv dgrad", d_qkv.view(), w.qkv_weight, s.tokens, s.h, s.qkv_width, d_norm1_full.view());
   {

@@ -13,6 +13,7 @@
 // (with its collectives) before the backward.
 #pragma once
 
+#include "runtime/executor/context_parallel.h"
 #include "runtime/executor/kernels.h"
 #include "runtime/executor/param_layout.h"
 
@@ -31,8 +32,9 @@ LayerParams layer_params(const Unit& unit, const TensorView& flat);
 struct LayerActivations {
   Tensor x;                                   // input [local_tokens, h]
   Tensor norm1, norm1_mean, norm1_rstd;       // input norm output (this rank's tokens) and statistics
-  Tensor qkv;                                 // [b, heads + 2 groups, s, d]
-  Tensor probs;                               // softmax output [b, heads, s, s]
+  Tensor qkv;                                 // [b, heads + 2 groups, s, d] (cp > 1: [2b, .., s/2, d])
+  Tensor kv;                                  // cp > 1: every cp rank's K/V (ContextParallelAttention)
+  Tensor probs;                               // softmax output [b, heads, s, s] (cp > 1: its chunks')
   Tensor context;                             // attention output [tokens, q_width]
   Tensor x2, norm2, norm2_mean, norm2_rstd;   // after the attention residual; its norm
   Tensor fc1_out;                             // [tokens, fc1_width], the activation's input
@@ -42,7 +44,8 @@ struct LayerActivations {
 
 class TransformerLayer {
  public:
-  TransformerLayer(Kernels& kernels, Recompute recompute);
+  // cp: the context-parallel attention core when cp > 1 (else null).
+  TransformerLayer(Kernels& kernels, Recompute recompute, ContextParallelAttention* cp = nullptr);
 
   // Forward of a.x; fills a (all of it, or only x with full recompute) and
   // returns the layer's output [local_tokens, h].
@@ -58,8 +61,21 @@ class TransformerLayer {
   void attention_values(const TensorView& qkv, const TensorView& probs, const TensorView& context4,
                         const char* name);
 
+  // The attention core's view of a micro-batch: [b, s] rows, or with context
+  // parallelism each sample's two chunks as two rows of s/2.
+  std::int64_t core_batch() const;
+  std::int64_t core_seq() const;
+  // Scores, softmax and values into probs and context4; exchange: gather the
+  // other cp ranks' K/V first (a recompute reuses them).
+  void attention_core(LayerActivations& a, const TensorView& probs, const TensorView& context4, bool exchange);
+  std::int64_t probs_numel() const;
+  void core_backward(LayerActivations& a, Tensor& d_context4, Tensor& d_qkv4);
+  Tensor finish_attention_backward(const LayerParams& w, const LayerParams& g, LayerActivations& a, Tensor d_qkv,
+                                   Tensor dx2);
+
   Kernels& k_;
   Recompute recompute_;
+  ContextParallelAttention* cp_;
 };
 
 }  // namespace strata::rt

@@ -6,7 +6,8 @@
 //
 // The plans cover every value of tp, pp, dp in {1, 2}, ZeRO 0-3, recompute
 // none/selective/full, sequence parallel on and off and all three schedules,
-// and each ZeRO stage with dp 2 alongside tp 2 and pp 2. A plan runs when the
+// each ZeRO stage with dp 2 alongside tp 2 and pp 2, hybrid sharding, and
+// context parallelism at cp 2 and 4 (ring and all-gather) with each of those. A plan runs when the
 // world has its rank count: this executable runs alone (1 rank) and under
 // mpirun -n 2, 4 and 8 (tests/run/CMakeLists.txt); each rank computes the
 // reference itself on a one-rank communicator.
@@ -45,6 +46,8 @@ struct Case {
   bool overlap = true;
   std::int64_t bucket = 40000000;  // small buckets exercise several reductions
   int zero_shard_size = 0;         // hybrid sharding: ZeRO within groups of this many dp ranks
+  int cp = 1;                      // context parallelism: each sequence's two chunks per rank
+  CpCommType cp_comm_type = CpCommType::kP2p;
 };
 
 constexpr auto kNone = Recompute::kNone;
@@ -53,6 +56,8 @@ constexpr auto kFull = Recompute::kFull;
 constexpr auto k1F1B = Schedule::kOneFOneB;
 constexpr auto kGpipe = Schedule::kGpipe;
 constexpr auto kInter = Schedule::kInterleaved;
+constexpr auto kP2p = CpCommType::kP2p;
+constexpr auto kAllGather = CpCommType::kAllGather;
 
 const Case kCases[] = {
     // 1 rank
@@ -68,6 +73,18 @@ const Case kCases[] = {
     {"llama_dp2_zero1_buckets", true, 1, 1, 2, 1, 1, 2, k1F1B, 1, kNone, false, true, 6000},
     {"gpt_dp2_zero2_buckets", false, 1, 1, 2, 1, 2, 2, k1F1B, 2, kNone, false, true, 15000},
     {"llama_dp2_zero3_full", true, 1, 1, 2, 1, 1, 2, k1F1B, 3, kFull, false},
+    // context parallelism: the K/V ring and the all-gather, alone and with tp,
+    // sequence parallelism, dp with ZeRO, pp and every recompute
+    {"gpt_cp2_ring", false, 1, 1, 1, 1, 2, 2, k1F1B, 0, kNone, false, true, 40000000, 0, 2, kP2p},
+    {"llama_cp2_allgather_selective", true, 1, 1, 1, 1, 2, 2, k1F1B, 0, kSel, false, true, 40000000, 0, 2,
+     kAllGather},
+    {"llama_cp4_ring_full", true, 1, 1, 1, 1, 2, 2, k1F1B, 0, kFull, false, true, 40000000, 0, 4, kP2p},
+    {"gpt_cp4_allgather", false, 1, 1, 1, 1, 1, 2, k1F1B, 0, kSel, false, true, 40000000, 0, 4, kAllGather},
+    {"llama_tp2_cp2_sp_ring", true, 2, 1, 1, 1, 2, 2, k1F1B, 0, kNone, true, true, 40000000, 0, 2, kP2p},
+    {"gpt_cp2_dp2_zero2_buckets", false, 1, 1, 2, 1, 1, 2, k1F1B, 2, kNone, false, true, 15000, 0, 2, kP2p},
+    {"gpt_cp2_pp2_1f1b_tied", false, 1, 2, 1, 1, 1, 4, k1F1B, 0, kNone, false, true, 40000000, 0, 2, kAllGather},
+    {"llama_tp2_cp2_pp2_zero1_sp", true, 2, 2, 1, 1, 1, 2, k1F1B, 1, kSel, true, true, 40000000, 0, 2, kP2p},
+    {"llama_cp2_dp4_zero3_hybrid2", true, 1, 1, 4, 1, 1, 2, k1F1B, 3, kNone, false, true, 40000000, 4, 2, kP2p},
     // 4 ranks
     {"gpt_tp2_pp2_sp_interleaved", false, 2, 2, 1, 2, 1, 4, kInter, 0, kNone, true},
     {"llama_tp2_dp2_zero2_sp", true, 2, 1, 2, 1, 1, 2, k1F1B, 2, kNone, true},
@@ -96,6 +113,8 @@ RunConfig config_of(const Case& c, bool reference) {
     plan.schedule = c.schedule;
     plan.zero_stage = c.zero_stage;
     plan.zero_shard_size = c.zero_shard_size;
+    plan.cp = c.cp;
+    plan.cp_comm_type = c.cp_comm_type;
     plan.recompute = c.recompute;
     plan.sequence_parallel = c.sequence_parallel;
     plan.overlap_grad_reduce = c.overlap;
@@ -149,7 +168,7 @@ Communicator* Correctness::self_ = nullptr;
 
 TEST_P(Correctness, ParametersMatchSingleRankReference) {
   const Case& c = GetParam();
-  const int ranks = c.tp * c.pp * c.dp;
+  const int ranks = c.tp * c.cp * c.pp * c.dp;
   if (world_->size() != ranks) {
     GTEST_SKIP() << c.name << " runs on " << ranks << " ranks; this world has " << world_->size();
   }

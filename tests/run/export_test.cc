@@ -297,9 +297,9 @@ TEST(Export, HybridShardingMapsToEachFramework) {
   EXPECT_NE(deepspeed_unsupported(p)->find("mics_shard_size"), std::string::npos);
 }
 
-// A cp 2 plan's strata-run.json reads back (world = tp x cp x pp x dp) and strata
-// run says it does not run context parallelism, naming the key.
-TEST(Export, ContextParallelRunConfigReadsBackAndIsRefusedByName) {
+// A cp 2 plan's strata-run.json reads back (world = tp x cp x pp x dp) for strata
+// run; the a2a exchange, which strata run does not run, is refused by name.
+TEST(Export, ContextParallelRunConfigReadsBackAndA2aIsRefusedByName) {
   TempDir dir;
   const Scenario s = scenario(dir, "gpt-tiny",
                               R"({"tp": 2, "cp": 2, "pp": 1, "micro_batch_size": 1, "global_batch_size": 8,
@@ -310,11 +310,16 @@ TEST(Export, ContextParallelRunConfigReadsBackAndIsRefusedByName) {
   const RunSpec spec = read_run_spec(nlohmann::json::parse(config), "strata-run.json");
   EXPECT_EQ(spec.plan.cp, 2);
   EXPECT_EQ(spec.plan.dp, 2);
+  const rt::RunConfig c = rt::read_run_config(nlohmann::json::parse(config), "strata-run.json");
+  EXPECT_EQ(c.plan.cp, 2);
+  EXPECT_EQ(c.plan.cp_comm_type, CpCommType::kP2p);
+  nlohmann::json a2a = nlohmann::json::parse(config);
+  a2a["parallel"]["cp_comm_type"] = "a2a";
   try {
-    rt::read_run_config(nlohmann::json::parse(config), "strata-run.json");
-    FAIL() << "strata run does not run context parallelism";
+    rt::read_run_config(a2a, "strata-run.json");
+    FAIL() << "strata run does not run the a2a exchange";
   } catch (const InputError& e) {
-    EXPECT_EQ(e.json_path(), "$.parallel.context_parallel_size");
+    EXPECT_EQ(e.json_path(), "$.parallel.cp_comm_type");
   }
 }
 
