@@ -193,6 +193,24 @@ TEST_F(CommTest, SendRecvAroundARing) {
   expect_near_all(get(in), want);
 }
 
+// A ring step as one operation (the context-parallel ring's): every rank sends
+// first and receives at once, cp - 1 times, so each block visits every rank.
+TEST_F(CommTest, SendRecvStepsPassEveryBlockRoundTheRing) {
+  if (size_ < 2) GTEST_SKIP() << "point-to-point needs two ranks (run under mpirun -n 2)";
+  const std::int64_t n = 1031;
+  const int next = (rank_ + 1) % size_, prev = (rank_ + size_ - 1) % size_;
+  Tensor current = filled(n, 106, rank_ * n);
+  for (int step = 1; step < size_; ++step) {
+    Tensor incoming = device_->allocate_tensor(n, DType::kFp32);
+    world_->start_send_recv(current.view(), next, incoming.view(), prev, step)->wait();
+    const int origin = (rank_ + size_ - step) % size_;
+    std::vector<double> want;
+    for (std::int64_t i = 0; i < n; ++i) want.push_back(value(106, origin * n + i));
+    expect_near_all(get(incoming), want);
+    current = std::move(incoming);
+  }
+}
+
 TEST_F(CommTest, SplitIntoEvenAndOddRanks) {
   auto half = world_->split(rank_ % 2, rank_);
   ASSERT_NE(half, nullptr);
