@@ -108,6 +108,8 @@ void add_export_command(CLI::App& app, int argc, char** argv) {
   cmd->add_option("--cluster", args->scenario.cluster, "cluster.json path or shipped name");
   cmd->add_option("--profile", args->scenario.profile, "device profile (default: the cluster's)");
   cmd->add_flag("--allow-cross-node-tp", args->scenario.allow_cross_node_tp, "allow tensor parallelism across nodes");
+  cmd->add_option("--seq-length", args->scenario.seq_length, "override the model's sequence length")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--from-sweep", args->from_sweep, "a sweep.json from `strata sweep` (with --rank)");
   cmd->add_option("--rank", args->rank, "which of the sweep's ranked plans (1: the best)");
   cmd->add_option("--out", args->out_dir, "directory for the files")->required();

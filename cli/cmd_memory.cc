@@ -22,9 +22,15 @@ struct MemoryArgs {
 };
 
 std::string plan_summary(const PlanSpec& p) {
-  return fmt::format("tp {} pp {} dp {} vpp {}, micro-batch {}, global batch {}, {}, ZeRO {}{}, "
+  std::string stages;
+  if (p.first_stage_layers > 0) stages += fmt::format(", first stage {} layers", p.first_stage_layers);
+  if (p.last_stage_layers > 0) stages += fmt::format(", last stage {} layers", p.last_stage_layers);
+  if (p.account_for_embedding) stages += ", embedding counted as a layer";
+  if (p.account_for_loss) stages += ", loss counted as a layer";
+  return fmt::format("tp {}{} pp {} dp {} vpp {}{}, micro-batch {}, global batch {}, {}, ZeRO {}{}, "
                      "recompute {}{}{}",
-                     p.tp, p.pp, p.dp, p.vpp, p.micro_batch_size, p.global_batch_size,
+                     p.tp, p.cp > 1 ? fmt::format(" cp {} ({})", p.cp, to_string(p.cp_comm_type)) : std::string(),
+                     p.pp, p.dp, p.vpp, stages, p.micro_batch_size, p.global_batch_size,
                      to_string(p.schedule), p.zero_stage, p.offload_optimizer ? " + offload" : "",
                      to_string(p.recompute), p.sequence_parallel ? ", sequence parallel" : "",
                      p.flash_attention ? ", flash attention" : "");

@@ -12,6 +12,8 @@ void add_scenario_options(CLI::App& command, ScenarioArgs& args, bool plan_requi
                      "device profile path or shipped name (default: the cluster's)");
   command.add_flag("--allow-cross-node-tp", args.allow_cross_node_tp,
                    "allow tensor parallelism across nodes");
+  command.add_option("--seq-length", args.seq_length, "override the model's sequence length (e.g. a long-context stage)")
+      ->check(CLI::PositiveNumber);
 }
 
 }  // namespace strata::cli

@@ -73,8 +73,10 @@ std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, 
   if (p.cp > 1) {
     add("--context-parallel-size", std::to_string(p.cp));
     add("--cp-comm-type", to_string(p.cp_comm_type));
-    note("strata run does not run context parallelism yet: strata-run.json of a cp > 1 plan is for reading, "
-         "Megatron-LM runs it with these flags");
+    if (p.cp_comm_type == CpCommType::kA2a) {
+      note("strata run runs context parallelism with p2p or allgather; a2a (Ulysses' head exchange) is for "
+           "Megatron-LM, which runs it with these flags");
+    }
   }
   // Megatron-Core builds its groups in the order "tp-cp-ep-dp-pp", or "tp-cp-ep-pp-dp"
   // with --use-tp-pp-dp-mapping; no flag gives any other order.
@@ -85,7 +87,17 @@ std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, 
                      "--use-tp-pp-dp-mapping): Megatron will number ranks in its default order",
                      to_string(p.rank_order)));
   }
-  if (p.vpp > 1) add("--num-layers-per-virtual-pipeline-stage", std::to_string(m.num_layers / (p.pp * p.vpp)));
+  // Uneven stages (plan/pipeline_split.h) by Megatron-Core's own flags; with
+  // them Megatron takes the interleaving degree as virtual stages per rank.
+  if (p.first_stage_layers > 0) add("--decoder-first-pipeline-num-layers", std::to_string(p.first_stage_layers));
+  if (p.last_stage_layers > 0) add("--decoder-last-pipeline-num-layers", std::to_string(p.last_stage_layers));
+  if (p.account_for_embedding) add("--account-for-embedding-in-pipeline-split");
+  if (p.account_for_loss) add("--account-for-loss-in-pipeline-split");
+  if (p.vpp > 1 && p.uneven_stages()) {
+    add("--num-virtual-stages-per-pipeline-rank", std::to_string(p.vpp));
+  } else if (p.vpp > 1) {
+    add("--num-layers-per-virtual-pipeline-stage", std::to_string(m.num_layers / (p.pp * p.vpp)));
+  }
   if (p.pp > 1 && p.schedule == Schedule::kGpipe) {
     note("Megatron-LM has no GPipe schedule: with pipeline parallelism it runs 1F1B "
          "(forward_backward_pipelining_without_interleaving), which has the same bubble and holds fewer "
@@ -145,6 +157,10 @@ std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, 
 }
 
 std::optional<std::string> deepspeed_unsupported(const PlanSpec& p) {
+  if (p.pp > 1 && p.uneven_stages()) {
+    return "uneven pipeline stages: DeepSpeed's PipelineModule splits the layers itself (its partition_method, "
+           "in the model code), which deepspeed.json cannot say";
+  }
   if (p.cp > 1) {
     return fmt::format("cp {} > 1: the plan is Megatron's context parallelism (each rank two sequence chunks, K/V "
                        "exchanged as cp_comm_type {}); DeepSpeed's config has no such key, and its sequence "
@@ -279,14 +295,24 @@ std::string megatron_script(const Scenario& s, const ExportOptions& o, const std
         "--position-embedding-type", "--untie-embeddings-and-output-weights", "--disable-bias-linear",
         "--hidden-dropout", "--attention-dropout", "--attention-backend"}},
       {"PARALLEL_ARGS",
-       {"--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--num-layers-per-virtual-pipeline-stage",
-        "--sequence-parallel", "--tp-comm-overlap", "--use-distributed-optimizer", "--num-distributed-optimizer-instances", "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
+       {"--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--context-parallel-size", "--cp-comm-type",
+        "--use-tp-pp-dp-mapping", "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
+        "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
+        "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split", "--sequence-parallel", "--tp-comm-overlap", "--use-distributed-optimizer", "--num-distributed-optimizer-instances", "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
         "--no-gradient-accumulation-fusion", "--ckpt-format", "--optimizer-cpu-offload", "--overlap-grad-reduce",
         "--overlap-param-gather", "--ddp-bucket-size"}},
       {"BATCH_ARGS", {"--micro-batch-size", "--global-batch-size"}},
       {"RECOMPUTE_ARGS", {"--recompute-granularity", "--recompute-method", "--recompute-num-layers"}},
       {"PRECISION_ARGS", {"--bf16", "--fp16", "--accumulate-allreduce-grads-in-fp32"}},
   };
+  // Every flag has its group: one that had none would be dropped from the script.
+  for (const MegatronFlag& f : flags) {
+    bool placed = false;
+    for (const Group& g : groups) {
+      for (const std::string& prefix : g.prefixes) placed = placed || f.flag == prefix;
+    }
+    if (!placed) throw InternalError("megatron-args.sh: flag " + f.flag + " has no group in the script");
+  }
   for (const Group& g : groups) {
     out += std::string(g.name) + "=(\n";
     for (const MegatronFlag& f : flags) {

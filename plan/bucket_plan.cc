@@ -1,5 +1,7 @@
 #include "plan/bucket_plan.h"
 
+#include "plan/pipeline_split.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -27,7 +29,7 @@ bool GradBucket::holds(ParamBlock kind) const {
 std::vector<BlockRef> chunk_blocks(const ModelSpec& model, const PlanSpec& plan, int pp_rank, int chunk) {
   const int vs = virtual_stage(plan.pp, pp_rank, chunk);
   const int last_vs = plan.pp * plan.vpp - 1;
-  const int layers = model.num_layers / (plan.pp * plan.vpp);
+  const int layers = pipeline_split(model, plan).chunk_layers(pp_rank, chunk);
   std::vector<BlockRef> blocks;
   if (vs == 0) {
     blocks.push_back({ParamBlock::kWordEmbedding});
@@ -84,7 +86,7 @@ std::vector<GradBucket> grad_buckets(const ModelSpec& model, const PlanSpec& pla
 
 std::vector<GradBucket> grad_buckets(const ModelSpec& model, const PlanSpec& plan, int pp_rank,
                                      const std::vector<PipelineOp>& program) {
-  if (plan.dp < 1 || model.num_layers % (plan.pp * plan.vpp) != 0 || pp_rank < 0 || pp_rank >= plan.pp) {
+  if (plan.dp < 1 || pipeline_split_problem(model, plan) || pp_rank < 0 || pp_rank >= plan.pp) {
     throw InternalError("grad_buckets: the plan is not checked against the model");
   }
   const bool every_block_alone = plan.zero_stage == 3 && plan.dp > 1;

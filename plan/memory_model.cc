@@ -1,5 +1,7 @@
 #include "plan/memory_model.h"
 
+#include "plan/pipeline_split.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -64,9 +66,16 @@ LayerActivations layer_activation_bytes(const ModelSpec& m, const PlanSpec& p) {
   return out;
 }
 
+namespace {
+// Transformer layers on pipeline rank `stage` (plan/pipeline_split.h).
+double stage_layers(const ModelSpec& m, const PlanSpec& p, int stage) {
+  return p.uneven_stages() ? pipeline_split(m, p).stage_layers(stage) : static_cast<double>(m.num_layers) / p.pp;
+}
+}  // namespace
+
 double layer_microbatches_in_flight(const ModelSpec& m, const PlanSpec& p, int stage) {
   const double mb = p.num_microbatches();
-  const double layers_per_stage = static_cast<double>(m.num_layers) / p.pp;
+  const double layers_per_stage = stage_layers(m, p, stage);
   switch (p.schedule) {
     case Schedule::kGpipe: return mb * layers_per_stage;
     case Schedule::kOneFOneB: return std::min<double>(p.pp - stage, mb) * layers_per_stage;
@@ -95,12 +104,11 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const DeviceMe
   const double sbh = tokens * p.micro_batch_size * m.hidden_size;
   const double rep = p.sequence_parallel ? t : 1.0;
   const double per_layer = report.layer_activations.total();
-  const double layers_per_stage = static_cast<double>(m.num_layers) / p.pp;
-
   for (int stage = 0; stage < p.pp; ++stage) {
+    const double layers_per_stage = stage_layers(m, p, stage);
     StageMemory st;
     st.stage = stage;
-    st.layers = m.num_layers / p.pp;
+    st.layers = static_cast<int>(layers_per_stage);
     st.params = stage_params_per_gpu(m, p, stage);
     const double psi = static_cast<double>(st.params);
 

@@ -1,5 +1,7 @@
 #include "plan/params.h"
 
+#include "plan/pipeline_split.h"
+
 namespace strata {
 namespace {
 
@@ -83,7 +85,7 @@ std::int64_t head_params_per_gpu(const ModelSpec& m, const PlanSpec& p) {
 }
 
 std::int64_t stage_params_per_gpu(const ModelSpec& m, const PlanSpec& p, int stage) {
-  const i64 layers_per_stage = m.num_layers / p.pp;
+  const i64 layers_per_stage = p.uneven_stages() ? pipeline_split(m, p).stage_layers(stage) : m.num_layers / p.pp;
   i64 params = layers_per_stage * layer_params_per_gpu(m, p.tp);
   if (stage == 0) params += embedding_params_per_gpu(m, p);
   if (stage == p.pp - 1) params += head_params_per_gpu(m, p);

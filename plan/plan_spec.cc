@@ -1,5 +1,7 @@
 #include "plan/plan_spec.h"
 
+#include "plan/pipeline_split.h"
+
 #include <fmt/format.h>
 
 #include "core/data_paths.h"
@@ -58,6 +60,10 @@ PlanSpec read_plan_spec(const nlohmann::json& doc, const std::string& file, cons
   p.cp = static_cast<int>(r.integer_or("cp", 1, 1, 1 << 16));
   p.cp_comm_type = *parse_cp_comm_type(r.choice_or("cp_comm_type", "p2p", cp_comm_type_names()));
   p.vpp = static_cast<int>(r.integer_or("vpp", 1, 1, 1024));
+  p.first_stage_layers = static_cast<int>(r.integer_or("decoder_first_pipeline_num_layers", 0, 1, 1 << 20));
+  p.last_stage_layers = static_cast<int>(r.integer_or("decoder_last_pipeline_num_layers", 0, 1, 1 << 20));
+  p.account_for_embedding = r.boolean_or("account_for_embedding_in_pipeline_split", false);
+  p.account_for_loss = r.boolean_or("account_for_loss_in_pipeline_split", false);
   p.micro_batch_size = static_cast<int>(r.integer("micro_batch_size", 1, 1 << 20));
   p.global_batch_size = static_cast<int>(r.integer("global_batch_size", 1, 1 << 30));
   std::string schedule = r.choice_or("schedule", "1f1b", {"gpipe", "1f1b", "interleaved-1f1b"});
@@ -199,11 +205,7 @@ void resolve_and_check_plan(PlanSpec& p, const ModelSpec& m, const PlanContext& 
   if (p.schedule == Schedule::kInterleaved && p.pp < 2) {
     fail("$.pp", "schedule \"interleaved-1f1b\" needs pp > 1");
   }
-  if (m.num_layers % (p.pp * p.vpp) != 0) {
-    fail(p.vpp > 1 ? "$.vpp" : "$.pp",
-         fmt::format("num_layers {} of model {} must be divisible by pp*vpp = {}*{} = {}",
-                     m.num_layers, m.name, p.pp, p.vpp, p.pp * p.vpp));
-  }
+  if (const auto problem = pipeline_split_problem(m, p)) fail(problem->key, problem->message);
   const std::int64_t per_step = static_cast<std::int64_t>(p.micro_batch_size) * p.dp;
   if (p.global_batch_size % per_step != 0) {
     fail("$.global_batch_size",
@@ -268,6 +270,11 @@ nlohmann::ordered_json to_json(const PlanSpec& p) {
     j["cp_comm_type"] = to_string(p.cp_comm_type);
   }
   j["vpp"] = p.vpp;
+  // Megatron's names, written only when the split is uneven.
+  if (p.first_stage_layers > 0) j["decoder_first_pipeline_num_layers"] = p.first_stage_layers;
+  if (p.last_stage_layers > 0) j["decoder_last_pipeline_num_layers"] = p.last_stage_layers;
+  if (p.account_for_embedding) j["account_for_embedding_in_pipeline_split"] = true;
+  if (p.account_for_loss) j["account_for_loss_in_pipeline_split"] = true;
   j["micro_batch_size"] = p.micro_batch_size;
   j["global_batch_size"] = p.global_batch_size;
   j["schedule"] = to_string(p.schedule);

@@ -46,6 +46,15 @@ struct PlanSpec {
   int cp = 1;
   CpCommType cp_comm_type = CpCommType::kP2p;
   int vpp = 1;                // virtual stages (model chunks) per pipeline rank
+  // Uneven pipeline stages (plan/pipeline_split.h, Megatron-Core's rule):
+  // transformer layers on the first / last pipeline stage (Megatron's
+  // --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers; 0:
+  // the even split), or the embedding / loss counted as a layer
+  // (--account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split).
+  int first_stage_layers = 0;
+  int last_stage_layers = 0;
+  bool account_for_embedding = false;
+  bool account_for_loss = false;
   int micro_batch_size = 1;
   int global_batch_size = 1;  // sequences per optimizer step
   Schedule schedule = Schedule::kOneFOneB;
@@ -92,6 +101,10 @@ struct PlanSpec {
   int zero_shard_rank_of(int d) const { return d % zero_shards(); }
   // Bytes of one gradient element as accumulated and reduced.
   int grad_bytes() const;
+  // Whether the layers are split other than evenly over the stages.
+  bool uneven_stages() const {
+    return first_stage_layers > 0 || last_stage_layers > 0 || account_for_embedding || account_for_loss;
+  }
   // Micro-batches each pipeline processes per step.
   int num_microbatches() const { return global_batch_size / (micro_batch_size * dp); }
 };

@@ -54,6 +54,7 @@ void read_scenario_plan(Scenario& s, const nlohmann::json& doc, const std::strin
 
 Scenario load_scenario(const ScenarioArgs& args) {
   Scenario s = load_scenario_inputs(args.model, args.cluster, args.profile);
+  if (args.seq_length > 0) s.model.seq_length = args.seq_length;
   const std::string plan_file = resolve_data_file(args.plan, "scenarios/plans", "plan");
   read_scenario_plan(s, json::parse_file(plan_file), plan_file, "$", args.allow_cross_node_tp);
   return s;

@@ -22,6 +22,7 @@ struct ScenarioArgs {
   std::string cluster;  // path or shipped name
   std::string profile;  // overrides the cluster's profile when not empty
   bool allow_cross_node_tp = false;
+  int seq_length = 0;  // > 0: replaces the model's sequence length (--seq-length)
 };
 
 struct Scenario {

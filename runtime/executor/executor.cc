@@ -16,6 +16,7 @@
 #include "runtime/executor/transformer_layer.h"
 #include "runtime/device/tensor_io.h"
 #include "plan/pipeline_schedule.h"
+#include "plan/pipeline_split.h"
 
 namespace strata::rt {
 namespace {
@@ -92,7 +93,7 @@ struct Executor::Impl {
     store = std::make_unique<ParameterStore>(device, layout, store_options(config), groups.coord, *groups.tp,
                                              *shard_group, groups.embedding.get(), recorder, across.get());
     program = pipeline_program(p.schedule, p.pp, p.vpp, p.num_microbatches(), groups.coord.pp);
-    chunk_layers = config.model.num_layers / (p.pp * p.vpp);
+    split = pipeline_split(config.model, p);
     last_vs = p.pp * p.vpp - 1;
     last_backward.assign(program.size(), 0);
     for (int chunk = 0; chunk < p.vpp; ++chunk) {
@@ -230,6 +231,7 @@ struct Executor::Impl {
     EventContext& ctx = recorder.context();
     ctx = {op.microbatch, -1, c, EventPhase::kForward};
     MicrobatchState& st = state[c][op.microbatch];
+    const int chunk_layers = split.chunk_layers(groups.coord.pp, c);
     st.layers.clear();
     st.layers.resize(chunk_layers);
     Tensor x;
@@ -249,7 +251,7 @@ struct Executor::Impl {
     }
     const std::vector<int>& units = layout.layer_units[c];
     for (int j = 0; j < chunk_layers; ++j) {
-      ctx.layer = vs * chunk_layers + j;
+      ctx.layer = split.chunk_first(groups.coord.pp, c) + j;
       const TensorView w = store->acquire_weights(units[j]);
       if (j + 1 < chunk_layers) store->prefetch_weights(units[j + 1]);
       st.layers[j].x = std::move(x);
@@ -305,8 +307,9 @@ struct Executor::Impl {
       dy = take_recv(op);
     }
     const std::vector<int>& units = layout.layer_units[c];
+    const int chunk_layers = split.chunk_layers(groups.coord.pp, c);
     for (int j = chunk_layers - 1; j >= 0; --j) {
-      ctx.layer = vs * chunk_layers + j;
+      ctx.layer = split.chunk_first(groups.coord.pp, c) + j;
       const TensorView w = store->acquire_weights(units[j]);
       if (j > 0) store->prefetch_weights(units[j - 1]);
       const TensorView g = store->acquire_grads(units[j]);
@@ -442,7 +445,7 @@ struct Executor::Impl {
   IndexTensor position_ids;
   Tensor loss_sum, scalars, tmp;
   std::int64_t step_index = 0;
-  int chunk_layers = 1;
+  PipelineSplit split;  // which layers each of this rank's chunks holds
   int last_vs = 0;
 };
 

@@ -1,5 +1,7 @@
 #include "runtime/executor/param_layout.h"
 
+#include "plan/pipeline_split.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -40,7 +42,7 @@ class LayoutBuilder {
 
   ParamLayout build() {
     const int chunks = p_.vpp;
-    const int lc = m_.num_layers / (p_.pp * p_.vpp);
+    const PipelineSplit split = pipeline_split(m_, p_);
     const int last_vs = p_.pp * p_.vpp - 1;
     const bool tied = !m_.untie_embeddings_and_output_weights;
     out_.layer_units.assign(chunks, {});
@@ -56,7 +58,9 @@ class LayoutBuilder {
           out_.position_embedding_unit[c] = add_unit(position_embedding(c));
         }
       }
-      for (int j = 0; j < lc; ++j) out_.layer_units[c].push_back(add_unit(layer(c, j, vs * lc + j)));
+      for (int j = 0; j < split.chunk_layers(r_, c); ++j) {
+        out_.layer_units[c].push_back(add_unit(layer(c, j, split.chunk_first(r_, c) + j)));
+      }
       if (vs == last_vs) {
         out_.final_norm_unit[c] = add_unit(final_norm(c));
         if (!tied) {
@@ -298,7 +302,7 @@ std::int64_t ParamLayout::total_numel() const {
 }
 
 ParamLayout make_param_layout(const ModelSpec& model, const PlanSpec& plan, int tp_rank, int pp_rank) {
-  if (plan.dp < 1 || model.vocab_size % plan.tp != 0 || model.num_layers % (plan.pp * plan.vpp) != 0) {
+  if (plan.dp < 1 || model.vocab_size % plan.tp != 0 || pipeline_split_problem(model, plan)) {
     throw InternalError("make_param_layout: the plan is not checked against the model");
   }
   if (tp_rank < 0 || tp_rank >= plan.tp || pp_rank < 0 || pp_rank >= plan.pp) {

@@ -4,7 +4,8 @@ namespace strata::sim {
 
 WorkloadBuild::WorkloadBuild(const ModelSpec& m, const PlanSpec& p, const OpCosts& oc, const CommCosts& cc,
                              Fidelity f, const WorkloadOptions& o)
-    : model(m), plan(p), layout(p), op_costs(oc), comm_costs(cc), fidelity(f), options(o) {}
+    : model(m), plan(p), layout(p), op_costs(oc), comm_costs(cc), fidelity(f), options(o), stage_split(pipeline_split(m, p)),
+      chunk_stride_(stage_split.max_chunk_layers()) {}
 
 std::vector<int> WorkloadBuild::tp_group_gpus(int d, int r) const {
   std::vector<int> g;

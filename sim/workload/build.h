@@ -18,6 +18,7 @@
 #include "plan/bucket_plan.h"
 #include "plan/model_spec.h"
 #include "plan/pipeline_schedule.h"
+#include "plan/pipeline_split.h"
 #include "plan/plan_spec.h"
 #include "plan/rank_layout.h"
 #include "sim/workload/costs.h"
@@ -74,7 +75,12 @@ class WorkloadBuild {
   // The context-parallel group of tensor-parallel rank t in replica d of stage r, by cp rank.
   std::vector<int> cp_group_gpus(int t, int d, int r) const;
   int sim_index(int global_rank) const { return sim_of_global[global_rank]; }
-  int chunk_layers() const { return model.num_layers / (plan.pp * plan.vpp); }
+  // Which layers each virtual stage holds (plan/pipeline_split.h); chunk_layers()
+  // is the most any holds: the stride of the per-op layer tables.
+  const PipelineSplit stage_split;
+  int chunk_layers() const { return chunk_stride_; }
+  int layers_of(int vs) const { return stage_split.layers[static_cast<std::size_t>(vs)]; }
+  int first_layer_of(int vs) const { return stage_split.first[static_cast<std::size_t>(vs)]; }
   int num_virtual_stages() const { return plan.pp * plan.vpp; }
   int op_key(PipelinePhase phase, int chunk, int mb) const {
     return ((phase == PipelinePhase::kForward ? 0 : 1) * plan.vpp + chunk) * plan.num_microbatches() + mb;
@@ -138,6 +144,7 @@ class WorkloadBuild {
   std::vector<std::vector<int>> last_backward_;  // [pipeline rank][chunk]
   std::vector<std::vector<int>> first_forward_;  // [pipeline rank][chunk]
   std::vector<TaskId> issued_by_;                // [task]: the host task issuing its last kernel, -1: none
+  int chunk_stride_ = 1;
 };
 
 }  // namespace strata::sim

@@ -263,22 +263,24 @@ class DataParallelPass {
     };
     const int forward_live = p_.overlap_param_gather ? z.unsharded_layers : 1;
     const int backward_live = p_.overlap_param_gather && z.backward_prefetch == BackwardPrefetch::kPre ? z.unsharded_layers : 1;
-    const int lc = b_.chunk_layers();
+    const int stride = b_.chunk_layers();
     const auto& program = b_.programs[r];
     for (std::size_t oi = 0; oi < program.size(); ++oi) {
       const PipelineOp& op = program[oi];
       const bool forward = op.phase == PipelinePhase::kForward;
       const int live = forward ? forward_live : backward_live;
+      const int vs = virtual_stage(p_.pp, r, op.chunk);
+      const int lc = b_.layers_of(vs);
       // The layer of execution step `step` within this op, and its marks.
       auto layer_of = [&](int step) { return forward ? step : lc - 1 - step; };
       auto layer_mark = [&](int member, int step) -> const Mark& {
-        return b_.layer_marks[member][oi * lc + layer_of(step)];
+        return b_.layer_marks[member][oi * stride + layer_of(step)];
       };
       auto info_of = [&](int step, double bytes) {
         TaskInfo info;
         info.microbatch = op.microbatch;
         info.chunk = op.chunk;
-        info.layer = virtual_stage(p_.pp, r, op.chunk) * lc + layer_of(step);
+        info.layer = b_.first_layer_of(vs) + layer_of(step);
         info.bytes = bytes;
         return info;
       };

@@ -320,16 +320,17 @@ void LayerProgram::emit_tp_group(int d, int r) {
     const int vs = virtual_stage(p.pp, r, op.chunk);
     const int shape = (op.phase == PipelinePhase::kForward ? 1 : 0) | (vs == 0 ? 2 : 0) | (vs == last_vs ? 4 : 0);
     OpEmitter e(b_, stretches_, pending_blocks_, pending_layers_, members, group, cp_group, static_cast<int>(oi), op,
-                vs * lc, shape, collapse, carried_comm);
+                b_.first_layer_of(vs), shape, collapse, carried_comm);
+    const int layers = b_.layers_of(vs);
     if (op.phase == PipelinePhase::kForward) {
       if (vs == 0) e.block(embedding_.forward, embedding_ids_.forward, kEmbeddingBlock, false, false);
-      for (int j = 0; j < lc; ++j) {
+      for (int j = 0; j < layers; ++j) {
         e.block(layer_.forward, layer_ids_.forward, j, before(oi, j), after(oi, j));
       }
       if (vs == last_vs) e.block(head_.forward, head_ids_.forward, kHeadBlock, head_before(oi), false);
     } else {
       if (vs == last_vs) e.block(head_.backward, head_ids_.backward, kHeadBlock, false, head_after(oi));
-      for (int j = lc - 1; j >= 0; --j) {
+      for (int j = layers - 1; j >= 0; --j) {
         e.block(layer_.recompute, layer_ids_.recompute, j, before(oi, j), false);
         e.block(layer_.backward, layer_ids_.backward, j, false, after(oi, j));
       }

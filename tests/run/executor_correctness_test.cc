@@ -7,7 +7,8 @@
 // The plans cover every value of tp, pp, dp in {1, 2}, ZeRO 0-3, recompute
 // none/selective/full, sequence parallel on and off and all three schedules,
 // each ZeRO stage with dp 2 alongside tp 2 and pp 2, hybrid sharding, and
-// context parallelism at cp 2 and 4 (ring and all-gather) with each of those. A plan runs when the
+// context parallelism at cp 2 and 4 (ring and all-gather) with each of those,
+// and uneven pipeline stages. A plan runs when the
 // world has its rank count: this executable runs alone (1 rank) and under
 // mpirun -n 2, 4 and 8 (tests/run/CMakeLists.txt); each rank computes the
 // reference itself on a one-rank communicator.
@@ -48,6 +49,8 @@ struct Case {
   int zero_shard_size = 0;         // hybrid sharding: ZeRO within groups of this many dp ranks
   int cp = 1;                      // context parallelism: each sequence's two chunks per rank
   CpCommType cp_comm_type = CpCommType::kP2p;
+  int first_stage_layers = 0;  // uneven stages (plan/pipeline_split.h)
+  int last_stage_layers = 0;
 };
 
 constexpr auto kNone = Recompute::kNone;
@@ -85,6 +88,9 @@ const Case kCases[] = {
     {"gpt_cp2_pp2_1f1b_tied", false, 1, 2, 1, 1, 1, 4, k1F1B, 0, kNone, false, true, 40000000, 0, 2, kAllGather},
     {"llama_tp2_cp2_pp2_zero1_sp", true, 2, 2, 1, 1, 1, 2, k1F1B, 1, kSel, true, true, 40000000, 0, 2, kP2p},
     {"llama_cp2_dp4_zero3_hybrid2", true, 1, 1, 4, 1, 1, 2, k1F1B, 3, kNone, false, true, 40000000, 4, 2, kP2p},
+    // uneven pipeline stages: 1 and 3 of the 4 layers (tied embeddings), 3 and 1 with dp 2
+    {"gpt_pp2_uneven_1_3_tied", false, 1, 2, 1, 1, 1, 4, k1F1B, 0, kNone, false, true, 40000000, 0, 1, kP2p, 1, 0},
+    {"llama_pp2_dp2_uneven_3_1_zero1", true, 1, 2, 2, 1, 1, 2, k1F1B, 1, kSel, false, true, 6000, 0, 1, kP2p, 0, 1},
     // 4 ranks
     {"gpt_tp2_pp2_sp_interleaved", false, 2, 2, 1, 2, 1, 4, kInter, 0, kNone, true},
     {"llama_tp2_dp2_zero2_sp", true, 2, 1, 2, 1, 1, 2, k1F1B, 2, kNone, true},
@@ -115,6 +121,8 @@ RunConfig config_of(const Case& c, bool reference) {
     plan.zero_shard_size = c.zero_shard_size;
     plan.cp = c.cp;
     plan.cp_comm_type = c.cp_comm_type;
+    plan.first_stage_layers = c.first_stage_layers;
+    plan.last_stage_layers = c.last_stage_layers;
     plan.recompute = c.recompute;
     plan.sequence_parallel = c.sequence_parallel;
     plan.overlap_grad_reduce = c.overlap;

@@ -323,6 +323,38 @@ TEST(Export, ContextParallelRunConfigReadsBackAndA2aIsRefusedByName) {
   }
 }
 
+// Uneven stages go out as Megatron-Core's own flags (arguments.py: with them the
+// interleaving is --num-virtual-stages-per-pipeline-rank), come back from
+// strata-run.json, and DeepSpeed's config, which cannot say them, is not written.
+TEST(Export, UnevenStagesAreMegatronFlagsAndReadBack) {
+  TempDir dir;
+  const Scenario s = scenario(dir, "llama3-8b",
+                              R"({"tp": 2, "pp": 4, "vpp": 2, "schedule": "interleaved-1f1b", "micro_batch_size": 1,
+                                  "global_batch_size": 32, "decoder_first_pipeline_num_layers": 6,
+                                  "decoder_last_pipeline_num_layers": 6, "flash_attention": true})",
+                              "dgx-h100-1node");
+  const ExportResult r = export_plan(s, folded(s), {});
+  const auto flags = script_flags(file(r, "megatron-args.sh").content);
+  expect_flag(flags, "--decoder-first-pipeline-num-layers", "6");
+  expect_flag(flags, "--decoder-last-pipeline-num-layers", "6");
+  expect_flag(flags, "--num-virtual-stages-per-pipeline-rank", "2");
+  expect_absent(flags, "--num-layers-per-virtual-pipeline-stage");
+  const RunSpec spec = read_run_spec(nlohmann::json::parse(file(r, "strata-run.json").content), "strata-run.json");
+  EXPECT_EQ(spec.plan.first_stage_layers, 6);
+  EXPECT_EQ(spec.plan.last_stage_layers, 6);
+  for (const ExportFile& f : r.files) EXPECT_NE(f.name, "deepspeed.json");
+  EXPECT_NE(deepspeed_unsupported(s.plan)->find("partition_method"), std::string::npos);
+
+  const Scenario counted = scenario(dir, "llama3-8b",
+                                    R"({"tp": 2, "pp": 2, "micro_batch_size": 1, "global_batch_size": 32,
+                                        "account_for_embedding_in_pipeline_split": true,
+                                        "account_for_loss_in_pipeline_split": true, "flash_attention": true})",
+                                    "dgx-h100-1node");
+  const auto counted_flags = script_flags(file(export_plan(counted, folded(counted), {}), "megatron-args.sh").content);
+  EXPECT_EQ(counted_flags.count("--account-for-embedding-in-pipeline-split"), 1u);
+  EXPECT_EQ(counted_flags.count("--account-for-loss-in-pipeline-split"), 1u);
+}
+
 TEST(Export, PlanThatDoesNotFitIsRefusedUnlessForced) {
   TempDir dir;
   // Llama 3 8B on one GPU per replica without sharding: 16 bytes per parameter
