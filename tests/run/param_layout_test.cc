@@ -45,9 +45,15 @@ TEST(ParamLayout, LayerUnitHoldsHandCountedParameters) {
 
 // What the runtime allocates per stage is what the simulator counts
 // (sim/params.h), for both models and several plans.
+PlanSpec uneven_1_3() {
+  PlanSpec p = plan_of(1, 2, 1);
+  p.first_stage_layers = 1;
+  return p;
+}
+
 TEST(ParamLayout, MatchesSimulatorParameterCounts) {
   for (const ModelSpec& m : {gpt_small(), llama_small()}) {
-    for (const PlanSpec& p : {plan_of(1, 1, 1), plan_of(2, 1, 1), plan_of(1, 2, 1), plan_of(2, 2, 2)}) {
+    for (const PlanSpec& p : {plan_of(1, 1, 1), plan_of(2, 1, 1), plan_of(1, 2, 1), plan_of(2, 2, 2), uneven_1_3()}) {
       for (int stage = 0; stage < p.pp; ++stage) {
         for (int t = 0; t < p.tp; ++t) {
           const ParamLayout layout = make_param_layout(m, p, t, stage);
@@ -62,6 +68,17 @@ TEST(ParamLayout, MatchesSimulatorParameterCounts) {
     for (const auto& [name, size] : global_parameter_sizes(llama_small())) n += size;
     return n;
   }(), total_params(llama_small()));
+}
+
+// Uneven stages: the first stage holds layer 0, the second layers 1-3.
+TEST(ParamLayout, UnevenStagesHoldTheirSplitsLayers) {
+  const ParamLayout first = make_param_layout(gpt_small(), uneven_1_3(), 0, 0);
+  const ParamLayout last = make_param_layout(gpt_small(), uneven_1_3(), 0, 1);
+  ASSERT_EQ(first.layer_units[0].size(), 1u);
+  ASSERT_EQ(last.layer_units[0].size(), 3u);
+  EXPECT_EQ(first.units[first.layer_units[0][0]].params.front().name.rfind("layers.0.", 0), 0u);
+  EXPECT_EQ(last.units[last.layer_units[0][0]].params.front().name.rfind("layers.1.", 0), 0u);
+  EXPECT_EQ(last.units[last.layer_units[0][2]].params.front().name.rfind("layers.3.", 0), 0u);
 }
 
 // Every global element of every parameter is held by exactly one (tp rank,
