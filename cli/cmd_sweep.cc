@@ -87,7 +87,7 @@ std::string millions(double x) {
 }
 
 void print_table(const sim::SweepResult& s, int top) {
-  fmt::print("{:>4} {:>3} {:>6} {:>3} {:>4} {:>3} {:>3} {:<16} {:>4} {:<9} {:>3} {:>5} {:>9} {:>6} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {}\n",
+  fmt::print("{:>4} {:>3} {:>6} {:>9} {:>4} {:>3} {:>3} {:<16} {:>4} {:<9} {:>3} {:>5} {:>9} {:>6} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {}\n",
              "rank", "tp", "cp", "pp", "dp", "vpp", "mbs", "schedule", "ZeRO", "recompute", "SP", "flash", "tokens/s",
              "MFU", "step s", "bubble", "exp tp", "exp cp", "exp dp+z", "peak GiB", "headroom", "fidelity");
   for (const sim::PlanOutcome& o : s.plans) {
@@ -97,8 +97,14 @@ void print_table(const sim::SweepResult& s, int top) {
     const std::string cp = std::to_string(p.cp) + (p.cp == 1 || p.cp_comm_type == CpCommType::kP2p ? ""
                                                    : p.cp_comm_type == CpCommType::kAllGather ? "+ag"
                                                                                               : "+a2a");
-    fmt::print("{:>4} {:>3} {:>6} {:>3} {:>4} {:>3} {:>3} {:<16} {:>4} {:<9} {:>3} {:>5} {:>9} {:>5.1f}% {:>8.3f} {:>6.1f}% {:>8} {:>8} {:>8} {:>8.1f} {:>7.1f}% {}{}\n",
-               o.rank, p.tp, cp, p.pp, p.dp, p.vpp, p.micro_batch_size, to_string(p.schedule),
+    // pp with an uneven split's first and last stage layers: "2[17/15]".
+    const std::string pp = std::to_string(p.pp) + (!p.uneven_stages() ? ""
+                                                   : p.account_for_embedding || p.account_for_loss
+                                                       ? "[counted]"
+                                                       : fmt::format("[{}/{}]", p.first_stage_layers,
+                                                                     p.last_stage_layers));
+    fmt::print("{:>4} {:>3} {:>6} {:>9} {:>4} {:>3} {:>3} {:<16} {:>4} {:<9} {:>3} {:>5} {:>9} {:>5.1f}% {:>8.3f} {:>6.1f}% {:>8} {:>8} {:>8} {:>8.1f} {:>7.1f}% {}{}\n",
+               o.rank, p.tp, cp, pp, p.dp, p.vpp, p.micro_batch_size, to_string(p.schedule),
                std::to_string(p.zero_stage) + (p.zero_shard_size > 0 ? "/" + std::to_string(p.zero_shard_size) : "") +
                    (p.offload_optimizer ? "+o" : ""), to_string(p.recompute),
                p.sequence_parallel ? "on" : "off", p.flash_attention ? "on" : "off", millions(o.tokens_per_s),

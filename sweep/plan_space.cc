@@ -74,7 +74,12 @@ std::string plan_label(const PlanSpec& p) {
   // Hybrid sharding's shard group after the stage: "z3/8".
   const std::string zero = p.zero_shard_size > 0 ? fmt::format("{}/{}", p.zero_stage, p.zero_shard_size)
                                                  : std::to_string(p.zero_stage);
-  return fmt::format("tp{}{} pp{} dp{} vpp{} mbs{} {} z{}{} {}{}{}", p.tp, cp, p.pp, p.dp, p.vpp,
+  // Uneven stages after pp: "pp4[17/15]".
+  const std::string split = !p.uneven_stages() ? ""
+                            : p.account_for_embedding || p.account_for_loss
+                                ? fmt::format("[{}{}]", p.account_for_embedding ? "+emb" : "", p.account_for_loss ? "+loss" : "")
+                                : fmt::format("[{}/{}]", p.first_stage_layers, p.last_stage_layers);
+  return fmt::format("tp{}{} pp{}{} dp{} vpp{} mbs{} {} z{}{} {}{}{}", p.tp, cp, p.pp, split, p.dp, p.vpp,
                      p.micro_batch_size, to_string(p.schedule), zero,
                      p.offload_optimizer ? "+offload" : "", to_string(p.recompute),
                      p.sequence_parallel ? " sp" : "", p.flash_attention ? " flash" : "");

@@ -8,7 +8,9 @@
 
 #include <fmt/format.h>
 
+#include "core/error.h"
 #include "plan/memory_model.h"
+#include "plan/pipeline_split.h"
 #include "sim/device_memory.h"
 
 namespace strata::sim {
@@ -41,6 +43,13 @@ void parallel_for(std::int64_t n, int threads, Fn&& fn) {
 std::string percent(double x) { return fmt::format("{:.1f}%", 100 * x); }
 std::string secs(double x) { return x >= 1.0 ? fmt::format("{:.2f} s", x) : fmt::format("{:.0f} ms", 1e3 * x); }
 
+// A plan's first and last stage layers, "17/15", or "even".
+std::string stage_split_text(const PlanSpec& p) {
+  if (!p.uneven_stages()) return "even";
+  if (p.account_for_embedding || p.account_for_loss) return "embedding/loss counted";
+  return fmt::format("{}/{}", p.first_stage_layers, p.last_stage_layers);
+}
+
 // The plan keys that differ, "vpp 2 vs 1, mbs 2 vs 1".
 std::string plan_differences(const PlanSpec& a, const PlanSpec& b) {
   std::vector<std::string> parts;
@@ -52,6 +61,7 @@ std::string plan_differences(const PlanSpec& a, const PlanSpec& b) {
   if (a.cp > 1 && b.cp > 1) add("cp exchange", to_string(a.cp_comm_type), to_string(b.cp_comm_type));
   add("pp", std::to_string(a.pp), std::to_string(b.pp));
   add("vpp", std::to_string(a.vpp), std::to_string(b.vpp));
+  add("stages", stage_split_text(a), stage_split_text(b));
   add("micro-batch", std::to_string(a.micro_batch_size), std::to_string(b.micro_batch_size));
   add("schedule", to_string(a.schedule), to_string(b.schedule));
   add("ZeRO", std::to_string(a.zero_stage), std::to_string(b.zero_stage));
@@ -126,6 +136,35 @@ std::string against_cp1(const PlanOutcome& o, const std::map<std::string, const 
                      o.tokens_per_s >= t.tokens_per_s ? "fewer" : "more");
 }
 
+// What an uneven split buys a top plan: the same plan split evenly, and why the
+// ends want fewer (or more) layers: the last stage also runs the output layer
+// and loss over the vocabulary, the first the embedding.
+std::string against_even(const PlanOutcome& o, const ModelSpec& m,
+                         const std::map<std::string, const PlanOutcome*>& by_plan) {
+  if (!o.plan.uneven_stages() || o.plan.account_for_embedding || o.plan.account_for_loss) return "";
+  PlanSpec twin = o.plan;
+  twin.first_stage_layers = 0;
+  twin.last_stage_layers = 0;
+  const auto it = by_plan.find(to_json(twin).dump());
+  if (it == by_plan.end()) return "";
+  const PlanOutcome& t = *it->second;
+  const int even = m.num_layers / o.plan.pp;
+  auto layers = [](int n) { return fmt::format("{} layer{}", n, n == 1 ? "" : "s"); };
+  std::string reason;
+  const int last = o.plan.last_stage_layers, first = o.plan.first_stage_layers;
+  if (last < even) {
+    reason = fmt::format("the last stage carries the {}-vocabulary output layer and loss: {} fewer there balances it",
+                         m.vocab_size, layers(even - last));
+  } else if (first < even) {
+    reason = fmt::format("the first stage carries the embedding: {} fewer there balances it", layers(even - first));
+  } else {
+    reason = "the split balances the stages' compute";
+  }
+  return fmt::format("; split {}/{} (even {}): {}, {} {} tokens/s than the even split (#{})", first, last, even,
+                     reason, percent(std::abs(o.tokens_per_s / t.tokens_per_s - 1.0)),
+                     o.tokens_per_s >= t.tokens_per_s ? "more" : "fewer", t.rank);
+}
+
 }  // namespace
 
 void record_simulation(PlanOutcome& o, const SimulationResult& r) {
@@ -186,6 +225,67 @@ SweepResult run_sweep(const ModelSpec& model, const Simulator& simulator, const 
   return sweep;
 }
 
+namespace {
+
+// Uneven stages (plan/pipeline_split.h): each of the best top_k even pipelines
+// again with its first and last stage's layers moved by up to 2 per model chunk
+// around the even count, folded; the splits that fit join the ranking. Returns whether any did.
+bool balance_stages(SweepResult& sweep, const ModelSpec& model, const Simulator& simulator,
+                    const SweepOptions& options) {
+  std::map<std::string, bool> seen;
+  for (const PlanOutcome& o : sweep.plans) seen[to_json(o.plan).dump()] = true;
+  const DeviceMemory device = device_memory(simulator.profile());
+  const ClusterSpec& cluster = simulator.cluster();
+  const PlanContext context{cluster.num_gpus(), cluster.gpus_per_node, true};  // the plans are checked already
+  std::vector<PlanOutcome> variants;
+  int tried = 0;
+  for (const PlanOutcome& o : sweep.plans) {
+    if (tried >= options.top_k || !o.simulated) break;
+    if (o.plan.pp < 2 || o.plan.uneven_stages() || model.num_layers % o.plan.pp != 0) continue;
+    ++tried;
+    // Steps of one layer per model chunk (a stage's layers split evenly over its vpp chunks).
+    const int even = model.num_layers / o.plan.pp;
+    const int step = o.plan.vpp;
+    for (int first = even - 2 * step; first <= even + 2 * step; first += step) {
+      for (int last = even - 2 * step; last <= even + 2 * step; last += step) {
+        if ((first == even && last == even) || first < 1 || last < 1) continue;
+        PlanSpec p = o.plan;
+        p.first_stage_layers = first;
+        p.last_stage_layers = last;
+        if (pipeline_split_problem(model, p)) continue;
+        try {
+          resolve_and_check_plan(p, model, context, "(sweep)");
+        } catch (const InputError&) {
+          continue;
+        }
+        if (!seen.emplace(to_json(p).dump(), true).second) continue;
+        const MemoryReport mem = memory_report(model, p, device);
+        if (!mem.fits) continue;
+        PlanOutcome v;
+        v.plan = p;
+        v.label = plan_label(p);
+        v.fits = true;
+        v.peak_bytes = mem.peak_bytes;
+        v.capacity_bytes = mem.capacity_bytes;
+        const StageMemory& peak = mem.stages[mem.peak_stage];
+        v.model_state_bytes = peak.params_bytes + peak.grads_bytes + peak.optimizer_bytes;
+        variants.push_back(std::move(v));
+      }
+    }
+  }
+  SimulationOptions sim_options;
+  sim_options.fidelity = Fidelity::kFolded;
+  sim_options.keep_timeline = false;
+  parallel_for(static_cast<std::int64_t>(variants.size()), std::max(1, options.threads),
+               [&](std::int64_t k) { record_simulation(variants[k], simulator.run(model, variants[k].plan, sim_options)); });
+  sweep.counts.balanced = static_cast<std::int64_t>(variants.size());
+  sweep.counts.simulated += sweep.counts.balanced;
+  for (PlanOutcome& v : variants) sweep.plans.push_back(std::move(v));
+  return !variants.empty();
+}
+
+}  // namespace
+
 void rank_sweep(SweepResult& sweep, const ModelSpec& model, const Simulator& simulator,
                 const SweepOptions& options) {
   // Best first: throughput, then memory (less is safer), then the label (stable).
@@ -196,6 +296,7 @@ void rank_sweep(SweepResult& sweep, const ModelSpec& model, const Simulator& sim
     return a.label < b.label;
   };
   std::stable_sort(sweep.plans.begin(), sweep.plans.end(), better);
+  if (balance_stages(sweep, model, simulator, options)) std::stable_sort(sweep.plans.begin(), sweep.plans.end(), better);
 
   // The best few again at full fidelity, in parallel, then ranked by those numbers.
   const int full = std::min<int>(options.full_top, static_cast<int>(std::count_if(
@@ -231,15 +332,20 @@ void rank_sweep(SweepResult& sweep, const ModelSpec& model, const Simulator& sim
   // The cp = 1 plans by their plan.json, for the top cp > 1 plans' comparison
   // (built only when one of those has cp > 1).
   std::map<std::string, const PlanOutcome*> by_plan;
-  const bool top_has_cp = std::any_of(sweep.plans.begin(), sweep.plans.begin() + std::min(rank, options.top_k),
-                                      [](const PlanOutcome& o) { return o.plan.cp > 1; });
-  if (top_has_cp) {
+  const auto top_end = sweep.plans.begin() + std::min(rank, options.top_k);
+  const bool top_has_cp = std::any_of(sweep.plans.begin(), top_end, [](const PlanOutcome& o) { return o.plan.cp > 1; });
+  const bool top_uneven =
+      std::any_of(sweep.plans.begin(), top_end, [](const PlanOutcome& o) { return o.plan.uneven_stages(); });
+  if (top_has_cp || top_uneven) {
     for (const PlanOutcome& o : sweep.plans) {
-      if (o.plan.cp == 1) by_plan.emplace(to_json(o.plan).dump(), &o);
+      if ((top_has_cp && o.plan.cp == 1) || (top_uneven && o.plan.pp > 1 && !o.plan.uneven_stages())) {
+        by_plan.emplace(to_json(o.plan).dump(), &o);
+      }
     }
   }
   for (int i = 0; i + 1 < rank && i < options.top_k; ++i) {
-    sweep.plans[i].why = explain(sweep.plans[i], sweep.plans[i + 1]) + against_cp1(sweep.plans[i], by_plan);
+    sweep.plans[i].why = explain(sweep.plans[i], sweep.plans[i + 1]) + against_cp1(sweep.plans[i], by_plan) +
+                         against_even(sweep.plans[i], model, by_plan);
   }
 }
 

@@ -72,6 +72,9 @@ struct SweepCounts {
   std::map<std::string, std::int64_t> pruned_by_reason;
   std::int64_t simulated = 0;
   std::int64_t full_fidelity = 0;
+  // Uneven-stage variants of the best even pipelines (first / last stage ±2
+  // layers) that fit and were simulated; included in `simulated`.
+  std::int64_t balanced = 0;
 };
 
 struct SweepResult {

@@ -55,7 +55,8 @@ std::string sweep_csv(const SweepResult& sweep) {
       "rank,tp,pp,dp,vpp,micro_batch_size,global_batch_size,schedule,zero_stage,offload_optimizer,"
       "recompute,sequence_parallel,fits,step_time_s,tokens_per_s,mfu,hfu,tflops_per_gpu,bubble_ratio,"
       "exposed_tp_s,exposed_pp_s,exposed_dp_s,exposed_zero_s,peak_bytes,capacity_bytes,headroom,pareto,"
-      "fidelity,why,flash_attention,exposed_offload_s,compute_s,prune_reason,cp,cp_comm_type,exposed_cp_s\n";
+      "fidelity,why,flash_attention,exposed_offload_s,compute_s,prune_reason,cp,cp_comm_type,exposed_cp_s,"
+      "decoder_first_pipeline_num_layers,decoder_last_pipeline_num_layers\n";
   for (const PlanOutcome& o : sweep.plans) {
     const PlanSpec& p = o.plan;
     out += o.rank > 0 ? std::to_string(o.rank) : "";
@@ -77,6 +78,9 @@ std::string sweep_csv(const SweepResult& sweep) {
     // Columns added after the first release go last, so readers by position keep working.
     out += fmt::format(",{},{},", p.cp, to_string(p.cp_comm_type));
     if (o.simulated) out += num(o.exposed_s[static_cast<int>(CommKind::kCp)]);
+    // Uneven stages' layer counts, empty for the even split.
+    out += ',' + (p.first_stage_layers > 0 ? std::to_string(p.first_stage_layers) : std::string());
+    out += ',' + (p.last_stage_layers > 0 ? std::to_string(p.last_stage_layers) : std::string());
     out += '\n';
   }
   return out;
@@ -116,6 +120,7 @@ nlohmann::ordered_json sweep_json(const SweepResult& sweep, const nlohmann::orde
   c["pruned_by_reason"] = reasons;
   c["simulated"] = sweep.counts.simulated;
   c["full_fidelity"] = sweep.counts.full_fidelity;
+  c["balanced"] = sweep.counts.balanced;
   j["counts"] = c;
   nlohmann::ordered_json plans = nlohmann::ordered_json::array();
   for (const PlanOutcome& o : sweep.plans) {
