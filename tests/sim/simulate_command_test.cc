@@ -207,7 +207,8 @@ TEST(ValidateCommand, PublishedRunsReportTheirErrors) {
   CommandResult r = run_strata({"validate", "--published", "--fidelity", "folded", "--json", dir.file("v.json")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json v = read_json(dir.file("v.json"));
-  ASSERT_EQ(v["cases"].size(), 38u);  // 12 of published-public.json, 26 of published-dev.json
+  // 12 of published-public.json, 26 of published-dev.json, BLOOM 176B (the uneven-stages issue)
+  ASSERT_EQ(v["cases"].size(), 39u);
   std::vector<double> errors;
   std::map<std::string, std::vector<double>> by_family;
   for (const json& c : v["cases"]) {
@@ -221,11 +222,11 @@ TEST(ValidateCommand, PublishedRunsReportTheirErrors) {
   }
   // Every run is simulated: the NeMo Llama 3.1 recipes' context parallelism (cp 2)
   // and IBM fms-fsdp's hybrid sharding included.
-  ASSERT_EQ(errors.size(), 38u);
+  ASSERT_EQ(errors.size(), 39u);
   std::sort(errors.begin(), errors.end());
   EXPECT_NEAR(v["worst_abs_error"].get<double>(), errors.back(), 1e-12);
-  EXPECT_NEAR(v["median_abs_error"].get<double>(), 0.5 * (errors[18] + errors[19]), 1e-12);
-  EXPECT_NEAR(v["p90_abs_error"].get<double>(), errors[34], 1e-12);  // nearest rank: ceil(0.9 * 38) = 35th
+  EXPECT_NEAR(v["median_abs_error"].get<double>(), errors[19], 1e-12);
+  EXPECT_NEAR(v["p90_abs_error"].get<double>(), errors[35], 1e-12);  // nearest rank: ceil(0.9 * 39) = 36th
   // A family's figures are its rows' (Korthikanti: 175B and 22B, two each).
   std::vector<double> k = by_family.at("korthikanti");
   ASSERT_EQ(k.size(), 4u);
@@ -236,6 +237,10 @@ TEST(ValidateCommand, PublishedRunsReportTheirErrors) {
   // Korthikanti et al. 2022 (GPT-3 175B, selective + sequence parallel: 13.75 s) and
   // MosaicML's llm-foundry benchmarks (MPT-7B, 8 H100, seq 2048: 10,643 tokens/s per GPU).
   for (const json& c : v["cases"]) {
+    if (c["id"] == "bloom-176b-384gpu") {  // 70 layers on 12 stages: only an uneven split describes it
+      EXPECT_EQ(c["published"].get<double>(), 150.0);
+      EXPECT_EQ(c["num_gpus"].get<int>(), 384);
+    }
     if (c["id"] == "sc21-t1-1T") {
       EXPECT_EQ(c["published"].get<double>(), 163.0);
       EXPECT_EQ(c["num_gpus"].get<int>(), 3072);
