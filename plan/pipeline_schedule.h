@@ -3,7 +3,8 @@
 // the runtime, so what is predicted and what is run are the same plan.
 //
 // A rank's program is a list of PipelineOps in execution order. Virtual stage
-// s = chunk * pp + rank holds layers [s * L/(pp*vpp), (s+1) * L/(pp*vpp)); the
+// s = chunk * pp + rank holds the layers plan/pipeline_split.h gives it (L/(pp*vpp)
+// of them when the split is even); the
 // forward of (micro-batch, s) needs the forward of (micro-batch, s-1), and the
 // backward of (micro-batch, s) needs the backward of (micro-batch, s+1), or the
 // forward of (micro-batch, s) on the last virtual stage.
