@@ -14,23 +14,8 @@ namespace {
 rt::GemmArgs batched(rt::Transpose ta, rt::Transpose tb, std::int64_t m, std::int64_t n,
                      std::int64_t k, const rt::TensorView& a, const rt::TensorView& b,
                      const rt::TensorView& c, std::int64_t bh) {
-  rt::GemmArgs g;
-  g.trans_a = ta;
-  g.trans_b = tb;
-  g.m = m;
-  g.n = n;
-  g.k = k;
-  g.a = a;
-  g.lda = ta == rt::Transpose::kNo ? k : m;
-  g.stride_a = m * k;
-  g.b = b;
-  g.ldb = tb == rt::Transpose::kNo ? n : k;
-  g.stride_b = k * n;
-  g.c = c;
-  g.ldc = n;
-  g.stride_c = m * n;
-  g.batch = bh;
-  return g;
+  return rt::strided_batched_gemm(ta, tb, m, n, k, a, ta == rt::Transpose::kNo ? k : m, m * k, b,
+                                  tb == rt::Transpose::kNo ? n : k, k * n, c, n, m * n, bh);
 }
 
 }  // namespace

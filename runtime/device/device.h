@@ -170,6 +170,32 @@ struct GemmArgs {
   bool tf32 = false;
 };
 
+// The GemmArgs of C[i] = op(A[i]) op(B[i]) (+ beta C[i]) over `batch` matrices
+// strided by sa, sb, sc elements (0 and batch 1: one GEMM).
+inline GemmArgs strided_batched_gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                                     const TensorView& a, std::int64_t lda, std::int64_t sa, const TensorView& b,
+                                     std::int64_t ldb, std::int64_t sb, const TensorView& c, std::int64_t ldc,
+                                     std::int64_t sc, std::int64_t batch, float beta = 0.0f) {
+  GemmArgs g;
+  g.trans_a = ta;
+  g.trans_b = tb;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.a = a;
+  g.lda = lda;
+  g.stride_a = sa;
+  g.b = b;
+  g.ldb = ldb;
+  g.stride_b = sb;
+  g.c = c;
+  g.ldc = ldc;
+  g.stride_c = sc;
+  g.batch = batch;
+  g.beta = beta;
+  return g;
+}
+
 // AdamW (decoupled weight decay, Loshchilov & Hutter 2019; torch.optim.AdamW and
 // apex FusedAdam with adam_w_mode, which Megatron-LM uses), with bias correction.
 struct AdamParams {

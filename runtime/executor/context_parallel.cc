@@ -13,28 +13,11 @@ using i64 = std::int64_t;
 
 TensorView from(const TensorView& v, i64 offset) { return v.slice(offset, v.numel - offset); }
 
-// C = op(A) op(B) (+ C when accumulate) for each of `batch` query groups.
+// A strided batched GEMM over the query groups (device.h); accumulate: beta 1.
 GemmArgs grouped(Transpose ta, Transpose tb, i64 m, i64 n, i64 k, const TensorView& a, i64 lda, i64 sa,
                  const TensorView& b, i64 ldb, i64 sb, const TensorView& c, i64 ldc, i64 sc, i64 batch,
                  bool accumulate = false) {
-  GemmArgs g;
-  g.trans_a = ta;
-  g.trans_b = tb;
-  g.m = m;
-  g.n = n;
-  g.k = k;
-  g.a = a;
-  g.lda = lda;
-  g.stride_a = sa;
-  g.b = b;
-  g.ldb = ldb;
-  g.stride_b = sb;
-  g.c = c;
-  g.ldc = ldc;
-  g.stride_c = sc;
-  g.batch = batch;
-  g.beta = accumulate ? 1.0f : 0.0f;
-  return g;
+  return strided_batched_gemm(ta, tb, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, batch, accumulate ? 1.0f : 0.0f);
 }
 
 constexpr Transpose N = Transpose::kNo;

@@ -44,23 +44,11 @@ void Kernels::gemm(const char* name, EventCategory category, const GemmArgs& a) 
 }
 
 namespace {
+// One GEMM (device.h's builder, not batched).
 GemmArgs args(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, const TensorView& a,
               std::int64_t lda, const TensorView& b, std::int64_t ldb, const TensorView& c, std::int64_t ldc,
               float beta) {
-  GemmArgs g;
-  g.trans_a = ta;
-  g.trans_b = tb;
-  g.m = m;
-  g.n = n;
-  g.k = k;
-  g.a = a;
-  g.lda = lda;
-  g.b = b;
-  g.ldb = ldb;
-  g.c = c;
-  g.ldc = ldc;
-  g.beta = beta;
-  return g;
+  return strided_batched_gemm(ta, tb, m, n, k, a, lda, 0, b, ldb, 0, c, ldc, 0, 1, beta);
 }
 constexpr Transpose N = Transpose::kNo;
 constexpr Transpose T = Transpose::kYes;

@@ -19,27 +19,6 @@ TensorView role_view(const Unit& unit, const TensorView& flat, LayerRole role) {
 // The rest of a tensor from element `offset` (a strided GEMM operand's start).
 TensorView from(const TensorView& v, i64 offset) { return v.slice(offset, v.numel - offset); }
 
-GemmArgs batched(Transpose ta, Transpose tb, i64 m, i64 n, i64 k, const TensorView& a, i64 lda, i64 sa,
-                 const TensorView& b, i64 ldb, i64 sb, const TensorView& c, i64 ldc, i64 sc, i64 batch) {
-  GemmArgs g;
-  g.trans_a = ta;
-  g.trans_b = tb;
-  g.m = m;
-  g.n = n;
-  g.k = k;
-  g.a = a;
-  g.lda = lda;
-  g.stride_a = sa;
-  g.b = b;
-  g.ldb = ldb;
-  g.stride_b = sb;
-  g.c = c;
-  g.ldc = ldc;
-  g.stride_c = sc;
-  g.batch = batch;
-  return g;
-}
-
 constexpr Transpose N = Transpose::kNo;
 constexpr Transpose T = Transpose::kYes;
 
@@ -98,8 +77,9 @@ void TransformerLayer::attention_scores(const TensorView& qkv, const TensorView&
     for (i64 bi = 0; bi < s.b; ++bi) {
       const i64 q = bi * sample_qkv;
       const i64 k = q + s.heads * s.s * s.d;
-      k_.device().gemm(batched(N, T, hpg * s.s, s.s, s.d, from(qkv, q), s.d, hpg * s.s * s.d, from(qkv, k), s.d,
-                               s.s * s.d, from(probs, bi * sample_scores), s.s, hpg * s.s * s.s, s.groups));
+      k_.device().gemm(strided_batched_gemm(N, T, hpg * s.s, s.s, s.d, from(qkv, q), s.d, hpg * s.s * s.d, from(qkv, k),
+                                            s.d, s.s * s.d, from(probs, bi * sample_scores), s.s, hpg * s.s * s.s,
+                                            s.groups));
     }
   });
   // Megatron's softmax scale 1/sqrt(head size); causal mask.
@@ -117,9 +97,9 @@ void TransformerLayer::attention_values(const TensorView& qkv, const TensorView&
   k_.recorder().compute(name, EventCategory::kAttention, flops, 0.0, [&] {
     for (i64 bi = 0; bi < s.b; ++bi) {
       const i64 v = bi * sample_qkv + (s.heads + s.groups) * s.s * s.d;
-      k_.device().gemm(batched(N, N, hpg * s.s, s.d, s.s, from(probs, bi * s.heads * s.s * s.s), s.s,
-                               hpg * s.s * s.s, from(qkv, v), s.d, s.s * s.d,
-                               from(context4, bi * s.heads * s.s * s.d), s.d, hpg * s.s * s.d, s.groups));
+      k_.device().gemm(strided_batched_gemm(N, N, hpg * s.s, s.d, s.s, from(probs, bi * s.heads * s.s * s.s), s.s,
+                                            hpg * s.s * s.s, from(qkv, v), s.d, s.s * s.d,
+                                            from(context4, bi * s.heads * s.s * s.d), s.d, hpg * s.s * s.d, s.groups));
     }
   });
 }
@@ -331,17 +311,17 @@ void TransformerLayer::core_backward(LayerActivations& a, Tensor& d_context4, Te
   rec.compute("attn_values dgrad", EventCategory::kAttention, core_flops, 0.0, [&] {
     for (i64 bi = 0; bi < s.b; ++bi) {
       const i64 v = bi * sample_qkv + (s.heads + s.groups) * s.s * s.d;
-      dev.gemm(batched(N, T, hpg * s.s, s.s, s.d, from(d_context4.view(), bi * sample_ctx), s.d, hpg * s.s * s.d,
-                       from(qkv, v), s.d, s.s * s.d, from(d_probs.view(), bi * sample_probs), s.s, hpg * s.s * s.s,
-                       s.groups));
+      dev.gemm(strided_batched_gemm(N, T, hpg * s.s, s.s, s.d, from(d_context4.view(), bi * sample_ctx), s.d,
+                                    hpg * s.s * s.d, from(qkv, v), s.d, s.s * s.d,
+                                    from(d_probs.view(), bi * sample_probs), s.s, hpg * s.s * s.s, s.groups));
     }
   });
   rec.compute("attn_values wgrad", EventCategory::kAttention, core_flops, 0.0, [&] {
     for (i64 bi = 0; bi < s.b; ++bi) {
       const i64 v = bi * sample_qkv + (s.heads + s.groups) * s.s * s.d;
-      dev.gemm(batched(T, N, s.s, s.d, hpg * s.s, from(probs, bi * sample_probs), s.s, hpg * s.s * s.s,
-                       from(d_context4.view(), bi * sample_ctx), s.d, hpg * s.s * s.d, from(d_qkv4.view(), v), s.d,
-                       s.s * s.d, s.groups));
+      dev.gemm(strided_batched_gemm(T, N, s.s, s.d, hpg * s.s, from(probs, bi * sample_probs), s.s, hpg * s.s * s.s,
+                                    from(d_context4.view(), bi * sample_ctx), s.d, hpg * s.s * s.d,
+                                    from(d_qkv4.view(), v), s.d, s.s * s.d, s.groups));
     }
   });
   d_context4 = Tensor();
@@ -354,16 +334,18 @@ void TransformerLayer::core_backward(LayerActivations& a, Tensor& d_context4, Te
     for (i64 bi = 0; bi < s.b; ++bi) {
       const i64 q = bi * sample_qkv;
       const i64 k = q + s.heads * s.s * s.d;
-      dev.gemm(batched(N, N, hpg * s.s, s.d, s.s, from(d_probs.view(), bi * sample_probs), s.s, hpg * s.s * s.s,
-                       from(qkv, k), s.d, s.s * s.d, from(d_qkv4.view(), q), s.d, hpg * s.s * s.d, s.groups));
+      dev.gemm(strided_batched_gemm(N, N, hpg * s.s, s.d, s.s, from(d_probs.view(), bi * sample_probs), s.s,
+                                    hpg * s.s * s.s, from(qkv, k), s.d, s.s * s.d, from(d_qkv4.view(), q), s.d,
+                                    hpg * s.s * s.d, s.groups));
     }
   });
   rec.compute("attn_scores wgrad", EventCategory::kAttention, core_flops, 0.0, [&] {
     for (i64 bi = 0; bi < s.b; ++bi) {
       const i64 q = bi * sample_qkv;
       const i64 k = q + s.heads * s.s * s.d;
-      dev.gemm(batched(T, N, s.s, s.d, hpg * s.s, from(d_probs.view(), bi * sample_probs), s.s, hpg * s.s * s.s,
-                       from(qkv, q), s.d, hpg * s.s * s.d, from(d_qkv4.view(), k), s.d, s.s * s.d, s.groups));
+      dev.gemm(strided_batched_gemm(T, N, s.s, s.d, hpg * s.s, from(d_probs.view(), bi * sample_probs), s.s,
+                                    hpg * s.s * s.s, from(qkv, q), s.d, hpg * s.s * s.d, from(d_qkv4.view(), k), s.d,
+                                    s.s * s.d, s.groups));
     }
   });
   d_probs = Tensor();
