@@ -1,6 +1,7 @@
 #include "plan/pipeline_split.h"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 
 #include <fmt/format.h>

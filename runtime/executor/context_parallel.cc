@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "core/error.h"
@@ -259,8 +260,7 @@ void ContextParallelAttention::query_grads(const TensorView& kv, const TensorVie
 // for block r-j-2 it receives; after cp-1 steps it holds the whole of its own).
 // The first exchange overlaps the query gradient.
 void ContextParallelAttention::send_kv_grads_home(const TensorView& dkv, const TensorView& d_qkv4,
-                                                  const TensorView& /*qkv4*/, const TensorView& kv,
-                                                  const TensorView& d_probs) {
+                                                  const TensorView& kv, const TensorView& d_probs) {
   const i64 n = block_numel();
   Tensor parts = k_.activation(cp_size_ * n);
   auto part = [&](int q) { return parts.view().slice(q * n, n); };
@@ -349,7 +349,7 @@ void ContextParallelAttention::backward(const TensorView& qkv4, const TensorView
       }
     }
   });
-  send_kv_grads_home(dkv.view(), d_qkv4, qkv4, kv, d_probs.view());
+  send_kv_grads_home(dkv.view(), d_qkv4, kv, d_probs.view());
 }
 
 }  // namespace strata::rt

@@ -70,8 +70,8 @@ class ContextParallelAttention {
   void softmax(const TensorView& probs);
   void values(const TensorView& probs, const TensorView& kv, const TensorView& context4);
   void exchange_kv(const TensorView& qkv4, const TensorView& kv, const TensorView& probs);
-  void send_kv_grads_home(const TensorView& dkv, const TensorView& d_qkv4, const TensorView& qkv4,
-                          const TensorView& kv, const TensorView& d_probs);
+  void send_kv_grads_home(const TensorView& dkv, const TensorView& d_qkv4, const TensorView& kv,
+                          const TensorView& d_probs);
   void query_grads(const TensorView& kv, const TensorView& d_probs, const TensorView& d_qkv4);
   void cp_event(const char* name, double bytes, TimeNs start);
 

@@ -364,7 +364,8 @@ struct Executor::Impl {
     store->finish_reductions();
     ctx = {-1, -1, 0, EventPhase::kStep};
     // One all-reduce for the gradient norm (Megatron's clip_grad_norm_fp32: each
-    // rank's share of the squares) and the loss (the last stage's tp rank 0).
+    // rank's share of the squares) and the loss (the last stage's tp rank 0 of
+    // every replica and context-parallel rank: each holds its tokens' part).
     device.fill(scalars.view(), 0.0f);
     store->add_grad_norm_squares(scalars.view().slice(0, 1), tmp.view());
     if (groups.coord.pp == config.plan.pp - 1 && groups.coord.tp == 0) {
