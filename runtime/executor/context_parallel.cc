@@ -21,6 +21,14 @@ GemmArgs grouped(Transpose ta, Transpose tb, i64 m, i64 n, i64 k, const TensorVi
   return strided_batched_gemm(ta, tb, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, batch, accumulate ? 1.0f : 0.0f);
 }
 
+// f(sample, k) for every sample of the micro-batch and each of its two query chunks.
+template <class F>
+void each_query_chunk(i64 samples, F&& f) {
+  for (i64 bi = 0; bi < samples; ++bi) {
+    for (int k = 0; k < 2; ++k) f(bi, k);
+  }
+}
+
 constexpr Transpose N = Transpose::kNo;
 constexpr Transpose T = Transpose::kYes;
 
@@ -60,6 +68,11 @@ std::int64_t ContextParallelAttention::probs_numel() const {
   return s.b * s.heads * chunk_ * (cols(0) + cols(1));
 }
 
+double ContextParallelAttention::gemm_flops() const {
+  const Shapes& s = k_.shapes();
+  return 2.0 * static_cast<double>(s.b) * s.heads * chunk_ * (cols(0) + cols(1)) * s.d;
+}
+
 std::int64_t ContextParallelAttention::kv_numel() const {
   const Shapes& s = k_.shapes();
   return s.b * 2 * s.groups * s.seq * s.d;
@@ -83,27 +96,22 @@ void ContextParallelAttention::pack_own_kv(const TensorView& qkv4, const TensorV
                       2 * s.b, width);
 }
 
-void ContextParallelAttention::unpack_kv(const TensorView& block, int origin, const TensorView& kv) {
+// Between one rank's packed block [2b, 2 groups, chunk, d] and the sequence-
+// ordered K/V (or their gradients) [b, 2 groups, seq, d]: its two chunks of
+// every sample, into the block (to_block) or out of it.
+void ContextParallelAttention::copy_block_chunks(const TensorView& block, int rank, const TensorView& seq_major,
+                                                 bool to_block) {
   const Shapes& s = k_.shapes();
   const i64 width = 2 * s.groups * chunk_ * s.d;
-  for (i64 bi = 0; bi < s.b; ++bi) {
-    for (int k = 0; k < 2; ++k) {
-      k_.device().copy_2d(block.slice((2 * bi + k) * width, width), chunk_ * s.d,
-                          from(kv, bi * 2 * s.groups * s.seq * s.d + chunk_of(origin, k) * chunk_ * s.d), s.seq * s.d,
-                          2 * s.groups, chunk_ * s.d);
+  each_query_chunk(s.b, [&](i64 bi, int k) {
+    const TensorView packed = block.slice((2 * bi + k) * width, width);
+    const TensorView in_seq = from(seq_major, bi * 2 * s.groups * s.seq * s.d + chunk_of(rank, k) * chunk_ * s.d);
+    if (to_block) {
+      k_.device().copy_2d(in_seq, s.seq * s.d, packed, chunk_ * s.d, 2 * s.groups, chunk_ * s.d);
+    } else {
+      k_.device().copy_2d(packed, chunk_ * s.d, in_seq, s.seq * s.d, 2 * s.groups, chunk_ * s.d);
     }
-  }
-}
-
-void ContextParallelAttention::pack_kv_grads(const TensorView& dkv, int owner, const TensorView& block) {
-  const Shapes& s = k_.shapes();
-  const i64 width = 2 * s.groups * chunk_ * s.d;
-  for (i64 bi = 0; bi < s.b; ++bi) {
-    for (int k = 0; k < 2; ++k) {
-      k_.device().copy_2d(from(dkv, bi * 2 * s.groups * s.seq * s.d + chunk_of(owner, k) * chunk_ * s.d), s.seq * s.d,
-                          block.slice((2 * bi + k) * width, width), chunk_ * s.d, 2 * s.groups, chunk_ * s.d);
-    }
-  }
+  });
 }
 
 void ContextParallelAttention::unpack_own_kv_grads(const TensorView& block, const TensorView& d_qkv4) {
@@ -157,29 +165,25 @@ void ContextParallelAttention::softmax(const TensorView& probs) {
   const Shapes& s = k_.shapes();
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.d));
   k_.recorder().compute("softmax", EventCategory::kElementwise, 0.0, 2.0 * static_cast<double>(probs.bytes()), [&] {
-    for (i64 bi = 0; bi < s.b; ++bi) {
-      for (int k = 0; k < 2; ++k) {
-        const TensorView p = probs.slice(probs_offset(bi, k), s.heads * chunk_ * cols(k));
-        k_.device().softmax_forward(p, s.heads * chunk_, cols(k), chunk_, scale, true, p);
-      }
-    }
+    each_query_chunk(s.b, [&](i64 bi, int k) {
+      const TensorView p = probs.slice(probs_offset(bi, k), s.heads * chunk_ * cols(k));
+      k_.device().softmax_forward(p, s.heads * chunk_, cols(k), chunk_, scale, true, p);
+    });
   });
 }
 
 void ContextParallelAttention::values(const TensorView& probs, const TensorView& kv, const TensorView& context4) {
   const Shapes& s = k_.shapes();
   const i64 hpg = s.heads_per_group;
-  const double flops = 2.0 * static_cast<double>(s.b) * s.heads * chunk_ * (cols(0) + cols(1)) * s.d;
+  const double flops = gemm_flops();
   k_.recorder().compute("attn_values", EventCategory::kAttention, flops, 0.0, [&] {
-    for (i64 bi = 0; bi < s.b; ++bi) {
-      for (int k = 0; k < 2; ++k) {
-        const i64 ld = cols(k);
-        k_.device().gemm(grouped(N, N, hpg * chunk_, s.d, ld, from(probs, probs_offset(bi, k)), ld, hpg * chunk_ * ld,
-                                 from(kv, (bi * 2 + 1) * s.groups * s.seq * s.d), s.d, s.seq * s.d,
-                                 from(context4, (2 * bi + k) * s.heads * chunk_ * s.d), s.d, hpg * chunk_ * s.d,
-                                 s.groups));
-      }
-    }
+    each_query_chunk(s.b, [&](i64 bi, int k) {
+      const i64 ld = cols(k);
+      k_.device().gemm(grouped(N, N, hpg * chunk_, s.d, ld, from(probs, probs_offset(bi, k)), ld, hpg * chunk_ * ld,
+                               from(kv, (bi * 2 + 1) * s.groups * s.seq * s.d), s.d, s.seq * s.d,
+                               from(context4, (2 * bi + k) * s.heads * chunk_ * s.d), s.d, hpg * chunk_ * s.d,
+                               s.groups));
+    });
   });
 }
 
@@ -196,7 +200,7 @@ void ContextParallelAttention::exchange_kv(const TensorView& qkv4, const TensorV
     const TimeNs start = k_.recorder().now_ns();
     cp_.all_gather(own, all.view());
     cp_event("cp all_gather K/V", static_cast<double>(all.view().bytes()), start);
-    for (int q = 0; q < cp_size_; ++q) unpack_kv(all.view().slice(q * n, n), q, kv);
+    for (int q = 0; q < cp_size_; ++q) copy_block_chunks(all.view().slice(q * n, n), q, kv, false);
     scores(qkv4, kv, probs, -1, "attn_scores");
     return;
   }
@@ -215,7 +219,7 @@ void ContextParallelAttention::exchange_kv(const TensorView& qkv4, const TensorV
       incoming = k_.activation(n);
       step = cp_.start_send_recv(current.view(), next, incoming.view(), prev, i);
     }
-    unpack_kv(current.view(), origin, kv);
+    copy_block_chunks(current.view(), origin, kv, false);
     const std::string name = "attn_scores cp step " + std::to_string(i);
     scores(qkv4, kv, probs, origin, name.c_str());
     if (step) {
@@ -241,16 +245,14 @@ void ContextParallelAttention::query_grads(const TensorView& kv, const TensorVie
   const Shapes& s = k_.shapes();
   const i64 hpg = s.heads_per_group;
   const i64 H = s.heads + 2 * s.groups;
-  const double flops = 2.0 * static_cast<double>(s.b) * s.heads * chunk_ * (cols(0) + cols(1)) * s.d;
+  const double flops = gemm_flops();
   k_.recorder().compute("attn_scores dgrad", EventCategory::kAttention, flops, 0.0, [&] {
-    for (i64 bi = 0; bi < s.b; ++bi) {
-      for (int k = 0; k < 2; ++k) {
-        const i64 ld = cols(k);
-        k_.device().gemm(grouped(N, N, hpg * chunk_, s.d, ld, from(d_probs, probs_offset(bi, k)), ld, hpg * chunk_ * ld,
-                                 from(kv, bi * 2 * s.groups * s.seq * s.d), s.d, s.seq * s.d,
-                                 from(d_qkv4, (2 * bi + k) * H * chunk_ * s.d), s.d, hpg * chunk_ * s.d, s.groups));
-      }
-    }
+    each_query_chunk(s.b, [&](i64 bi, int k) {
+      const i64 ld = cols(k);
+      k_.device().gemm(grouped(N, N, hpg * chunk_, s.d, ld, from(d_probs, probs_offset(bi, k)), ld, hpg * chunk_ * ld,
+                               from(kv, bi * 2 * s.groups * s.seq * s.d), s.d, s.seq * s.d,
+                               from(d_qkv4, (2 * bi + k) * H * chunk_ * s.d), s.d, hpg * chunk_ * s.d, s.groups));
+    });
   });
 }
 
@@ -264,7 +266,7 @@ void ContextParallelAttention::send_kv_grads_home(const TensorView& dkv, const T
   const i64 n = block_numel();
   Tensor parts = k_.activation(cp_size_ * n);
   auto part = [&](int q) { return parts.view().slice(q * n, n); };
-  for (int q = 0; q < cp_size_; ++q) pack_kv_grads(dkv, q, part(q));
+  for (int q = 0; q < cp_size_; ++q) copy_block_chunks(part(q), q, dkv, true);
   if (type_ == CpCommType::kAllGather) {
     Tensor own = k_.activation(n);
     const TimeNs start = k_.recorder().now_ns();
@@ -298,7 +300,7 @@ void ContextParallelAttention::backward(const TensorView& qkv4, const TensorView
   Device& dev = k_.device();
   const i64 hpg = s.heads_per_group;
   const i64 H = s.heads + 2 * s.groups;
-  const double flops = 2.0 * static_cast<double>(s.b) * s.heads * chunk_ * (cols(0) + cols(1)) * s.d;
+  const double flops = gemm_flops();
   Tensor dkv = k_.activation(kv_numel());
   dev.fill(dkv.view(), 0.0f);
   Tensor d_probs = k_.activation(probs_numel());
@@ -309,45 +311,37 @@ void ContextParallelAttention::backward(const TensorView& qkv4, const TensorView
     return from(dkv.view(), (bi * 2 + (values ? 1 : 0)) * s.groups * s.seq * s.d);
   };
   k_.recorder().compute("attn_values dgrad", EventCategory::kAttention, flops, 0.0, [&] {
-    for (i64 bi = 0; bi < s.b; ++bi) {
-      for (int k = 0; k < 2; ++k) {
-        const i64 ld = cols(k);
-        dev.gemm(grouped(N, T, hpg * chunk_, ld, s.d, from(d_context4, (2 * bi + k) * s.heads * chunk_ * s.d), s.d,
-                         hpg * chunk_ * s.d, sample_kv(bi, true), s.d, s.seq * s.d,
-                         from(d_probs.view(), probs_offset(bi, k)), ld, hpg * chunk_ * ld, s.groups));
-      }
-    }
+    each_query_chunk(s.b, [&](i64 bi, int k) {
+      const i64 ld = cols(k);
+      dev.gemm(grouped(N, T, hpg * chunk_, ld, s.d, from(d_context4, (2 * bi + k) * s.heads * chunk_ * s.d), s.d,
+                       hpg * chunk_ * s.d, sample_kv(bi, true), s.d, s.seq * s.d,
+                       from(d_probs.view(), probs_offset(bi, k)), ld, hpg * chunk_ * ld, s.groups));
+    });
   });
   // Both query chunks add to the value gradients of the keys they saw.
   k_.recorder().compute("attn_values wgrad", EventCategory::kAttention, flops, 0.0, [&] {
-    for (i64 bi = 0; bi < s.b; ++bi) {
-      for (int k = 0; k < 2; ++k) {
-        const i64 ld = cols(k);
-        dev.gemm(grouped(T, N, ld, s.d, hpg * chunk_, from(probs, probs_offset(bi, k)), ld, hpg * chunk_ * ld,
-                         from(d_context4, (2 * bi + k) * s.heads * chunk_ * s.d), s.d, hpg * chunk_ * s.d,
-                         sample_dkv(bi, true), s.d, s.seq * s.d, s.groups, true));
-      }
-    }
+    each_query_chunk(s.b, [&](i64 bi, int k) {
+      const i64 ld = cols(k);
+      dev.gemm(grouped(T, N, ld, s.d, hpg * chunk_, from(probs, probs_offset(bi, k)), ld, hpg * chunk_ * ld,
+                       from(d_context4, (2 * bi + k) * s.heads * chunk_ * s.d), s.d, hpg * chunk_ * s.d,
+                       sample_dkv(bi, true), s.d, s.seq * s.d, s.groups, true));
+    });
   });
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.d));
   k_.recorder().compute("softmax bwd", EventCategory::kElementwise, 0.0, 3.0 * static_cast<double>(probs.bytes()), [&] {
-    for (i64 bi = 0; bi < s.b; ++bi) {
-      for (int k = 0; k < 2; ++k) {
-        const i64 n = s.heads * chunk_ * cols(k);
-        const TensorView dp = d_probs.view().slice(probs_offset(bi, k), n);
-        dev.softmax_backward(probs.slice(probs_offset(bi, k), n), dp, s.heads * chunk_, cols(k), scale, dp);
-      }
-    }
+    each_query_chunk(s.b, [&](i64 bi, int k) {
+      const i64 n = s.heads * chunk_ * cols(k);
+      const TensorView dp = d_probs.view().slice(probs_offset(bi, k), n);
+      dev.softmax_backward(probs.slice(probs_offset(bi, k), n), dp, s.heads * chunk_, cols(k), scale, dp);
+    });
   });
   k_.recorder().compute("attn_scores wgrad", EventCategory::kAttention, flops, 0.0, [&] {
-    for (i64 bi = 0; bi < s.b; ++bi) {
-      for (int k = 0; k < 2; ++k) {
-        const i64 ld = cols(k);
-        dev.gemm(grouped(T, N, ld, s.d, hpg * chunk_, from(d_probs.view(), probs_offset(bi, k)), ld, hpg * chunk_ * ld,
-                         from(qkv4, (2 * bi + k) * H * chunk_ * s.d), s.d, hpg * chunk_ * s.d, sample_dkv(bi, false),
-                         s.d, s.seq * s.d, s.groups, true));
-      }
-    }
+    each_query_chunk(s.b, [&](i64 bi, int k) {
+      const i64 ld = cols(k);
+      dev.gemm(grouped(T, N, ld, s.d, hpg * chunk_, from(d_probs.view(), probs_offset(bi, k)), ld, hpg * chunk_ * ld,
+                       from(qkv4, (2 * bi + k) * H * chunk_ * s.d), s.d, hpg * chunk_ * s.d, sample_dkv(bi, false),
+                       s.d, s.seq * s.d, s.groups, true));
+    });
   });
   send_kv_grads_home(dkv.view(), d_qkv4, kv, d_probs.view());
 }

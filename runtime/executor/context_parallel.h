@@ -59,10 +59,12 @@ class ContextParallelAttention {
   i64 cols(int k) const { return (chunk_of(rank_, k) + 1) * chunk_; }
   i64 probs_offset(i64 sample, int k) const;
   i64 block_numel() const;  // one rank's K/V: [2b, 2 groups, chunk, d]
+  // FLOPs of one of the core's GEMMs (scores, values or a gradient of either)
+  // over every query chunk and the keys it sees.
+  double gemm_flops() const;
 
   void pack_own_kv(const TensorView& qkv4, const TensorView& block);
-  void unpack_kv(const TensorView& block, int origin, const TensorView& kv);
-  void pack_kv_grads(const TensorView& dkv, int owner, const TensorView& block);
+  void copy_block_chunks(const TensorView& block, int rank, const TensorView& seq_major, bool to_block);
   void unpack_own_kv_grads(const TensorView& block, const TensorView& d_qkv4);
   // Scores of every query chunk of this rank against the chunks of `origin`
   // that it sees (all ranks when origin < 0).
