@@ -98,11 +98,8 @@ void print_table(const sim::SweepResult& s, int top) {
                                                    : p.cp_comm_type == CpCommType::kAllGather ? "+ag"
                                                                                               : "+a2a");
     // pp with an uneven split's first and last stage layers: "2[17/15]".
-    const std::string pp = std::to_string(p.pp) + (!p.uneven_stages() ? ""
-                                                   : p.account_for_embedding || p.account_for_loss
-                                                       ? "[counted]"
-                                                       : fmt::format("[{}/{}]", p.first_stage_layers,
-                                                                     p.last_stage_layers));
+    const std::string stages = sim::stage_split_label(p);
+    const std::string pp = std::to_string(p.pp) + (stages.empty() ? "" : "[" + stages + "]");
     fmt::print("{:>4} {:>3} {:>6} {:>9} {:>4} {:>3} {:>3} {:<16} {:>4} {:<9} {:>3} {:>5} {:>9} {:>5.1f}% {:>8.3f} {:>6.1f}% {:>8} {:>8} {:>8} {:>8.1f} {:>7.1f}% {}{}\n",
                o.rank, p.tp, cp, pp, p.dp, p.vpp, p.micro_batch_size, to_string(p.schedule),
                std::to_string(p.zero_stage) + (p.zero_shard_size > 0 ? "/" + std::to_string(p.zero_shard_size) : "") +

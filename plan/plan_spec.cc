@@ -60,10 +60,7 @@ PlanSpec read_plan_spec(const nlohmann::json& doc, const std::string& file, cons
   p.cp = static_cast<int>(r.integer_or("cp", 1, 1, 1 << 16));
   p.cp_comm_type = *parse_cp_comm_type(r.choice_or("cp_comm_type", "p2p", cp_comm_type_names()));
   p.vpp = static_cast<int>(r.integer_or("vpp", 1, 1, 1024));
-  p.first_stage_layers = static_cast<int>(r.integer_or("decoder_first_pipeline_num_layers", 0, 1, 1 << 20));
-  p.last_stage_layers = static_cast<int>(r.integer_or("decoder_last_pipeline_num_layers", 0, 1, 1 << 20));
-  p.account_for_embedding = r.boolean_or("account_for_embedding_in_pipeline_split", false);
-  p.account_for_loss = r.boolean_or("account_for_loss_in_pipeline_split", false);
+  read_stage_split(r, p);
   p.micro_batch_size = static_cast<int>(r.integer("micro_batch_size", 1, 1 << 20));
   p.global_batch_size = static_cast<int>(r.integer("global_batch_size", 1, 1 << 30));
   std::string schedule = r.choice_or("schedule", "1f1b", {"gpipe", "1f1b", "interleaved-1f1b"});
@@ -259,6 +256,21 @@ int PlanSpec::grad_bytes() const {
   return accumulate_allreduce_grads_in_fp32 ? 4 : dtype_bytes(dtype);
 }
 
+void read_stage_split(json::ObjectReader& r, PlanSpec& p) {
+  p.first_stage_layers = static_cast<int>(r.integer_or("decoder_first_pipeline_num_layers", 0, 1, 1 << 20));
+  p.last_stage_layers = static_cast<int>(r.integer_or("decoder_last_pipeline_num_layers", 0, 1, 1 << 20));
+  p.account_for_embedding = r.boolean_or("account_for_embedding_in_pipeline_split", false);
+  p.account_for_loss = r.boolean_or("account_for_loss_in_pipeline_split", false);
+}
+
+void write_stage_split(const PlanSpec& p, nlohmann::ordered_json& j) {
+  // Megatron's names, written only when the split is uneven.
+  if (p.first_stage_layers > 0) j["decoder_first_pipeline_num_layers"] = p.first_stage_layers;
+  if (p.last_stage_layers > 0) j["decoder_last_pipeline_num_layers"] = p.last_stage_layers;
+  if (p.account_for_embedding) j["account_for_embedding_in_pipeline_split"] = true;
+  if (p.account_for_loss) j["account_for_loss_in_pipeline_split"] = true;
+}
+
 nlohmann::ordered_json to_json(const PlanSpec& p) {
   nlohmann::ordered_json j;
   j["tp"] = p.tp;
@@ -270,11 +282,7 @@ nlohmann::ordered_json to_json(const PlanSpec& p) {
     j["cp_comm_type"] = to_string(p.cp_comm_type);
   }
   j["vpp"] = p.vpp;
-  // Megatron's names, written only when the split is uneven.
-  if (p.first_stage_layers > 0) j["decoder_first_pipeline_num_layers"] = p.first_stage_layers;
-  if (p.last_stage_layers > 0) j["decoder_last_pipeline_num_layers"] = p.last_stage_layers;
-  if (p.account_for_embedding) j["account_for_embedding_in_pipeline_split"] = true;
-  if (p.account_for_loss) j["account_for_loss_in_pipeline_split"] = true;
+  write_stage_split(p, j);
   j["micro_batch_size"] = p.micro_batch_size;
   j["global_batch_size"] = p.global_batch_size;
   j["schedule"] = to_string(p.schedule);

@@ -15,6 +15,10 @@
 
 namespace strata {
 
+namespace json {
+class ObjectReader;
+}
+
 enum class Schedule { kGpipe, kOneFOneB, kInterleaved };
 // kSelectiveOp: torchtitan's op-level selective activation checkpointing
 // (activation_checkpoint.mode "selective", selective_ac_option "op"): every
@@ -128,6 +132,13 @@ void resolve_and_check_plan(PlanSpec& plan, const ModelSpec& model, const PlanCo
                             const std::string& plan_file, const std::string& plan_path = "$");
 
 nlohmann::ordered_json to_json(const PlanSpec& plan);
+
+// The uneven-stage keys (decoder_first/last_pipeline_num_layers,
+// account_for_embedding/loss_in_pipeline_split), named alike in plan.json and
+// strata-run.json's parallel section: read from r, and written into j only
+// when the split is uneven (so even plans read and write as before).
+void read_stage_split(json::ObjectReader& r, PlanSpec& plan);
+void write_stage_split(const PlanSpec& plan, nlohmann::ordered_json& j);
 
 // A rank order as written in a file (plan.json's rank_order, strata-run.json's
 // parallel.rank_order); InputError naming file and json_path when it is not one.

@@ -69,10 +69,7 @@ ojson parallel_json(const PlanSpec& p) {
     j["cp_comm_type"] = to_string(p.cp_comm_type);
   }
   j["virtual_pipeline_model_parallel_size"] = p.vpp;
-  if (p.first_stage_layers > 0) j["decoder_first_pipeline_num_layers"] = p.first_stage_layers;
-  if (p.last_stage_layers > 0) j["decoder_last_pipeline_num_layers"] = p.last_stage_layers;
-  if (p.account_for_embedding) j["account_for_embedding_in_pipeline_split"] = true;
-  if (p.account_for_loss) j["account_for_loss_in_pipeline_split"] = true;
+  write_stage_split(p, j);
   j["sequence_parallel"] = p.sequence_parallel;
   j["pipeline_schedule"] = to_string(p.schedule);
   j["rank_order"] = to_string(p.rank_order);
@@ -87,10 +84,7 @@ void read_parallel(json::ObjectReader r, PlanSpec& p, int& world_size) {
   p.cp = static_cast<int>(r.integer_or("context_parallel_size", 1, 1, 1 << 16));
   p.cp_comm_type = *parse_cp_comm_type(r.choice_or("cp_comm_type", "p2p", cp_comm_type_names()));
   p.vpp = static_cast<int>(r.integer("virtual_pipeline_model_parallel_size", 1, 1024));
-  p.first_stage_layers = static_cast<int>(r.integer_or("decoder_first_pipeline_num_layers", 0, 1, 1 << 20));
-  p.last_stage_layers = static_cast<int>(r.integer_or("decoder_last_pipeline_num_layers", 0, 1, 1 << 20));
-  p.account_for_embedding = r.boolean_or("account_for_embedding_in_pipeline_split", false);
-  p.account_for_loss = r.boolean_or("account_for_loss_in_pipeline_split", false);
+  read_stage_split(r, p);
   p.sequence_parallel = r.boolean("sequence_parallel");
   const std::string schedule = r.choice("pipeline_schedule", {"gpipe", "1f1b", "interleaved-1f1b"});
   p.schedule = schedule == "gpipe" ? Schedule::kGpipe

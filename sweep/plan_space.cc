@@ -65,6 +65,14 @@ std::vector<Grid> grids(const ModelSpec& m, const ClusterSpec& cluster, const Pl
 
 }  // namespace
 
+std::string stage_split_label(const PlanSpec& p) {
+  if (!p.uneven_stages()) return "";
+  if (p.account_for_embedding || p.account_for_loss) {
+    return std::string(p.account_for_embedding ? "+emb" : "") + (p.account_for_loss ? "+loss" : "");
+  }
+  return fmt::format("{}/{}", p.first_stage_layers, p.last_stage_layers);
+}
+
 std::string plan_label(const PlanSpec& p) {
   // cp appears only where the plan has it, so cp = 1 labels (and their order) stay as they were.
   const std::string cp = p.cp > 1 ? fmt::format(" cp{}{}", p.cp, p.cp_comm_type == CpCommType::kP2p
@@ -75,10 +83,8 @@ std::string plan_label(const PlanSpec& p) {
   const std::string zero = p.zero_shard_size > 0 ? fmt::format("{}/{}", p.zero_stage, p.zero_shard_size)
                                                  : std::to_string(p.zero_stage);
   // Uneven stages after pp: "pp4[17/15]".
-  const std::string split = !p.uneven_stages() ? ""
-                            : p.account_for_embedding || p.account_for_loss
-                                ? fmt::format("[{}{}]", p.account_for_embedding ? "+emb" : "", p.account_for_loss ? "+loss" : "")
-                                : fmt::format("[{}/{}]", p.first_stage_layers, p.last_stage_layers);
+  const std::string stages = stage_split_label(p);
+  const std::string split = stages.empty() ? "" : "[" + stages + "]";
   return fmt::format("tp{}{} pp{}{} dp{} vpp{} mbs{} {} z{}{} {}{}{}", p.tp, cp, p.pp, split, p.dp, p.vpp,
                      p.micro_batch_size, to_string(p.schedule), zero,
                      p.offload_optimizer ? "+offload" : "", to_string(p.recompute),

@@ -60,5 +60,8 @@ std::vector<PlanSpec> enumerate_plans(const ModelSpec& model, const ClusterSpec&
 // "tp8 cp2 pp4 ..." with context parallelism, "cp2-allgather" when not the ring;
 // "z3/8" with hybrid sharding in groups of 8).
 std::string plan_label(const PlanSpec& plan);
+// An uneven split's first/last stage layers, "17/15" (or "+emb+loss" when the
+// embedding / loss count as layers); "" for the even split.
+std::string stage_split_label(const PlanSpec& plan);
 
 }  // namespace strata::sim

@@ -45,9 +45,8 @@ std::string secs(double x) { return x >= 1.0 ? fmt::format("{:.2f} s", x) : fmt:
 
 // A plan's first and last stage layers, "17/15", or "even".
 std::string stage_split_text(const PlanSpec& p) {
-  if (!p.uneven_stages()) return "even";
-  if (p.account_for_embedding || p.account_for_loss) return "embedding/loss counted";
-  return fmt::format("{}/{}", p.first_stage_layers, p.last_stage_layers);
+  const std::string label = stage_split_label(p);
+  return label.empty() ? "even" : label;
 }
 
 // The plan keys that differ, "vpp 2 vs 1, mbs 2 vs 1".
@@ -232,8 +231,9 @@ namespace {
 // around the even count, folded; the splits that fit join the ranking. Returns whether any did.
 bool balance_stages(SweepResult& sweep, const ModelSpec& model, const Simulator& simulator,
                     const SweepOptions& options) {
+  // The enumerated plans are all even (enumerate_plans tries no split), so only
+  // the variants can repeat one another.
   std::map<std::string, bool> seen;
-  for (const PlanOutcome& o : sweep.plans) seen[to_json(o.plan).dump()] = true;
   const DeviceMemory device = device_memory(simulator.profile());
   const ClusterSpec& cluster = simulator.cluster();
   const PlanContext context{cluster.num_gpus(), cluster.gpus_per_node, true};  // the plans are checked already

@@ -46,7 +46,7 @@ class SweepModelTest : public QObject {
     QCOMPARE(model.columnCount(), static_cast<int>(sweep_columns().size()) + 3);
     const int step = sweep->column("step_time_s"), mfu = sweep->column("mfu"), peak = sweep->column("peak_bytes");
     QCOMPARE(model.headerData(step, Qt::Horizontal).toString(), QStringLiteral("step_time_s"));
-    // Cells as shown: percent, GiB, time.
+    // Cells as shown: percent, GiB, time (row 0 of data/sweep.json: mfu 0.52, step_time_s 9.5).
     QCOMPARE(model.data(model.index(0, mfu)).toString(), QStringLiteral("52.0%"));
     QCOMPARE(model.data(model.index(0, peak)).toString(), QStringLiteral("56.8 GiB"));
     QCOMPARE(model.data(model.index(0, step)).toString(), QStringLiteral("9.5 s"));
