@@ -57,6 +57,15 @@ void print_report(const Scenario& s, const MemoryReport& r) {
                st.fits ? "fits" : "DOES NOT FIT");
   }
   fmt::print("\ncapacity {} per GPU ({})\n", gib(r.capacity_bytes), s.profile.device.name);
+  if (splits_backward(s.plan.schedule)) {
+    // What the split backward costs in memory, stage by stage.
+    std::string held;
+    for (const StageMemory& st : r.stages) {
+      held += fmt::format("{}{} full + {} W-only", held.empty() ? "" : "; ",
+                          st.layer_microbatches_in_flight / std::max(1, st.layers), gib(st.weight_grad_bytes));
+    }
+    fmt::print("{}    micro-batches held per stage at its peak: {}\n", to_string(s.plan.schedule), held);
+  }
   if (r.host_bytes_per_gpu > 0) {
     fmt::print("host     {} per GPU for the offloaded optimizer, {} per node\n",
                gib(r.host_bytes_per_gpu), gib(r.host_bytes_per_gpu * s.cluster.gpus_per_node));

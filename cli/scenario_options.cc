@@ -14,6 +14,9 @@ void add_scenario_options(CLI::App& command, ScenarioArgs& args, bool plan_requi
                    "allow tensor parallelism across nodes");
   command.add_option("--seq-length", args.seq_length, "override the model's sequence length (e.g. a long-context stage)")
       ->check(CLI::PositiveNumber);
+  command.add_option("--schedule", args.schedule,
+                     "override the plan's pipeline schedule (any but interleaved-1f1b sets vpp 1)")
+      ->check(CLI::IsMember(schedule_names()));
 }
 
 }  // namespace strata::cli

@@ -9,7 +9,7 @@ namespace {
 constexpr std::string_view kCategoryNames[kNumCategories] = {
     "gemm", "attention", "elementwise", "tp", "pp", "dp", "zero", "optimizer", "copy", "host", "cp"};
 // In Phase's order.
-constexpr std::string_view kPhaseNames[] = {"fwd", "bwd", "recompute", "step"};
+constexpr std::string_view kPhaseNames[] = {"fwd", "bwd", "recompute", "step", "wgrad"};
 
 }  // namespace
 

@@ -28,8 +28,10 @@ enum class Lane : std::uint8_t { kCompute, kTpComm, kDpComm, kPpSend, kPpRecv, k
 inline constexpr int kNumLanes = 8;
 const char* to_string(Lane lane);
 
-enum class Phase : std::uint8_t { kForward, kBackward, kRecompute, kStep };
-const char* to_string(Phase p);  // "fwd", "bwd", "recompute", "step"
+// kWeightGrad: a zero-bubble schedule's W (weight gradients deferred from the
+// backward, whose input-gradient half B stays kBackward).
+enum class Phase : std::uint8_t { kForward, kBackward, kRecompute, kStep, kWeightGrad };
+const char* to_string(Phase p);  // "fwd", "bwd", "recompute", "step", "wgrad"
 bool parse_phase(std::string_view s, Phase* out);
 
 }  // namespace strata::trace

@@ -64,11 +64,12 @@ bool is_shared_embedding(const ModelSpec& model, const PlanSpec& plan, const Blo
 }
 
 std::vector<int> chunks_by_last_backward(const std::vector<PipelineOp>& program, int vpp) {
-  std::vector<std::pair<int, int>> last;  // (op index of the chunk's last backward, chunk)
+  // (op index of the chunk's last backward, or W where the schedule splits it, chunk)
+  std::vector<std::pair<int, int>> last;
   for (int c = 0; c < vpp; ++c) {
     int at = -1;
     for (int i = 0; i < static_cast<int>(program.size()); ++i) {
-      if (program[i].phase == PipelinePhase::kBackward && program[i].chunk == c) at = i;
+      if (program[i].phase != PipelinePhase::kForward && program[i].chunk == c) at = i;
     }
     last.emplace_back(at, c);
   }

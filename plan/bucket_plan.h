@@ -53,7 +53,7 @@ std::int64_t block_params_per_gpu(const ModelSpec& model, const PlanSpec& plan, 
 // Whether a block is the word embedding the first and last stage share (tied, pp > 1).
 bool is_shared_embedding(const ModelSpec& model, const PlanSpec& plan, const BlockRef& block);
 
-// The chunks of a pipeline rank ordered by when their last backward runs in its
+// The chunks of a pipeline rank ordered by when their last backward (or W) runs in its
 // program (pipeline_program of the plan's schedule for that rank).
 std::vector<int> chunks_by_last_backward(const std::vector<PipelineOp>& program, int vpp);
 

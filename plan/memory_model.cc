@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "plan/layer_ops.h"
 #include "plan/params.h"
+#include "plan/pipeline_schedule.h"
 
 namespace strata {
 
@@ -73,6 +75,41 @@ double stage_layers(const ModelSpec& m, const PlanSpec& p, int stage) {
 }
 }  // namespace
 
+double weight_grad_input_bytes(const ModelSpec& m, const PlanSpec& p) {
+  const double e = dtype_bytes(p.dtype);
+  LayerOpContext c = layer_op_context(p);
+  double bytes = 0.0;
+  for (const LayerOp& op : layer_forward_ops(m, c)) {
+    if (op.kind != OpKind::kGemm || !op.has_weight) continue;
+    const double tokens = static_cast<double>(op.gemm.m) * static_cast<double>(op.gemm.batch);
+    // Sequence parallelism keeps a column-parallel layer's input, and a
+    // row-parallel one's output gradient, sharded over tp (W gathers them again).
+    const double input_share = p.sequence_parallel && is_column_parallel(op.role) ? 1.0 / p.tp : 1.0;
+    const double output_share = p.sequence_parallel && is_row_parallel(op.role) ? 1.0 / p.tp : 1.0;
+    bytes += e * tokens *
+             (static_cast<double>(op.gemm.k) * input_share + static_cast<double>(op.gemm.n) * output_share);
+  }
+  return bytes;
+}
+
+ZeroBubbleHeld zero_bubble_held(const PlanSpec& p, int stage, double full_bytes, double weight_grad_bytes) {
+  ZeroBubbleHeld peak;
+  double peak_bytes = -1.0;
+  int forwards = 0, input_grads = 0, weight_grads = 0;
+  for (const PipelineOp& op : pipeline_program(p.schedule, p.pp, p.vpp, p.num_microbatches(), stage)) {
+    forwards += op.phase == PipelinePhase::kForward;
+    input_grads += op.phase == PipelinePhase::kBackward;
+    weight_grads += op.phase == PipelinePhase::kWeightGrad;
+    const int full = forwards - input_grads, waiting = input_grads - weight_grads;
+    const double bytes = full * full_bytes + waiting * weight_grad_bytes;
+    if (bytes > peak_bytes) {
+      peak_bytes = bytes;
+      peak = {full, waiting};
+    }
+  }
+  return peak;
+}
+
 double layer_microbatches_in_flight(const ModelSpec& m, const PlanSpec& p, int stage) {
   const double mb = p.num_microbatches();
   const double layers_per_stage = stage_layers(m, p, stage);
@@ -83,6 +120,11 @@ double layer_microbatches_in_flight(const ModelSpec& m, const PlanSpec& p, int s
       const double chunks = std::min<double>(mb * p.vpp, 2.0 * (p.pp - stage - 1) +
                                                              (p.vpp - 1.0) * p.pp + 1.0);
       return chunks * layers_per_stage / p.vpp;
+    }
+    case Schedule::kZbH1:
+    case Schedule::kZbH2: {
+      const double full = layer_activation_bytes(m, p).total();
+      return zero_bubble_held(p, stage, full, weight_grad_input_bytes(m, p)).full * layers_per_stage;
     }
   }
   return 0.0;
@@ -128,6 +170,17 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const DeviceMe
     st.layer_microbatches_in_flight = layer_microbatches_in_flight(m, p, stage);
     double activations = per_layer * st.layer_microbatches_in_flight;
     const double microbatches_in_flight = st.layer_microbatches_in_flight / layers_per_stage;
+    if (splits_backward(p.schedule)) {
+      // Zero-bubble: micro-batches whose B has run hold only their W's inputs
+      // until W (the peak of the program's walk, zero_bubble_held); on the last
+      // stage the output layer's too: its input and the logits' gradient.
+      const double w_layer = weight_grad_input_bytes(m, p);
+      const int waiting = zero_bubble_held(p, stage, per_layer, w_layer).waiting_weight_grads;
+      double w_bytes = waiting * w_layer * layers_per_stage;
+      if (stage == p.pp - 1) w_bytes += waiting * e * (sbh / rep + tokens * p.micro_batch_size * m.vocab_size / t);
+      st.weight_grad_bytes = w_bytes;
+      activations += w_bytes;
+    }
     // Recompute rebuilds one layer's activations (full) or one attention core
     // (selective) at a time during backward: that working set is live at the peak.
     if (p.recompute != Recompute::kNone) {
@@ -218,6 +271,7 @@ nlohmann::ordered_json to_json(const MemoryReport& r) {
     st["layers"] = s.layers;
     st["params"] = s.params;
     st["layer_microbatches_in_flight"] = s.layer_microbatches_in_flight;
+    st["weight_grad_bytes"] = s.weight_grad_bytes;
     st["params_bytes"] = s.params_bytes;
     st["grads_bytes"] = s.grads_bytes;
     st["optimizer_bytes"] = s.optimizer_bytes;

@@ -55,10 +55,13 @@ struct StageMemory {
   int layers = 0;                       // transformer layers on this pipeline rank
   std::int64_t params = 0;              // parameters held before ZeRO sharding
   double layer_microbatches_in_flight = 0.0;  // layer activations stored at the peak
+  // Zero-bubble schedules: of activations_bytes, the inputs deferred W's hold
+  // at the peak (the weight GEMMs' inputs and output gradients); 0 otherwise.
+  double weight_grad_bytes = 0.0;
   double params_bytes = 0.0;
   double grads_bytes = 0.0;
   double optimizer_bytes = 0.0;
-  double activations_bytes = 0.0;
+  double activations_bytes = 0.0;       // incl. weight_grad_bytes
   double buffers_bytes = 0.0;           // pipeline, gradient-bucket and ZeRO-3 gather buffers
   double reserve_bytes = 0.0;           // framework reserve + allocator fragmentation
   double total_bytes = 0.0;
@@ -82,7 +85,24 @@ LayerActivations layer_activation_bytes(const ModelSpec& m, const PlanSpec& p);
 // Layer-micro-batches whose activations a pipeline rank stores at its peak:
 // GPipe all m; 1F1B min(p - stage, m); interleaved min(m*v, 2(p-stage-1) + (v-1)p + 1)
 // chunks of L/(p*v) layers (Megatron-LM's warm-up count plus the one in steady state).
+// Zero-bubble schedules (kZbH1, kZbH2) walk the rank's program instead: a
+// micro-batch holds its full activations from F to B, then only what W needs.
 double layer_microbatches_in_flight(const ModelSpec& m, const PlanSpec& p, int stage);
+
+// What one layer's deferred W keeps from B until it runs, per micro-batch on one
+// GPU: each weight GEMM's input and output gradient (Qi et al. 2024, table 1:
+// M_W = 32sbh bytes for a GPT layer, against M_B = sb(34h + 5as)).
+double weight_grad_input_bytes(const ModelSpec& m, const PlanSpec& p);
+
+// The micro-batches a zero-bubble program holds at its peak of
+// full * full_bytes + waiting * weight_grad_bytes: with full activations (F
+// done, B not) and with only W's inputs (B done, W not). ZB-H1's peak is p full
+// ones on stage 0; ZB-H2's 2p - 1 (the paper's section 2.3).
+struct ZeroBubbleHeld {
+  int full = 0;
+  int waiting_weight_grads = 0;
+};
+ZeroBubbleHeld zero_bubble_held(const PlanSpec& p, int stage, double full_bytes, double weight_grad_bytes);
 
 MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const DeviceMemory& device,
                            const MemoryModelOptions& options = {});

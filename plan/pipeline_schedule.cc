@@ -1,6 +1,7 @@
 #include "plan/pipeline_schedule.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace strata {
 namespace {
@@ -53,7 +54,74 @@ std::vector<PipelineOp> interleaved(int pp, int vpp, int microbatches, int rank)
   return ops;
 }
 
+// ZB-H1's order for one rank (pipeline_schedule.h).
+std::vector<PipelineOp> zb_h1(int pp, int microbatches, int rank) {
+  std::vector<PipelineOp> ops;
+  int f = 0, b = 0, w = 0;
+  auto forward = [&] { ops.push_back({PipelinePhase::kForward, f++, 0}); };
+  auto input_grad = [&] { ops.push_back({PipelinePhase::kBackward, b++, 0}); };
+  auto weight_grad = [&] { ops.push_back({PipelinePhase::kWeightGrad, w++, 0}); };
+  for (int i = 0; i < pp - rank - 1 && f < microbatches; ++i) forward();
+  for (int i = 0; i < rank && f < microbatches; ++i) {
+    forward();
+    input_grad();
+  }
+  while (f < microbatches) {
+    forward();
+    input_grad();
+    weight_grad();
+  }
+  while (b < microbatches) {
+    input_grad();
+    weight_grad();
+  }
+  while (w < microbatches) weight_grad();
+  return ops;
+}
+
+// ZB-H2's order: the unit-time list schedule of every rank at once (F, B and W
+// one unit each), read off for `rank`.
+std::vector<PipelineOp> zb_h2(int pp, int microbatches, int rank) {
+  constexpr int kNever = std::numeric_limits<int>::max();
+  const int bound = 2 * pp - 1;
+  // When each rank's forward / B of each micro-batch ends (kNever: not yet).
+  std::vector<std::vector<int>> f_end(pp, std::vector<int>(microbatches, kNever));
+  std::vector<std::vector<int>> b_end = f_end;
+  std::vector<int> nf(pp, 0), nb(pp, 0), nw(pp, 0);
+  std::vector<PipelineOp> ops;
+  for (int t = 0; nw[rank] < microbatches; ++t) {
+    for (int r = 0; r < pp; ++r) {
+      PipelineOp op;
+      const int mb_b = nb[r];
+      const bool b_ready = mb_b < nf[r] && f_end[r][mb_b] <= t && (r == pp - 1 || b_end[r + 1][mb_b] <= t);
+      const bool f_ready = nf[r] < microbatches && nf[r] - nw[r] < bound && (r == 0 || f_end[r - 1][nf[r]] <= t);
+      if (b_ready) {
+        op = {PipelinePhase::kBackward, nb[r]++, 0};
+        b_end[r][op.microbatch] = t + 1;
+      } else if (f_ready) {
+        op = {PipelinePhase::kForward, nf[r]++, 0};
+        f_end[r][op.microbatch] = t + 1;
+      } else if (nw[r] < nb[r] && b_end[r][nw[r]] <= t) {
+        op = {PipelinePhase::kWeightGrad, nw[r]++, 0};
+      } else {
+        continue;
+      }
+      if (r == rank) ops.push_back(op);
+    }
+  }
+  return ops;
+}
+
 }  // namespace
+
+int peak_in_flight(const std::vector<PipelineOp>& program, Schedule schedule) {
+  int in_flight = 0, peak = 0;
+  for (const PipelineOp& op : program) {
+    if (op.phase == PipelinePhase::kForward) peak = std::max(peak, ++in_flight);
+    if (computes_weight_grads(op, schedule)) --in_flight;
+  }
+  return peak;
+}
 
 std::vector<PipelineOp> pipeline_program(Schedule schedule, int pp, int vpp, int microbatches,
                                          int rank) {
@@ -61,12 +129,14 @@ std::vector<PipelineOp> pipeline_program(Schedule schedule, int pp, int vpp, int
     case Schedule::kGpipe: return gpipe(microbatches);
     case Schedule::kOneFOneB: return one_f_one_b(pp, microbatches, rank);
     case Schedule::kInterleaved: return interleaved(pp, vpp, microbatches, rank);
+    case Schedule::kZbH1: return zb_h1(pp, microbatches, rank);
+    case Schedule::kZbH2: return zb_h2(pp, microbatches, rank);
   }
   return {};
 }
 
 std::string to_string(const PipelineOp& op, int vpp) {
-  std::string s = op.phase == PipelinePhase::kForward ? "F" : "B";
+  std::string s = op.phase == PipelinePhase::kForward ? "F" : op.phase == PipelinePhase::kBackward ? "B" : "W";
   s += std::to_string(op.microbatch);
   if (vpp > 1) {
     s += '.';

@@ -8,6 +8,12 @@
 // forward of (micro-batch, s) needs the forward of (micro-batch, s-1), and the
 // backward of (micro-batch, s) needs the backward of (micro-batch, s+1), or the
 // forward of (micro-batch, s) on the last virtual stage.
+//
+// Zero-bubble schedules (splits_backward) split each backward into B, which
+// computes the input gradients the previous stage waits for, and W, the weight
+// gradients, which nothing downstream needs: B of (micro-batch, s) is a kBackward
+// op, W a kWeightGrad op after it on the same rank. Under the other schedules a
+// kBackward op computes both.
 #pragma once
 
 #include <string>
@@ -17,7 +23,7 @@
 
 namespace strata {
 
-enum class PipelinePhase { kForward, kBackward };
+enum class PipelinePhase { kForward, kBackward, kWeightGrad };
 
 struct PipelineOp {
   PipelinePhase phase = PipelinePhase::kForward;
@@ -35,13 +41,32 @@ struct PipelineOp {
 //   Interleaved 1F1B (section 2.2.2; Megatron-LM's
 //     forward_backward_pipelining_with_interleaving): m*vpp virtual micro-batches walked in
 //     groups of pp, chunk by chunk; warm-up (pp - rank - 1)*2 + (vpp - 1)*pp.
+//   ZB-H1 (Qi et al. 2024, figure 3; sail-sg's ZeroBubbleH1Pipeline): 1F1B's
+//     pp - rank - 1 warm-up forwards, then rank pairs of F and B with W deferred,
+//     then triples F B W, then B W pairs, then the rank deferred W's. At most pp
+//     micro-batches in flight (forward done, W not), as 1F1B's first stage; with
+//     equal F, B and W times the bubble is (pp - 1) units against 1F1B's 3(pp - 1).
+//   ZB-H2 (section 2.3, figure 4): more warm-up forwards fill the bubble before
+//     the first B and W's fill the tail, so that each stage runs its 3m units
+//     back to back (a parallelogram). The order is the one a unit-time list
+//     schedule gives (free rank: a ready B first, else a forward while fewer than
+//     2pp - 1 micro-batches are in flight, else the oldest W); peak 2pp - 1 in flight.
 std::vector<PipelineOp> pipeline_program(Schedule schedule, int pp, int vpp, int microbatches,
                                          int rank);
+
+// Whether op computes weight gradients: its chunk's are final after the last such op.
+inline bool computes_weight_grads(const PipelineOp& op, Schedule schedule) {
+  return op.phase == PipelinePhase::kWeightGrad || (op.phase == PipelinePhase::kBackward && !splits_backward(schedule));
+}
+
+// The most micro-batches a program holds in flight at once: forwards whose
+// backward (and, when the schedule splits it, W) has not run yet.
+int peak_in_flight(const std::vector<PipelineOp>& program, Schedule schedule);
 
 // Virtual stage index of (rank, chunk): chunk * pp + rank.
 inline int virtual_stage(int pp, int rank, int chunk) { return chunk * pp + rank; }
 
-// "F3.1" / "B0" style label for tests and traces (chunk shown when vpp > 1).
+// "F3.1" / "B0" / "W2" style label for tests and traces (chunk shown when vpp > 1).
 std::string to_string(const PipelineOp& op, int vpp);
 
 }  // namespace strata

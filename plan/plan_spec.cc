@@ -15,9 +15,28 @@ const char* to_string(Schedule s) {
     case Schedule::kGpipe: return "gpipe";
     case Schedule::kOneFOneB: return "1f1b";
     case Schedule::kInterleaved: return "interleaved-1f1b";
+    case Schedule::kZbH1: return "zb-h1";
+    case Schedule::kZbH2: return "zb-h2";
   }
   return "1f1b";
 }
+
+const std::vector<std::string>& schedule_names() {
+  static const std::vector<std::string> names = {
+      to_string(Schedule::kGpipe), to_string(Schedule::kOneFOneB), to_string(Schedule::kInterleaved),
+      to_string(Schedule::kZbH1), to_string(Schedule::kZbH2)};
+  return names;
+}
+
+std::optional<Schedule> parse_schedule(const std::string& name) {
+  for (Schedule s : {Schedule::kGpipe, Schedule::kOneFOneB, Schedule::kInterleaved, Schedule::kZbH1,
+                     Schedule::kZbH2}) {
+    if (name == to_string(s)) return s;
+  }
+  return std::nullopt;
+}
+
+bool splits_backward(Schedule s) { return s == Schedule::kZbH1 || s == Schedule::kZbH2; }
 
 const char* to_string(Recompute r) {
   switch (r) {
@@ -63,10 +82,7 @@ PlanSpec read_plan_spec(const nlohmann::json& doc, const std::string& file, cons
   read_stage_split(r, p);
   p.micro_batch_size = static_cast<int>(r.integer("micro_batch_size", 1, 1 << 20));
   p.global_batch_size = static_cast<int>(r.integer("global_batch_size", 1, 1 << 30));
-  std::string schedule = r.choice_or("schedule", "1f1b", {"gpipe", "1f1b", "interleaved-1f1b"});
-  p.schedule = schedule == "gpipe" ? Schedule::kGpipe
-               : schedule == "1f1b" ? Schedule::kOneFOneB
-                                    : Schedule::kInterleaved;
+  p.schedule = *parse_schedule(r.choice_or("schedule", "1f1b", schedule_names()));
   p.zero_stage = static_cast<int>(r.integer_or("zero_stage", 0, 0, 3));
   p.zero_shard_size = static_cast<int>(r.integer_or("zero_shard_size", 0, 1, 1 << 24));
   p.offload_optimizer = r.boolean_or("offload_optimizer", false);
@@ -201,6 +217,16 @@ void resolve_and_check_plan(PlanSpec& p, const ModelSpec& m, const PlanContext& 
   }
   if (p.schedule == Schedule::kInterleaved && p.pp < 2) {
     fail("$.pp", "schedule \"interleaved-1f1b\" needs pp > 1");
+  }
+  if (splits_backward(p.schedule) && p.pp < 2) {
+    fail("$.pp", fmt::format("schedule \"{}\" needs pp > 1 (it fills pipeline bubbles)", to_string(p.schedule)));
+  }
+  if (splits_backward(p.schedule) && p.zero_stage == 3) {
+    // ZeRO-3 frees a layer's gathered weights after its backward; a deferred W
+    // would need them gathered again, which no framework's zero-bubble schedule does.
+    fail("$.zero_stage", fmt::format("schedule \"{}\" defers weight gradients past the backward, which ZeRO-3's "
+                                     "per-layer parameter gathering does not allow; use zero_stage 0-2",
+                                     to_string(p.schedule)));
   }
   if (const auto problem = pipeline_split_problem(m, p)) fail(problem->key, problem->message);
   const std::int64_t per_step = static_cast<std::int64_t>(p.micro_batch_size) * p.dp;

@@ -19,7 +19,12 @@ namespace json {
 class ObjectReader;
 }
 
-enum class Schedule { kGpipe, kOneFOneB, kInterleaved };
+// kZbH1, kZbH2: the zero-bubble schedules (Qi et al., "Zero Bubble Pipeline
+// Parallelism", ICLR 2024, arXiv 2401.10241, section 3): the backward split into B
+// (input gradients) and W (weight gradients), W deferred into the bubbles.
+// ZB-H1 keeps 1F1B's peak of p micro-batches in flight; ZB-H2 holds up to 2p - 1
+// and needs the optimizer step's post-validation (section 4) to reach zero bubble.
+enum class Schedule { kGpipe, kOneFOneB, kInterleaved, kZbH1, kZbH2 };
 // kSelectiveOp: torchtitan's op-level selective activation checkpointing
 // (activation_checkpoint.mode "selective", selective_ac_option "op"): every
 // op's output is recomputed except the fused attention's and every other matmul's.
@@ -144,7 +149,12 @@ void write_stage_split(const PlanSpec& plan, nlohmann::ordered_json& j);
 // parallel.rank_order); InputError naming file and json_path when it is not one.
 RankOrder read_rank_order(const std::string& text, const std::string& file, const std::string& json_path);
 
-const char* to_string(Schedule s);
+const char* to_string(Schedule s);  // "gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2"
+// Every Schedule's name, in enum order; the schedule a name names, if any.
+const std::vector<std::string>& schedule_names();
+std::optional<Schedule> parse_schedule(const std::string& name);
+// Whether the schedule runs each backward as B and W ops (zero-bubble).
+bool splits_backward(Schedule s);
 const char* to_string(Recompute r);
 const char* to_string(CpCommType c);  // Megatron's --cp-comm-type names: "p2p", "allgather", "a2a"
 // Every CpCommType's name, in enum order; the type a name names, if any.

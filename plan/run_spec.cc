@@ -86,10 +86,7 @@ void read_parallel(json::ObjectReader r, PlanSpec& p, int& world_size) {
   p.vpp = static_cast<int>(r.integer("virtual_pipeline_model_parallel_size", 1, 1024));
   read_stage_split(r, p);
   p.sequence_parallel = r.boolean("sequence_parallel");
-  const std::string schedule = r.choice("pipeline_schedule", {"gpipe", "1f1b", "interleaved-1f1b"});
-  p.schedule = schedule == "gpipe" ? Schedule::kGpipe
-               : schedule == "1f1b" ? Schedule::kOneFOneB
-                                    : Schedule::kInterleaved;
+  p.schedule = *parse_schedule(r.choice("pipeline_schedule", schedule_names()));
   if (r.has("rank_order")) p.rank_order = read_rank_order(r.string("rank_order"), r.file(), r.path_of("rank_order"));
   world_size = static_cast<int>(r.integer("world_size", 1, 1 << 24));
   const std::int64_t ranks = static_cast<std::int64_t>(p.tp) * p.cp * p.pp * p.dp;

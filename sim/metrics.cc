@@ -35,10 +35,27 @@ StepMetrics step_metrics(const Workload& w, const RunResult& run) {
   const TaskGraph& g = w.graph;
   const TaskAnnotations& notes = w.notes;
   StepMetrics out;
-  const TimeNs makespan = run.makespan_ns;
-  out.step_time_s = ns_to_seconds(makespan);
   const int n = g.num_ranks();
   out.ranks.resize(n);
+  // Each rank's window of the step: the whole makespan, or, when ranks start the
+  // next step alone, the steady-state period from the rank's first compute (its
+  // earlier waiting overlaps the previous step) to its last task.
+  std::vector<TimeNs> window_start(n, 0);
+  TimeNs makespan = run.makespan_ns;
+  if (w.ranks_start_next_step_alone) {
+    TimeNs period = 0;
+    for (int r = 0; r < n; ++r) {
+      TimeNs first = run.makespan_ns, last = 0;
+      for (TaskId t : w.stream(r, StreamKind::kCompute)) first = std::min(first, run.start_ns[t]);
+      for (int s = 0; s < kNumStreamKinds; ++s) {
+        for (TaskId t : g.stream(r, s)) last = std::max(last, run.end_ns[t]);
+      }
+      window_start[r] = first < last ? first : 0;
+      period = std::max(period, last - window_start[r]);
+    }
+    makespan = period;
+  }
+  out.step_time_s = ns_to_seconds(makespan);
 
   auto kind = [&](TaskId t) { return kind_of(notes.label_of_task(t).category); };
 
@@ -82,7 +99,9 @@ StepMetrics step_metrics(const Workload& w, const RunResult& run) {
     };
 
     const auto& compute = w.stream(r, StreamKind::kCompute);
-    TimeNs cursor = 0;
+    const TimeNs origin = window_start[r];
+    const TimeNs window_end = origin + makespan;
+    TimeNs cursor = origin;
     for (TaskId t : compute) {
       // Collectives collapsed into a block (folded fidelity) run synchronously, as
       // Megatron's do: exposed tensor-parallel time.
@@ -95,7 +114,7 @@ StepMetrics step_metrics(const Workload& w, const RunResult& run) {
     }
     // After the rank's last compute: its own communication still running is exposed;
     // the rest is waiting for the other stages (pipeline flush).
-    if (makespan > cursor) {
+    if (window_end > cursor) {
       std::vector<std::pair<TimeNs, TimeNs>> busy[kNumCommKinds];
       for (StreamKind s : {StreamKind::kTpComm, StreamKind::kDpComm, StreamKind::kPpSend, StreamKind::kCopy}) {
         for (TaskId t : w.stream(r, s)) {
@@ -127,7 +146,7 @@ StepMetrics step_metrics(const Workload& w, const RunResult& run) {
           reach = a1;
         }
       }
-      rm.bubble_s += ns_to_seconds(std::max<TimeNs>(0, makespan - cursor - tail_exposed));
+      rm.bubble_s += ns_to_seconds(std::max<TimeNs>(0, window_end - cursor - tail_exposed));
     }
   }
 

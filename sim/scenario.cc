@@ -56,7 +56,14 @@ Scenario load_scenario(const ScenarioArgs& args) {
   Scenario s = load_scenario_inputs(args.model, args.cluster, args.profile);
   if (args.seq_length > 0) s.model.seq_length = args.seq_length;
   const std::string plan_file = resolve_data_file(args.plan, "scenarios/plans", "plan");
-  read_scenario_plan(s, json::parse_file(plan_file), plan_file, "$", args.allow_cross_node_tp);
+  nlohmann::json doc = json::parse_file(plan_file);
+  if (!args.schedule.empty() && doc.is_object()) {
+    // Only the interleaved schedule has virtual stages: another one runs the
+    // plan's pipeline ranks with one chunk each.
+    doc["schedule"] = args.schedule;
+    if (args.schedule != to_string(Schedule::kInterleaved)) doc["vpp"] = 1;
+  }
+  read_scenario_plan(s, doc, plan_file, "$", args.allow_cross_node_tp);
   return s;
 }
 

@@ -23,6 +23,9 @@ struct ScenarioArgs {
   std::string profile;  // overrides the cluster's profile when not empty
   bool allow_cross_node_tp = false;
   int seq_length = 0;  // > 0: replaces the model's sequence length (--seq-length)
+  // Not empty: replaces the plan's pipeline schedule (--schedule); any but
+  // interleaved-1f1b also sets vpp 1.
+  std::string schedule;
 };
 
 struct Scenario {

@@ -15,6 +15,7 @@ const char* to_string(Phase p) {
     case Phase::kBwd: return to_string(trace::Phase::kBackward);
     case Phase::kRecompute: return to_string(trace::Phase::kRecompute);
     case Phase::kStep: return to_string(trace::Phase::kStep);
+    case Phase::kWgrad: return to_string(trace::Phase::kWeightGrad);
   }
   return "";
 }
@@ -27,6 +28,7 @@ bool parse_phase(std::string_view s, Phase* out) {
     case trace::Phase::kBackward: *out = Phase::kBwd; break;
     case trace::Phase::kRecompute: *out = Phase::kRecompute; break;
     case trace::Phase::kStep: *out = Phase::kStep; break;
+    case trace::Phase::kWeightGrad: *out = Phase::kWgrad; break;
   }
   return true;
 }

@@ -31,7 +31,7 @@ using Category = trace::Category;
 using trace::kNumCategories;
 using trace::parse_category;
 
-enum class Phase : std::uint8_t { kNone, kFwd, kBwd, kRecompute, kStep };
+enum class Phase : std::uint8_t { kNone, kFwd, kBwd, kRecompute, kStep, kWgrad };
 const char* to_string(Phase p);
 // The phase named s (core/trace_vocabulary.h: "fwd", "bwd", "recompute", "step");
 // false otherwise.

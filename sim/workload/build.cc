@@ -63,11 +63,11 @@ void WorkloadBuild::build_programs() {
   for (int r = 0; r < plan.pp; ++r) {
     programs[r] = pipeline_program(plan.schedule, plan.pp, plan.vpp, m, r);
     buckets[r] = grad_buckets(model, plan, r, programs[r]);
-    op_index[r].assign(2 * plan.vpp * m, -1);
+    op_index[r].assign(3 * plan.vpp * m, -1);
     for (int i = 0; i < static_cast<int>(programs[r].size()); ++i) {
       const PipelineOp& op = programs[r][i];
       op_index[r][op_key(op.phase, op.chunk, op.microbatch)] = i;
-      if (op.phase == PipelinePhase::kBackward) last_backward_[r][op.chunk] = i;
+      if (computes_weight_grads(op, plan.schedule)) last_backward_[r][op.chunk] = i;
       if (op.phase == PipelinePhase::kForward && first_forward_[r][op.chunk] < 0) first_forward_[r][op.chunk] = i;
     }
   }

@@ -83,7 +83,7 @@ class WorkloadBuild {
   int first_layer_of(int vs) const { return stage_split.first[static_cast<std::size_t>(vs)]; }
   int num_virtual_stages() const { return plan.pp * plan.vpp; }
   int op_key(PipelinePhase phase, int chunk, int mb) const {
-    return ((phase == PipelinePhase::kForward ? 0 : 1) * plan.vpp + chunk) * plan.num_microbatches() + mb;
+    return (static_cast<int>(phase) * plan.vpp + chunk) * plan.num_microbatches() + mb;
   }
   // Where a parameter block's tasks sit in pipeline op `op` of a rank: a layer's
   // slot (index op * chunk_layers + layer in layer_marks), the op's head slot
@@ -95,8 +95,9 @@ class WorkloadBuild {
   BlockSlot block_slot(int op, const BlockRef& block) const;
   const Mark& mark(int sim_rank, const BlockSlot& slot) const;
   std::vector<int> tp_group_gpus(int d, int r) const;
-  // Index in pipeline rank r's program of chunk's last backward and first
-  // forward op (-1: none); looked up per bucket and op, so kept from build_programs.
+  // Index in pipeline rank r's program of chunk's last op computing weight
+  // gradients (its last backward, or W) and of its first forward op (-1: none);
+  // looked up per bucket and op, so kept from build_programs.
   int last_backward_op(int r, int chunk) const { return last_backward_[r][chunk]; }
   int first_forward_op(int r, int chunk) const { return first_forward_[r][chunk]; }
   // Bytes of one activation tensor a pipeline stage sends one tensor-parallel peer.

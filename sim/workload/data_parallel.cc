@@ -172,7 +172,7 @@ class DataParallelPass {
         if (p_.zero_stage == 2) {
           for (std::size_t oi = 0; oi < program.size(); ++oi) {
             const PipelineOp& op = program[oi];
-            if (op.phase != PipelinePhase::kBackward) continue;
+            if (!computes_weight_grads(op, p_.schedule)) continue;
             for (const GradBucket& b : buckets) {
               if (b.chunk != op.chunk) continue;
               const double bytes = static_cast<double>(b.params) * g;
@@ -366,20 +366,33 @@ class DataParallelPass {
       b_.issue({rank}, norm_pass[i], 1, Phase::kStep);
       if (last_dp[i] >= 0) b_.w.graph.add_dependency(last_dp[i], norm_pass[i]);
     }
-    TaskId norm = -1;
-    if (world > 1) {
-      std::vector<int> everyone(world);
-      for (int g = 0; g < world; ++g) everyone[g] = g;
+    // The norm all-reduce each rank's update waits for (-1: none).
+    std::vector<TaskId> norm_of(n, -1);
+    // ZB-H2's post-validation (Qi et al. 2024, section 4) steps each stage on the
+    // norm of the stages before it, passed along the pipeline, and checks the
+    // global one during the next step: only a stage's own ranks synchronise.
+    const bool per_stage = b_.w.ranks_start_next_step_alone && p_.pp > 1;
+    for (int stage = 0; stage < (per_stage ? p_.pp : 1); ++stage) {
+      std::vector<int> group;
+      std::vector<std::pair<int, int>> slots;
+      for (int g = 0; g < world; ++g) {
+        if (!per_stage || b_.layout.coord(g).pp == stage) group.push_back(g);
+      }
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!per_stage || b_.w.stage[i] == stage) slots.emplace_back(static_cast<int>(i), stream_index(StreamKind::kDpComm));
+      }
+      if (group.size() < 2 || slots.empty()) continue;
       // One fp32 partial norm per rank (Megatron-LM's clip_grad_norm_fp32); the fp16
       // inf flag's all-reduce is as small and runs beside it.
-      const CommSpec spec = cc_.latency_bound(CollectiveOp::kAllReduce, everyone, 4.0);
-      std::vector<std::pair<int, int>> slots;
-      for (std::size_t i = 0; i < n; ++i) slots.emplace_back(static_cast<int>(i), stream_index(StreamKind::kDpComm));
+      const CommSpec spec = cc_.latency_bound(CollectiveOp::kAllReduce, group, 4.0);
       TaskInfo info;
       info.bytes = 4.0;
-      norm = b_.comm_task(slots, b_.w.graph.add_comm(spec),
-                                    b_.label("grad norm all_reduce", Category::kDp, Phase::kStep), info);
-      for (std::size_t i = 0; i < n; ++i) b_.depend(norm_pass[i], norm);
+      const TaskId norm = b_.comm_task(slots, b_.w.graph.add_comm(spec),
+                                       b_.label("grad norm all_reduce", Category::kDp, Phase::kStep), info);
+      for (const auto& [sim, lane] : slots) {
+        b_.depend(norm_pass[sim], norm);
+        norm_of[sim] = norm;
+      }
     }
     const std::int32_t lbl_opt = b_.label("optimizer step", Category::kOptimizer, Phase::kStep);
     const std::int32_t lbl_d2h = b_.label("gradients to host", Category::kCopy, Phase::kStep);
@@ -397,7 +410,7 @@ class DataParallelPass {
         // Adam update, weights back up.
         b_.compute(rank, StreamKind::kCopy, oc_.host_optimizer(shard), lbl_host, info);
         TaskId h2d = b_.compute(rank, StreamKind::kCopy, oc_.host_copy(info.bytes), lbl_h2d, info);
-        b_.depend(norm >= 0 ? norm : norm_pass[i], d2h);
+        b_.depend(norm_of[i] >= 0 ? norm_of[i] : norm_pass[i], d2h);
         updated[i] = h2d;
       } else {
         // The update reads the gradient in its accumulation dtype.
@@ -405,7 +418,7 @@ class DataParallelPass {
         TaskId opt = b_.compute(rank, StreamKind::kCompute, oc_.optimizer(info.bytes), lbl_opt, info);
         // One fused multi-tensor update: one kernel for the host to issue.
         b_.issue({rank}, opt, 1, Phase::kStep);
-        if (norm >= 0) b_.w.graph.add_dependency(norm, opt);
+        if (norm_of[i] >= 0) b_.w.graph.add_dependency(norm_of[i], opt);
         updated[i] = opt;
       }
     }

@@ -68,7 +68,7 @@ Boundaries collapse_boundaries(const WorkloadBuild& b, int r) {
     if (!p.overlap_grad_reduce) continue;
     for (int oi = 0; oi < static_cast<int>(program.size()); ++oi) {
       const PipelineOp& op = program[oi];
-      if (op.phase != PipelinePhase::kBackward || op.chunk != bucket.chunk) continue;
+      if (!computes_weight_grads(op, p.schedule) || op.chunk != bucket.chunk) continue;
       if (p.zero_stage == 2 || oi == b.last_backward_op(r, bucket.chunk)) {
         set_boundary(bounds, false, b.block_slot(oi, edge));
       }
@@ -104,13 +104,13 @@ const CollapsedStretches::BlockSummary& CollapsedStretches::summary(const std::v
   return block_summaries_.emplace(&segs, sum).first->second;
 }
 
-std::int32_t CollapsedStretches::label(bool forward, int first, int last) {
-  const auto key = std::make_tuple(forward, first, last);
+std::int32_t CollapsedStretches::label(Phase phase, int first, int last) {
+  const auto key = std::make_tuple(static_cast<int>(phase), first, last);
   auto it = stretch_label_ids_.find(key);
   if (it != stretch_label_ids_.end()) return it->second;
-  const char* phase = forward ? "forward" : "backward";
-  const std::string name = first < 0 ? std::string(phase) : fmt::format("{} layers {}-{}", phase, first, last);
-  const std::int32_t id = b_.label(name, Category::kGemm, forward ? Phase::kForward : Phase::kBackward);
+  const char* what = phase == Phase::kForward ? "forward" : phase == Phase::kBackward ? "backward" : "weight grads";
+  const std::string name = first < 0 ? std::string(what) : fmt::format("{} layers {}-{}", what, first, last);
+  const std::int32_t id = b_.label(name, Category::kGemm, phase);
   stretch_label_ids_.emplace(key, id);
   return id;
 }

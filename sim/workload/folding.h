@@ -69,12 +69,12 @@ class CollapsedStretches {
   }
 
   // The label of a collapsed stretch: "forward layers 3-5" (first < 0: no layer).
-  std::int32_t label(bool forward, int first, int last);
+  std::int32_t label(Phase phase, int first, int last);
 
  private:
   WorkloadBuild& b_;
   std::unordered_map<std::uint64_t, std::int32_t> detail_ids_;
-  std::map<std::tuple<bool, int, int>, std::int32_t> stretch_label_ids_;
+  std::map<std::tuple<int, int, int>, std::int32_t> stretch_label_ids_;
   std::unordered_map<const std::vector<Segment>*, BlockSummary> block_summaries_;
 };
 

@@ -150,7 +150,6 @@ class OpEmitter {
       stretch_first_ = -1;
       return;
     }
-    const bool forward = op_.phase == PipelinePhase::kForward;
     TaskInfo info = info_for(0);  // layer offsets count from the chunk's first layer
     // Same group, op shape and block range: the same ops (group < 2^24 GPUs,
     // blocks per op < 2^16).
@@ -165,9 +164,12 @@ class OpEmitter {
       first = chunk_first_layer_ + std::min(pending_layers_.front(), pending_layers_.back());
       last = chunk_first_layer_ + std::max(pending_layers_.front(), pending_layers_.back());
     }
-    const std::int32_t label = stretches_.label(forward, first, last);
+    const Phase phase = op_.phase == PipelinePhase::kForward     ? Phase::kForward
+                        : op_.phase == PipelinePhase::kBackward ? Phase::kBackward
+                                                                : Phase::kWeightGrad;
+    const std::int32_t label = stretches_.label(phase, first, last);
     TaskId t = b_.shared_compute(members_, Duration::from_ns(pending_ns_), label, info);
-    b_.issue(members_, t, pending_kernels_, forward ? Phase::kForward : Phase::kBackward);
+    b_.issue(members_, t, pending_kernels_, phase);
     prev_ = t;
     prev_comm_ = false;
     for (int member : members_) b_.op_marks[member][oi_].add(t);
@@ -204,7 +206,7 @@ class OpEmitter {
   std::size_t pending_kernels_ = 0;
   std::vector<int>& pending_layers_;
   bool pending_head_ = false;  // the pending stretch holds the head block
-  int shape_;                  // phase, first virtual stage, last virtual stage (3 bits)
+  int shape_;                  // forward, first virtual stage, last virtual stage, W (4 bits)
   int block_count_ = 0;        // blocks seen in this op
   int stretch_first_ = -1;     // the pending stretch's blocks
   int stretch_last_ = -1;
@@ -282,6 +284,7 @@ LayerProgram::BlockIds LayerProgram::register_block(const BlockSegments& block) 
   ids.forward = register_segments(block.forward, Phase::kForward);
   ids.backward = register_segments(block.backward, Phase::kBackward);
   ids.recompute = register_segments(block.recompute, Phase::kRecompute);
+  ids.weight_grad = register_segments(block.weight_grad, Phase::kWeightGrad);
   return ids;
 }
 
@@ -318,7 +321,8 @@ void LayerProgram::emit_tp_group(int d, int r) {
   for (std::size_t oi = 0; oi < program.size(); ++oi) {
     const PipelineOp& op = program[oi];
     const int vs = virtual_stage(p.pp, r, op.chunk);
-    const int shape = (op.phase == PipelinePhase::kForward ? 1 : 0) | (vs == 0 ? 2 : 0) | (vs == last_vs ? 4 : 0);
+    const int shape = (op.phase == PipelinePhase::kForward ? 1 : 0) | (vs == 0 ? 2 : 0) | (vs == last_vs ? 4 : 0) |
+                      (op.phase == PipelinePhase::kWeightGrad ? 8 : 0);
     OpEmitter e(b_, stretches_, pending_blocks_, pending_layers_, members, group, cp_group, static_cast<int>(oi), op,
                 b_.first_layer_of(vs), shape, collapse, carried_comm);
     const int layers = b_.layers_of(vs);
@@ -328,6 +332,12 @@ void LayerProgram::emit_tp_group(int d, int r) {
         e.block(layer_.forward, layer_ids_.forward, j, before(oi, j), after(oi, j));
       }
       if (vs == last_vs) e.block(head_.forward, head_ids_.forward, kHeadBlock, head_before(oi), false);
+    } else if (op.phase == PipelinePhase::kWeightGrad) {
+      // W: the weight gradients the backward (B) left, in its order.
+      if (vs == last_vs) e.block(head_.weight_grad, head_ids_.weight_grad, kHeadBlock, false, head_after(oi));
+      for (int j = layers - 1; j >= 0; --j) {
+        e.block(layer_.weight_grad, layer_ids_.weight_grad, j, before(oi, j), after(oi, j));
+      }
     } else {
       if (vs == last_vs) e.block(head_.backward, head_ids_.backward, kHeadBlock, false, head_after(oi));
       for (int j = layers - 1; j >= 0; --j) {

@@ -34,7 +34,7 @@ class LayerProgram {
     std::vector<std::int32_t> detail;
   };
   struct BlockIds {
-    SegmentIds forward, backward, recompute;
+    SegmentIds forward, backward, recompute, weight_grad;
   };
   // A block of a pending collapsed stretch.
   struct PendingBlock {

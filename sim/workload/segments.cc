@@ -23,6 +23,10 @@ struct Item {
   // (Megatron-LM's LinearWithGradAccumulationAndAsyncCommunication, Strata's
   // runtime Kernels::gather_column_input): the bytes of that gather, 0 if none.
   double wgrad_gather_bytes = 0.0;
+  // A row-parallel layer's output gradient, which sequence parallelism
+  // all-gathers before its backward: a deferred W keeps this rank's shard and
+  // gathers it again (the bytes of that gather, 0 if none).
+  double output_grad_gather_bytes = 0.0;
 };
 
 Category op_category(const LayerOp& op) {
@@ -51,15 +55,22 @@ DetailOp forward_detail(const LayerOp& op, const PlanSpec& p, const OpCosts& c,
 // and dB = A^T dC a k x n x m one (both for weights and for attention's batched GEMMs);
 // memory-bound ops read the input and the incoming gradient and write a gradient:
 // twice their forward traffic.
-std::vector<DetailOp> backward_details(const LayerOp& op, const PlanSpec& p,
-                                                  const OpCosts& c) {
+// A weight GEMM's wgrad goes to `weight_grad` when the schedule defers it (W);
+// the attention core's batched GEMMs have no weights: both their GEMMs are B's.
+std::vector<DetailOp> backward_details(const LayerOp& op, const PlanSpec& p, const OpCosts& c,
+                                       std::vector<DetailOp>* weight_grad = nullptr) {
   std::vector<DetailOp> out;
   switch (op.kind) {
     case OpKind::kGemm: {
       GemmShape dgrad{op.gemm.m, op.gemm.k, op.gemm.n, op.gemm.batch};
       GemmShape wgrad{op.gemm.k, op.gemm.n, op.gemm.m, op.gemm.batch};
       out.push_back({op.name + " dgrad", op_category(op), c.gemm(dgrad, p.dtype).ns(), dgrad.flops(), 0.0});
-      out.push_back({op.name + " wgrad", op_category(op), c.gemm(wgrad, p.dtype).ns(), wgrad.flops(), 0.0});
+      DetailOp w{op.name + " wgrad", op_category(op), c.gemm(wgrad, p.dtype).ns(), wgrad.flops(), 0.0};
+      if (weight_grad != nullptr && !op.attention_core) {
+        weight_grad->push_back(std::move(w));
+      } else {
+        out.push_back(std::move(w));
+      }
       break;
     }
     case OpKind::kAttention:
@@ -168,12 +179,17 @@ void add_forward(SegmentSink& sink, const LayerOp& op, const PlanSpec& p, const 
   sink.add(forward_detail(op, p, c, prefix));
 }
 
-void add_backward(SegmentSink& sink, const LayerOp& op, const PlanSpec& p, const OpCosts& c) {
+// An op's backward into `sink`; with a split backward (W deferred), its weight
+// gradient GEMM into `weight_grad` instead.
+void add_backward(SegmentSink& sink, const LayerOp& op, const PlanSpec& p, const OpCosts& c,
+                  SegmentSink* weight_grad) {
   if (op.kind == OpKind::kAttention && p.cp > 1) {
     add_cp_attention(sink, op, p, c, true, "");
     return;
   }
-  for (auto& d : backward_details(op, p, c)) sink.add(std::move(d));
+  std::vector<DetailOp> deferred;
+  for (auto& d : backward_details(op, p, c, weight_grad != nullptr ? &deferred : nullptr)) sink.add(std::move(d));
+  for (auto& d : deferred) weight_grad->add(std::move(d));
 }
 
 // torchtitan's op-level selective recompute, replayed before the layer's
@@ -218,6 +234,8 @@ BlockSegments build(const std::vector<Item>& items, const PlanSpec& p, const OpC
   // Backward: the forward list in reverse; selective recompute replays the
   // attention core's forward just before its backward.
   SegmentSink bwd;
+  SegmentSink wgt;  // W, when the schedule defers it
+  const bool split = splits_backward(p.schedule);
   bool core_replayed = false;
   for (auto it = items.rbegin(); it != items.rend(); ++it) {
     if (it->is_point) {
@@ -231,11 +249,14 @@ BlockSegments build(const std::vector<Item>& items, const PlanSpec& p, const OpC
       core_replayed = true;
     }
     // Megatron launches the gather before the data-gradient GEMM, which does not
-    // need it; the weight-gradient GEMM waits for it.
-    if (it->wgrad_gather_bytes > 0.0) bwd.add_comm(CollectiveOp::kAllGather, it->wgrad_gather_bytes);
-    add_backward(bwd, it->op, p, c);
+    // need it; the weight-gradient GEMM waits for it. A deferred W gathers the
+    // input again itself (the gathered copy is not kept for it).
+    if (it->wgrad_gather_bytes > 0.0) (split ? wgt : bwd).add_comm(CollectiveOp::kAllGather, it->wgrad_gather_bytes);
+    if (split && it->output_grad_gather_bytes > 0.0) wgt.add_comm(CollectiveOp::kAllGather, it->output_grad_gather_bytes);
+    add_backward(bwd, it->op, p, c, split ? &wgt : nullptr);
   }
   b.backward = bwd.take();
+  b.weight_grad = wgt.take();
   return b;
 }
 
@@ -304,6 +325,7 @@ BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCost
     const bool row_parallel = is_row_parallel(op.role);
     if (tp && column_parallel) items.push_back(before_column_parallel(p, bytes));
     items.push_back(column_parallel ? column_parallel_item(std::move(op), p, bytes) : op_item(std::move(op)));
+    if (tp && row_parallel && p.sequence_parallel) items.back().output_grad_gather_bytes = bytes;
     if (tp && row_parallel) items.push_back(after_row_parallel(p, bytes));
   }
   BlockSegments b = build(items, p, costs);

@@ -59,6 +59,10 @@ struct BlockSegments {
   std::vector<Segment> forward;
   std::vector<Segment> backward;   // includes selective recompute of the attention core
   std::vector<Segment> recompute;  // full recompute: the forward again, before backward
+  // The weight-gradient GEMMs a zero-bubble schedule defers to its W op (empty
+  // otherwise: the backward holds them), in backward order; with sequence
+  // parallelism each after the all-gather of its input.
+  std::vector<Segment> weight_grad;
 };
 
 // Segments of one transformer layer, of the embedding and of the output head

@@ -21,7 +21,7 @@ void reserve(WorkloadBuild& b, const LayerProgram& layer) {
   const std::size_t ranks = b.w.global_rank.size();
   const std::size_t groups = ranks / (b.fidelity == Fidelity::kFolded ? 1 : p.tp);
   const std::size_t per_layer = layer.segments_per_layer();
-  const std::size_t ops = 2ull * p.vpp * p.num_microbatches();
+  const std::size_t ops = (splits_backward(p.schedule) ? 3ull : 2ull) * p.vpp * p.num_microbatches();
   const std::size_t tasks = groups * (ops * (b.chunk_layers() * per_layer / 2 + 8)) + ranks * (ops + 64);
   const std::size_t ranks_per_group = b.fidelity == Fidelity::kFolded ? 1 : p.tp;
   b.w.graph.reserve(tasks, tasks * ranks_per_group, tasks + ranks * ops * 2);
@@ -42,6 +42,7 @@ void add_pipeline_transfers(WorkloadBuild& b) {
       const PipelineOp& op = program[oi];
       const int vs = virtual_stage(p.pp, r, op.chunk);
       const bool forward = op.phase == PipelinePhase::kForward;
+      if (op.phase == PipelinePhase::kWeightGrad) continue;  // W sends nothing
       if ((forward && vs == last_vs) || (!forward && vs == 0)) continue;
       const int to_vs = forward ? vs + 1 : vs - 1;
       const int to_stage = to_vs % p.pp;
@@ -75,6 +76,7 @@ Workload build_workload(const ModelSpec& model, const PlanSpec& plan, const OpCo
                         const WorkloadOptions& options) {
   if (plan.dp <= 0) throw InternalError("build_workload: the plan's dp is not resolved");
   WorkloadBuild b(model, plan, op_costs, comm_costs, fidelity, options);
+  b.w.ranks_start_next_step_alone = plan.schedule == Schedule::kZbH2;
   place_ranks(b);
   b.w.graph = TaskGraph(static_cast<int>(b.w.global_rank.size()), kNumStreamKinds);
   LayerProgram layer(b);

@@ -62,6 +62,12 @@ struct Workload {
   std::vector<int> stage;        // simulated rank -> pipeline rank
   std::vector<int> tp_rank;
   std::vector<int> dp_rank;
+  // ZB-H2 with the optimizer step's post-validation (Qi et al. 2024, section 4):
+  // no step-wide synchronisation, so each rank starts the next iteration when
+  // its own ends and consecutive steps overlap. The step time is then the
+  // steady-state period, the longest rank's span from its first task to its
+  // last (metrics.h), not the simulated step's makespan.
+  bool ranks_start_next_step_alone = false;
   // Rank r's tasks on one of its streams, in program order.
   std::span<const TaskId> stream(int rank, StreamKind s) const { return graph.stream(rank, stream_index(s)); }
 };
