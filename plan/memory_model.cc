@@ -82,12 +82,12 @@ double weight_grad_input_bytes(const ModelSpec& m, const PlanSpec& p) {
   for (const LayerOp& op : layer_forward_ops(m, c)) {
     if (op.kind != OpKind::kGemm || !op.has_weight) continue;
     const double tokens = static_cast<double>(op.gemm.m) * static_cast<double>(op.gemm.batch);
-    // Sequence parallelism keeps a column-parallel layer's input, and a
-    // row-parallel one's output gradient, sharded over tp (W gathers them again).
+    // Sequence parallelism keeps a column-parallel layer's input sharded over tp
+    // (W gathers it again); the output gradient is kept as the backward had it,
+    // for a row-parallel layer gathered whole (sail-sg's zero-bubble Megatron-LM,
+    // megatron/core/tensor_parallel/layers.py, WeightGradStore.put).
     const double input_share = p.sequence_parallel && is_column_parallel(op.role) ? 1.0 / p.tp : 1.0;
-    const double output_share = p.sequence_parallel && is_row_parallel(op.role) ? 1.0 / p.tp : 1.0;
-    bytes += e * tokens *
-             (static_cast<double>(op.gemm.k) * input_share + static_cast<double>(op.gemm.n) * output_share);
+    bytes += e * tokens * (static_cast<double>(op.gemm.k) * input_share + static_cast<double>(op.gemm.n));
   }
   return bytes;
 }

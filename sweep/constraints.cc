@@ -52,7 +52,7 @@ void check_value(const std::string& key, const std::string& value, const std::st
                  const std::string& path) {
   static const std::vector<std::string> bools = {"true", "false"};
   std::vector<std::string> allowed;
-  if (key == "schedule") allowed = {"gpipe", "1f1b", "interleaved-1f1b"};
+  if (key == "schedule") allowed = schedule_names();
   if (key == "recompute") allowed = {"none", "selective", "full"};
   if (key == "dtype") allowed = {"bf16", "fp16", "fp32"};
   if (key == "cp_comm_type") allowed = cp_comm_type_names();

@@ -135,10 +135,13 @@ std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& clu
           schedules = {Schedule::kInterleaved};
         } else {
           schedules = {Schedule::kOneFOneB, Schedule::kGpipe};
+          // The zero-bubble schedules fill a pipeline's bubbles (ZeRO-3 excluded
+          // below: resolve_and_check_plan refuses it).
+          if (g.pp > 1) schedules.insert(schedules.end(), {Schedule::kZbH1, Schedule::kZbH2});
         }
         for (Schedule schedule : schedules) {
           // ZeRO with a single replica (dp x cp) shards nothing: only stage 0.
-          const int max_zero = g.dp * g.cp > 1 ? (framework_shards ? 3 : 2) : 0;
+          const int max_zero = g.dp * g.cp > 1 ? (framework_shards && !splits_backward(schedule) ? 3 : 2) : 0;
           for (int zero = 0; zero <= max_zero; ++zero) {
             // Shard sizes of this grid: those that split its dp x cp replicas into
             // groups (one group of all is the plain plan, 0), with ZeRO only.

@@ -164,6 +164,21 @@ std::string against_even(const PlanOutcome& o, const ModelSpec& m,
                      o.tokens_per_s >= t.tokens_per_s ? "more" : "fewer", t.rank);
 }
 
+// What a zero-bubble schedule buys a top plan: the same plan under 1F1B, whose
+// bubble it fills with the deferred weight gradients, at what memory.
+std::string against_1f1b(const PlanOutcome& o, const std::map<std::string, const PlanOutcome*>& by_plan) {
+  if (!splits_backward(o.plan.schedule)) return "";
+  PlanSpec twin = o.plan;
+  twin.schedule = Schedule::kOneFOneB;
+  const auto it = by_plan.find(to_json(twin).dump());
+  if (it == by_plan.end()) return "";
+  const PlanOutcome& t = *it->second;
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  return fmt::format("; bubble {} vs {} ({} vs 1f1b, #{}), peak memory {:.1f} vs {:.1f} GiB",
+                     percent(o.bubble_ratio), percent(t.bubble_ratio), to_string(o.plan.schedule), t.rank,
+                     o.peak_bytes / gib, t.peak_bytes / gib);
+}
+
 }  // namespace
 
 void record_simulation(PlanOutcome& o, const SimulationResult& r) {
@@ -336,16 +351,19 @@ void rank_sweep(SweepResult& sweep, const ModelSpec& model, const Simulator& sim
   const bool top_has_cp = std::any_of(sweep.plans.begin(), top_end, [](const PlanOutcome& o) { return o.plan.cp > 1; });
   const bool top_uneven =
       std::any_of(sweep.plans.begin(), top_end, [](const PlanOutcome& o) { return o.plan.uneven_stages(); });
-  if (top_has_cp || top_uneven) {
+  const bool top_zero_bubble =
+      std::any_of(sweep.plans.begin(), top_end, [](const PlanOutcome& o) { return splits_backward(o.plan.schedule); });
+  if (top_has_cp || top_uneven || top_zero_bubble) {
     for (const PlanOutcome& o : sweep.plans) {
-      if ((top_has_cp && o.plan.cp == 1) || (top_uneven && o.plan.pp > 1 && !o.plan.uneven_stages())) {
+      if ((top_has_cp && o.plan.cp == 1) || (top_uneven && o.plan.pp > 1 && !o.plan.uneven_stages()) ||
+          (top_zero_bubble && o.plan.schedule == Schedule::kOneFOneB)) {
         by_plan.emplace(to_json(o.plan).dump(), &o);
       }
     }
   }
   for (int i = 0; i + 1 < rank && i < options.top_k; ++i) {
     sweep.plans[i].why = explain(sweep.plans[i], sweep.plans[i + 1]) + against_cp1(sweep.plans[i], by_plan) +
-                         against_even(sweep.plans[i], model, by_plan);
+                         against_even(sweep.plans[i], model, by_plan) + against_1f1b(sweep.plans[i], by_plan);
   }
 }
 

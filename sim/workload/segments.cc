@@ -23,10 +23,6 @@ struct Item {
   // (Megatron-LM's LinearWithGradAccumulationAndAsyncCommunication, Strata's
   // runtime Kernels::gather_column_input): the bytes of that gather, 0 if none.
   double wgrad_gather_bytes = 0.0;
-  // A row-parallel layer's output gradient, which sequence parallelism
-  // all-gathers before its backward: a deferred W keeps this rank's shard and
-  // gathers it again (the bytes of that gather, 0 if none).
-  double output_grad_gather_bytes = 0.0;
 };
 
 Category op_category(const LayerOp& op) {
@@ -249,10 +245,10 @@ BlockSegments build(const std::vector<Item>& items, const PlanSpec& p, const OpC
       core_replayed = true;
     }
     // Megatron launches the gather before the data-gradient GEMM, which does not
-    // need it; the weight-gradient GEMM waits for it. A deferred W gathers the
-    // input again itself (the gathered copy is not kept for it).
+    // need it; the weight-gradient GEMM waits for it. A deferred W keeps the
+    // rank's shard and gathers it again itself (sail-sg's zero-bubble Megatron-LM,
+    // megatron/core/tensor_parallel/layers.py: WeightGradStore.put of pre_process).
     if (it->wgrad_gather_bytes > 0.0) (split ? wgt : bwd).add_comm(CollectiveOp::kAllGather, it->wgrad_gather_bytes);
-    if (split && it->output_grad_gather_bytes > 0.0) wgt.add_comm(CollectiveOp::kAllGather, it->output_grad_gather_bytes);
     add_backward(bwd, it->op, p, c, split ? &wgt : nullptr);
   }
   b.backward = bwd.take();
@@ -325,7 +321,6 @@ BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCost
     const bool row_parallel = is_row_parallel(op.role);
     if (tp && column_parallel) items.push_back(before_column_parallel(p, bytes));
     items.push_back(column_parallel ? column_parallel_item(std::move(op), p, bytes) : op_item(std::move(op)));
-    if (tp && row_parallel && p.sequence_parallel) items.back().output_grad_gather_bytes = bytes;
     if (tp && row_parallel) items.push_back(after_row_parallel(p, bytes));
   }
   BlockSegments b = build(items, p, costs);
