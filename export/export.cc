@@ -103,6 +103,18 @@ std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, 
          "(forward_backward_pipelining_without_interleaving), which has the same bubble and holds fewer "
          "micro-batches' activations");
   }
+  if (splits_backward(p.schedule)) {
+    // Mainline Megatron-LM has no split backward; the paper's authors' fork
+    // (sail-sg/zero-bubble-pipeline-parallelism, megatron/core/zbpp_utils.py)
+    // adds these flags, which mainline's parser would reject.
+    const int pending = p.schedule == Schedule::kZbH1 ? p.pp : 2 * p.pp;
+    note(fmt::format("{}: Megatron-LM runs these flags as 1F1B (the same gradients, another order; the prediction's "
+                     "bubble and memory are {}'s). For the zero-bubble schedule run sail-sg's "
+                     "zero-bubble-pipeline-parallelism fork with --enable-zero-bubble "
+                     "--zero-bubble-max-pending-backward {}{} (its searched schedule with the same in-flight limit)",
+                     to_string(p.schedule), to_string(p.schedule), pending,
+                     p.schedule == Schedule::kZbH2 ? " --enable-optimizer-post-validation" : ""));
+  }
   if (p.sequence_parallel) add("--sequence-parallel");
   // The framework the prediction assumed overlaps TP collectives with GEMMs
   // (Transformer Engine userbuffers, which need sequence parallelism).
@@ -185,7 +197,7 @@ std::optional<std::string> deepspeed_unsupported(const PlanSpec& p) {
   }
   if (p.pp > 1 && p.schedule != Schedule::kOneFOneB) {
     return fmt::format("schedule {} with pp {} > 1: DeepSpeed's pipeline engine runs its own 1F1B-style "
-                       "TrainSchedule, with no GPipe or interleaved form",
+                       "TrainSchedule, with no GPipe, interleaved or zero-bubble form",
                        to_string(p.schedule), p.pp);
   }
   return std::nullopt;
