@@ -170,12 +170,20 @@ std::string against_1f1b(const PlanOutcome& o, const std::map<std::string, const
   if (!splits_backward(o.plan.schedule)) return "";
   PlanSpec twin = o.plan;
   twin.schedule = Schedule::kOneFOneB;
-  const auto it = by_plan.find(to_json(twin).dump());
+  auto it = by_plan.find(to_json(twin).dump());
+  // The split search tries the best even pipelines only: an uneven split's
+  // 1F1B twin may be there with the even split alone.
+  std::string even;
+  if (it == by_plan.end() && twin.uneven_stages()) {
+    twin.first_stage_layers = twin.last_stage_layers = 0;
+    it = by_plan.find(to_json(twin).dump());
+    even = ", even split";
+  }
   if (it == by_plan.end()) return "";
   const PlanOutcome& t = *it->second;
   const double gib = 1024.0 * 1024.0 * 1024.0;
-  return fmt::format("; bubble {} vs {} ({} vs 1f1b, #{}), peak memory {:.1f} vs {:.1f} GiB",
-                     percent(o.bubble_ratio), percent(t.bubble_ratio), to_string(o.plan.schedule), t.rank,
+  return fmt::format("; bubble {} vs {} ({} vs 1f1b{}, #{}), peak memory {:.1f} vs {:.1f} GiB",
+                     percent(o.bubble_ratio), percent(t.bubble_ratio), to_string(o.plan.schedule), even, t.rank,
                      o.peak_bytes / gib, t.peak_bytes / gib);
 }
 

@@ -356,6 +356,34 @@ TEST(SweepAnswers, Llama3_8bInTwoStagesGivesTheLastStageOneLayerFewer) {
   EXPECT_LT(twin->tokens_per_s, best.tokens_per_s);
 }
 
+// Llama 3 8B in four stages on one DGX H100 without interleaving: 1F1B idles
+// (p - 1)/(m + p - 1) of the step; the zero-bubble schedules fill it with the
+// deferred weight gradients, so one of them ranks first, and the why line gives
+// the bubble against its 1F1B twin.
+TEST(SweepAnswers, Llama3_8bInFourStagesRunsAZeroBubbleSchedule) {
+  const ModelSpec m = load_model_spec("llama3-8b");
+  PlanSpaceRequest req;
+  req.global_batch_size = 16;
+  req.max_micro_batch_size = 1;
+  req.max_vpp = 1;
+  req.constraints = {parse_constraint("pp=4", "test"), parse_constraint("tp=1", "test"),
+                     parse_constraint("cp=1", "test")};
+  const SweepResult r = folded_sweep(m, load_cluster_spec("dgx-h100-1node"), req);
+  const PlanOutcome& best = r.plans.at(0);
+  ASSERT_EQ(best.rank, 1);
+  EXPECT_TRUE(splits_backward(best.plan.schedule)) << best.label;
+  const std::string expected = fmt::format("({} vs 1f1b", to_string(best.plan.schedule));
+  EXPECT_NE(best.why.find(expected), std::string::npos) << best.why;
+  // Its 1F1B twin is in the ranking, with the larger bubble.
+  PlanSpec twin = best.plan;
+  twin.schedule = Schedule::kOneFOneB;
+  twin.first_stage_layers = twin.last_stage_layers = 0;
+  const auto it = std::find_if(r.plans.begin(), r.plans.end(),
+                               [&](const PlanOutcome& o) { return to_json(o.plan).dump() == to_json(twin).dump(); });
+  ASSERT_NE(it, r.plans.end());
+  EXPECT_GT(it->bubble_ratio, 1.5 * best.bubble_ratio) << best.label << " " << best.why;
+}
+
 // Doubling the nodes (same global batch) does not slow the best plan down.
 TEST(SweepAnswers, DoublingNodesDoesNotSlowTheBestPlan) {
   ModelSpec m = load_model_spec("llama3-8b");
