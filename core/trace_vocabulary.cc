@@ -1,5 +1,7 @@
 #include "core/trace_vocabulary.h"
 
+#include <iterator>
+
 namespace strata::trace {
 
 namespace {
@@ -47,7 +49,7 @@ const char* to_string(Lane lane) {
 const char* to_string(Phase p) { return kPhaseNames[static_cast<int>(p)].data(); }
 
 bool parse_phase(std::string_view s, Phase* out) {
-  for (int i = 0; i < 4; ++i) {
+  for (std::size_t i = 0; i < std::size(kPhaseNames); ++i) {
     if (s == kPhaseNames[i]) {
       *out = static_cast<Phase>(i);
       return true;
@@ -55,5 +57,17 @@ bool parse_phase(std::string_view s, Phase* out) {
   }
   return false;
 }
+
+namespace {
+template <std::size_t N>
+std::string joined(const std::string_view (&names)[N]) {
+  std::string out;
+  for (std::string_view n : names) out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
+}
+}  // namespace
+
+std::string category_names() { return joined(kCategoryNames); }
+std::string phase_names() { return joined(kPhaseNames); }
 
 }  // namespace strata::trace

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace strata::trace {
@@ -33,5 +34,9 @@ const char* to_string(Lane lane);
 enum class Phase : std::uint8_t { kForward, kBackward, kRecompute, kStep, kWeightGrad };
 const char* to_string(Phase p);  // "fwd", "bwd", "recompute", "step", "wgrad"
 bool parse_phase(std::string_view s, Phase* out);
+
+// Every name a reader accepts, comma-separated, for error messages.
+std::string category_names();  // "gemm, attention, ..."
+std::string phase_names();     // "fwd, bwd, recompute, step, wgrad"
 
 }  // namespace strata::trace

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/json_reader.h"
+#include "core/trace_vocabulary.h"
 
 namespace strata::gui {
 namespace {
@@ -450,14 +451,14 @@ bool TraceSax::finish_event() {
   }
   if (!ev_.has_cat || !ev_.cat_known) {
     return fail(event_path("cat"),
-                fmt::format("{}; allowed: gemm, attention, elementwise, tp, pp, dp, zero, "
-                            "optimizer, copy",
+                fmt::format("{}; allowed: {}",
                             ev_.has_cat ? "unknown category \"" + ev_.bad_category + "\""
-                                        : std::string("missing category")));
+                                        : std::string("missing category"),
+                            trace::category_names()));
   }
   if (!ev_.phase_known) {
     return fail(event_path("args.phase"),
-                "unknown phase \"" + ev_.bad_phase + "\"; allowed: fwd, bwd, recompute, step");
+                "unknown phase \"" + ev_.bad_phase + "\"; allowed: " + trace::phase_names());
   }
   // ts and dur are microseconds with three decimals: nanoseconds, rounded.
   const auto start_ns = static_cast<TimeNs>(std::llround(ev_.ts_us * 1e3));

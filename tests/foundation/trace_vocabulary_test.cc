@@ -28,7 +28,8 @@ TEST(TraceVocabulary, NamesAreTheDocumentedOnesAndParseBack) {
   ASSERT_EQ(static_cast<int>(lanes.size()), kNumLanes);
   for (int t = 0; t < kNumLanes; ++t) EXPECT_EQ(to_string(static_cast<Lane>(t)), lanes[t]);
   for (const auto& [name, phase] : std::vector<std::pair<std::string, Phase>>{
-           {"fwd", Phase::kForward}, {"bwd", Phase::kBackward}, {"recompute", Phase::kRecompute}, {"step", Phase::kStep}}) {
+           {"fwd", Phase::kForward}, {"bwd", Phase::kBackward}, {"recompute", Phase::kRecompute}, {"step", Phase::kStep},
+           {"wgrad", Phase::kWeightGrad}}) {
     EXPECT_EQ(to_string(phase), name);
     Phase back = Phase::kStep;
     ASSERT_TRUE(parse_phase(name, &back));
@@ -36,6 +37,9 @@ TEST(TraceVocabulary, NamesAreTheDocumentedOnesAndParseBack) {
   }
   Phase p;
   EXPECT_FALSE(parse_phase("forward", &p));
+  // The lists error messages show hold every name above, in order.
+  EXPECT_EQ(phase_names(), "fwd, bwd, recompute, step, wgrad");
+  EXPECT_EQ(category_names(), "gemm, attention, elementwise, tp, pp, dp, zero, optimizer, copy, host, cp");
   EXPECT_TRUE(is_communication(Category::kZero));
   EXPECT_TRUE(is_communication(Category::kCp));
   EXPECT_FALSE(is_communication(Category::kCopy));

@@ -279,9 +279,15 @@ class TraceReaderTest : public QObject {
       QFAIL("no error");
     } catch (const InputError& e) {
       QCOMPARE(e.json_path(), std::string("$.traceEvents[0].args.phase"));
-      QVERIFY(e.message().find("\"forward\"; allowed: fwd, bwd, recompute, step") !=
+      QVERIFY(e.message().find("\"forward\"; allowed: fwd, bwd, recompute, step, wgrad") !=
               std::string::npos);
     }
+    // A zero-bubble schedule's W reads as its own phase.
+    const TraceModel w = read_trace_text(
+        R"({"traceEvents": [{"ph": "X", "name": "fc1 wgrad", "cat": "gemm", "pid": 0,
+                            "tid": 0, "ts": 0, "dur": 1, "args": {"phase": "wgrad"}}]})",
+        "wgrad");
+    QCOMPARE(w.detail_of(w.lanes[0].spans[0]).phase, Phase::kWgrad);
     // Spans written out of order are sorted.
     const TraceModel u = read_trace_text(
         R"({"traceEvents": [

@@ -188,7 +188,9 @@ TEST(Sweep, ContextParallelIsAnAxisOfTheSpace) {
     EXPECT_EQ(p.tp * p.cp * p.pp * p.dp, s.cl.num_gpus()) << plan_label(p);
     cps.insert(p.cp);
     cp_types.insert({p.cp, to_string(p.cp_comm_type)});
-    if (p.cp > 1) EXPECT_TRUE(p.flash_attention) << plan_label(p);
+    if (p.cp > 1) {
+      EXPECT_TRUE(p.flash_attention) << plan_label(p);
+    }
     unfused_cp1 = unfused_cp1 || (p.cp == 1 && !p.flash_attention);
   }
   EXPECT_EQ(cps, (std::set<int>{1, 2, 4}));
@@ -220,7 +222,9 @@ TEST(Sweep, ZeroShardSizeConstraintListsTheGroupSizes) {
   std::set<std::pair<int, int>> seen;  // (shard group size, zero stage > 0)
   for (const PlanSpec& p : enumerate_plans(s.model, s.cl, s.request, counts)) {
     seen.insert({p.zero_shards(), p.zero_stage > 0 ? 1 : 0});
-    if (p.zero_shard_size > 0) EXPECT_GE(p.zero_stage, 1);
+    if (p.zero_shard_size > 0) {
+      EXPECT_GE(p.zero_stage, 1);
+    }
   }
   EXPECT_EQ(seen, (std::set<std::pair<int, int>>{{4, 1}, {8, 0}, {8, 1}}));
 }
