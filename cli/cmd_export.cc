@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "cli/scenario_options.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -18,9 +19,7 @@ namespace strata::cli {
 namespace {
 
 struct ExportArgs {
-  ScenarioArgs scenario;
-  std::string from_sweep;
-  int rank = 0;
+  ScenarioChoice scenario;
   std::string out_dir;
   bool force = false;
   std::string fidelity = "full";
@@ -39,19 +38,7 @@ std::string command_line(const std::vector<std::string>& argv) {
 }
 
 void run_export(const ExportArgs& args) {
-  Scenario s;
-  if (!args.from_sweep.empty()) {
-    if (!args.scenario.model.empty() || !args.scenario.plan.empty() || !args.scenario.cluster.empty()) {
-      throw InputError("", "--from-sweep", "give either --from-sweep FILE --rank K or --model/--plan/--cluster, not both");
-    }
-    if (args.rank < 1) throw InputError("", "--rank", "--from-sweep needs --rank K (1 is the best plan)");
-    s = sim::scenario_from_sweep(args.from_sweep, args.rank, args.scenario.allow_cross_node_tp);
-  } else {
-    if (args.scenario.model.empty() || args.scenario.plan.empty() || args.scenario.cluster.empty()) {
-      throw InputError("", "--model", "give --model, --plan and --cluster (or --from-sweep FILE --rank K)");
-    }
-    s = load_scenario(args.scenario);
-  }
+  const Scenario s = load_chosen_scenario(args.scenario);
   if (!args.backend.empty() && args.backend != "cpu" && args.backend != "cuda") {
     throw InputError("", "--backend", "expected \"cpu\" or \"cuda\", got \"" + args.backend + "\"");
   }
@@ -103,15 +90,7 @@ void add_export_command(CLI::App& app, int argc, char** argv) {
   CLI::App* cmd = app.add_subcommand(
       "export", "Write a plan's launch files: strata-run.json (strata run), megatron-args.sh, deepspeed.json, "
                 "launch.slurm, launch-mpirun.sh and the prediction");
-  cmd->add_option("--model", args->scenario.model, "model.json path or shipped name");
-  cmd->add_option("--plan", args->scenario.plan, "plan.json path or shipped name");
-  cmd->add_option("--cluster", args->scenario.cluster, "cluster.json path or shipped name");
-  cmd->add_option("--profile", args->scenario.profile, "device profile (default: the cluster's)");
-  cmd->add_flag("--allow-cross-node-tp", args->scenario.allow_cross_node_tp, "allow tensor parallelism across nodes");
-  cmd->add_option("--seq-length", args->scenario.seq_length, "override the model's sequence length")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--from-sweep", args->from_sweep, "a sweep.json from `strata sweep` (with --rank)");
-  cmd->add_option("--rank", args->rank, "which of the sweep's ranked plans (1: the best)");
+  add_scenario_or_sweep_options(*cmd, args->scenario);
   cmd->add_option("--out", args->out_dir, "directory for the files")->required();
   cmd->add_flag("--force", args->force, "export even when the plan does not fit in memory");
   cmd->add_option("--fidelity", args->fidelity, "simulation fidelity of prediction.json (default: full)")
@@ -123,7 +102,7 @@ void add_export_command(CLI::App& app, int argc, char** argv) {
   cmd->add_option("--seed", args->seed, "seed of the parameters and synthetic data (default 1234)");
   cmd->add_option("--timeout", args->timeout_s,
                   "seconds any rank waits for a peer before the run stops (default 20)")
-      ->check(CLI::Range(0.1, 86400.0));
+      ->check(finite_in(0.1, 86400.0));
   cmd->callback([args] { run_export(*args); });
 }
 

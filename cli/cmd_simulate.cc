@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "cli/format.h"
 #include "cli/scenario_options.h"
 #include "core/atomic_file.h"
@@ -17,7 +18,7 @@ namespace strata::cli {
 namespace {
 
 struct SimulateArgs {
-  ScenarioArgs scenario;
+  ScenarioChoice scenario;
   std::string fidelity = "full";
   std::string out_dir;
   std::vector<int> trace_ranks;
@@ -85,7 +86,7 @@ void run_simulate(const SimulateArgs& args) {
   if (args.fidelity != "full" && args.fidelity != "folded") {
     throw InputError("", "--fidelity", "expected \"full\" or \"folded\", got \"" + args.fidelity + "\"");
   }
-  Scenario s = load_scenario(args.scenario);
+  Scenario s = load_chosen_scenario(args.scenario);
   sim::SimulationOptions options;
   options.fidelity = args.fidelity == "full" ? sim::Fidelity::kFull : sim::Fidelity::kFolded;
   ProgressLine progress("simulate", 100);
@@ -125,7 +126,7 @@ void add_simulate_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "simulate", "Simulate one training step rank by rank: step time, MFU, bubble, exposed "
                   "communication, memory, and a Perfetto trace");
-  add_scenario_options(*cmd, args->scenario);
+  add_scenario_or_sweep_options(*cmd, args->scenario);
   cmd->add_option("--fidelity", args->fidelity,
                   "full: every rank; folded: one rank per stage (tp and dp peers are symmetric)")
       ->check(CLI::IsMember({"full", "folded"}));
@@ -136,7 +137,8 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_flag("--no-trace", args->no_trace, "write result.json only");
   cmd->add_option("--train-tokens", args->train_tokens,
                   "also report the days and GPU-hours to train on this many tokens")
-      ->check(CLI::PositiveNumber);
+      // Up to 10 quadrillion: 600x Llama 3's 15.6 T tokens.
+      ->check(finite_in(1.0, 1e16));
   cmd->callback([args] { run_simulate(*args); });
 }
 

@@ -116,6 +116,7 @@ struct SweepRun {
   double wall_s = 0.0;    // the folded simulations (and the gather when sharded)
   double full_s = 0.0;    // re-simulating the best at full fidelity
   bool root = true;
+  int shards = 1;         // the MPI ranks the plans were split over
 };
 
 // The ranks of this launch (one, or those of mpirun), exchanging through host
@@ -157,6 +158,7 @@ SweepRun sweep_once(const SweepArgs& a, const Loaded& l, const SweepWorld& ranks
   run.result = jobs::run_sharded_sweep(l.model, simulator, l.request, options, ranks.world());
   progress.finish();
   run.root = ranks.root();
+  run.shards = ranks.world().size();
   const auto t1 = std::chrono::steady_clock::now();
   run.wall_s = std::chrono::duration<double>(t1 - t0).count();
   if (run.root) sim::rank_sweep(run.result, l.model, simulator, options);
@@ -175,8 +177,10 @@ void print_summary(const SweepArgs& a, const Loaded& l, const SweepRun& run) {
   fmt::print("plans    {} valid ({} combinations, {} excluded by constraints, {} invalid); {} do not fit{}\n",
              c.valid, c.space.candidates, c.space.constrained, c.space.invalid, c.pruned_memory,
              reasons.empty() ? "" : " (" + reasons + ")");
-  fmt::print("         {} simulated (folded) in {:.2f} s, {:.0f} plans/s; best {} re-simulated at full fidelity in {:.2f} s\n\n",
-             c.simulated, run.wall_s, c.simulated / std::max(run.wall_s, 1e-9), c.full_fidelity, run.full_s);
+  const std::string sharded =
+      run.shards > 1 ? fmt::format(" sharded over {} MPI ranks (every {}th plan each),", run.shards, run.shards) : "";
+  fmt::print("         {} simulated (folded){} in {:.2f} s, {:.0f} plans/s; best {} re-simulated at full fidelity in {:.2f} s\n\n",
+             c.simulated, sharded, run.wall_s, c.simulated / std::max(run.wall_s, 1e-9), c.full_fidelity, run.full_s);
   if (c.simulated == 0) {
     fmt::print("no plan fits: try more GPUs, ZeRO, recompute, or a smaller micro-batch\n");
     return;
@@ -216,7 +220,11 @@ void run_sweep_command(const SweepArgs& a) {
   int base_nodes = 0;
   for (int n : a.nodes) {
     Loaded l = base;
-    l.cluster.nodes = n;
+    // The cluster read again with the new node count, so every check the
+    // cluster file gets (node range, switch radix) holds for this size too.
+    nlohmann::json resized = to_json(base.cluster);
+    resized["nodes"] = n;
+    l.cluster = read_cluster_spec(resized, base.cluster_file + " (with --nodes " + std::to_string(n) + ")", "$");
     if (n > 1 && l.cluster.fabric.nics_per_node <= 0) {
       throw InputError(l.cluster_file, "$.fabric", fmt::format("--nodes {} needs a fabric in the cluster", n));
     }
@@ -264,7 +272,8 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--global-batch-size", a->global_batch_size,
                   "sequences per step (default: about 4M tokens, a multiple of the GPU count)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--seq-length", a->seq_length, "override the model's sequence length")->check(CLI::PositiveNumber);
+  // model.json's own range for seq_length (plan/model_spec.cc).
+  cmd->add_option("--seq-length", a->seq_length, "override the model's sequence length")->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--min-cp-tokens", a->min_cp_tokens,
                   "context parallelism is tried while each rank keeps this many tokens of a sequence "
                   "(default 4096; a constraint on cp replaces it)")
@@ -275,7 +284,9 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--full-top", a->full_top, "best plans re-simulated at full fidelity (default 3)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--threads", a->threads, "simulation threads (default: all cores)")->check(CLI::PositiveNumber);
-  cmd->add_option("--nodes", a->nodes, "node counts to compare, e.g. 16,32,64,128")->delimiter(',');
+  cmd->add_option("--nodes", a->nodes, "node counts to compare, e.g. 16,32,64,128")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--dtype", a->dtype, "training precision")->check(CLI::IsMember({"bf16", "fp16"}));
   cmd->add_option("--framework", a->framework,
                   "training software every plan runs with: a framework profile (scenarios/frameworks/, default "

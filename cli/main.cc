@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return strata::kExitBadInput;
+  } catch (const strata::OutputError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return strata::kExitOutputFailed;
   } catch (const strata::InputError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return strata::kExitBadInput;

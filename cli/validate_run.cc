@@ -43,6 +43,7 @@ std::vector<RunComparison> run_quick(const RunValidationArgs& args) {
   jobs::QuickValidationOptions options;
   options.strata = std::filesystem::read_symlink("/proc/self/exe").string();
   options.work_dir = args.work_dir;
+  options.profile = args.profile;
   ProgressLine progress("validate --quick", 0);
   options.progress = progress.callback();
   const jobs::QuickValidation q = jobs::run_quick_validation(options);
@@ -64,6 +65,9 @@ void add_run_validation_options(CLI::App& validate, RunValidationArgs& args) {
                     "on this machine: calibrate cpu (quick) -> simulate -> export -> mpirun -n 2 strata run -> "
                     "compare, over 2-rank plans");
   validate.add_option("--work-dir", args.work_dir, "--quick: keep its files in this directory");
+  validate.add_option("--profile", args.profile,
+                      "--quick: the cpu profile `mpirun -n 2 strata calibrate --backend cpu --quick --model tiny` "
+                      "wrote on this host (default: calibrate first)");
 }
 
 bool run_validation_requested(const RunValidationArgs& args) { return args.quick || !args.run_dirs.empty(); }

@@ -17,6 +17,7 @@ struct RunValidationArgs {
   std::vector<std::string> run_dirs;
   bool quick = false;
   std::string work_dir;  // --quick: keep the files here (default: a temporary directory, removed)
+  std::string profile;   // --quick: a cpu profile already calibrated here (default: calibrate first)
 };
 
 // Adds --run, --quick and --work-dir to `strata validate`.

@@ -9,7 +9,8 @@
 namespace strata {
 
 // Writes content to path atomically. Creates missing parent directories.
-// Throws InputError (path not writable) naming the path.
+// Throws OutputError (not writable, disk full) naming the path and the system's
+// reason, and InputError when path is a file this command read (core/input_file.h).
 void write_file_atomic(const std::string& path, const std::string& content);
 
 // Collects several output files and writes them only when commit() is called,
@@ -17,7 +18,8 @@ void write_file_atomic(const std::string& path, const std::string& content);
 class OutputSet {
  public:
   void add(std::string path, std::string content);
-  // Writes every file (each atomically). Throws InputError if one cannot be written.
+  // Writes every file, or none: throws as write_file_atomic does, leaving no new
+  // file or directory behind.
   void commit();
   bool empty() const { return files_.empty(); }
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/input_file.h"
 
 namespace strata {
 namespace fs = std::filesystem;
@@ -48,6 +49,12 @@ std::string resolve_data_file(const std::string& argument, const std::string& su
   if (!looks_like_path) {
     fs::path shipped = fs::path(data_root()) / subdir / (argument + ".json");
     if (fs::is_regular_file(shipped, ec)) return shipped.string();
+  }
+  // A path that exists but cannot be an input (a directory, a FIFO, /dev/zero, a
+  // loop of links) is named as what it is, not as a missing file.
+  const bool something_there = fs::symlink_status(argument, ec).type() != fs::file_type::not_found && !ec;
+  if (auto why = not_a_regular_file(argument); why && something_there) {
+    throw InputError(argument, "", "cannot be read as a " + what + " file: it " + *why);
   }
   std::string names;
   for (const std::string& n : shipped_names(subdir)) names += (names.empty() ? "" : ", ") + n;

@@ -1,14 +1,17 @@
 // Errors that cross Strata's library boundaries.
 //
-// Two kinds, because the user must act differently on each:
+// Three kinds, because the user must act differently on each:
 //   InputError    - the user's files or flags are wrong (exit code 2). It names the
 //                   file, the JSON path inside it and what is allowed.
+//   OutputError   - an output could not be written (disk full, no permission; exit
+//                   code 3): nothing was written. It names the file and the system's reason.
 //   InternalError - Strata itself failed (exit code 1).
 // Library code throws these; only cli/ turns them into exit codes.
 #pragma once
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace strata {
 
@@ -16,6 +19,7 @@ namespace strata {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitInternal = 1;
 inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitOutputFailed = 3;
 
 class InputError : public std::runtime_error {
  public:
@@ -32,6 +36,14 @@ class InputError : public std::runtime_error {
   std::string file_;
   std::string json_path_;
   std::string message_;
+};
+
+// An InputError too, so that every place that reports a file's problem to the
+// user (the GUI's message boxes, the runtime's per-rank errors) reports this one;
+// the command line tells them apart by their exit codes.
+class OutputError : public InputError {
+ public:
+  OutputError(std::string file, std::string message) : InputError(std::move(file), "", std::move(message)) {}
 };
 
 class InternalError : public std::runtime_error {

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -10,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/input_file.h"
 
 namespace strata::json {
 namespace {
@@ -67,13 +70,126 @@ std::string format_bound(double v) {
 
 }  // namespace
 
+namespace {
+
+// Deeper than any file Strata reads (traces and sweeps are under 10 levels); far
+// from what would exhaust the stack of code that walks a value recursively.
+constexpr std::size_t kMaxDepth = 256;
+
+// A first pass over the text that refuses what nlohmann::json would accept
+// silently: a key given twice in one object (the last would win) and nesting
+// deeper than kMaxDepth. It stops at the first problem, before any value is built.
+class StrictnessCheck : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
+  bool string(string_t&) override { return value(); }
+  bool binary(binary_t&) override { return value(); }
+  bool start_object(std::size_t) override { return open(true); }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(false); }
+  bool end_array() override { return close(); }
+  bool key(string_t& k) override {
+    Frame& f = frames_.back();
+    f.key = k;
+    if (!f.keys.insert(k).second) {
+      return fail(path(), "duplicate key: this object already has \"" + k +
+                              "\" (one of the two would be ignored silently); give each key once");
+    }
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    malformed_ = true;  // parse_text reports it, with line and column
+    return false;
+  }
+
+  bool malformed() const { return malformed_; }
+  const std::string& error_path() const { return error_path_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  struct Frame {
+    bool object = false;
+    std::string key;                   // the object's current key
+    std::size_t next_index = 0;        // the array's next element
+    std::set<std::string> keys;        // the object's keys so far
+  };
+
+  // A value starts inside the innermost container: an array's next element.
+  void enter_value() {
+    if (!frames_.empty() && !frames_.back().object) ++frames_.back().next_index;
+  }
+  bool value() {
+    enter_value();
+    return true;
+  }
+  bool open(bool object) {
+    enter_value();
+    if (frames_.size() >= kMaxDepth) {
+      return fail(path(), fmt::format("nested deeper than {} levels: no Strata file needs that many", kMaxDepth));
+    }
+    frames_.push_back(Frame{object, {}, 0, {}});
+    return true;
+  }
+  bool close() {
+    frames_.pop_back();
+    return true;
+  }
+  // The JSON path of the value being read: each container's key or index.
+  std::string path() const {
+    std::string p = "$";
+    for (std::size_t i = 0; i < frames_.size(); ++i) {
+      const Frame& f = frames_[i];
+      if (f.object) {
+        if (!f.key.empty() && is_identifier(f.key)) {
+          p.append(".").append(f.key);
+        } else {
+          p.append("[").append(nlohmann::json(f.key).dump()).append("]");
+        }
+      } else if (f.next_index > 0) {
+        p.append("[").append(std::to_string(f.next_index - 1)).append("]");
+      }
+    }
+    return p;
+  }
+  bool fail(std::string path, std::string message) {
+    error_path_ = std::move(path);
+    error_ = std::move(message);
+    return false;
+  }
+
+  std::vector<Frame> frames_;
+  bool malformed_ = false;
+  std::string error_path_, error_;
+};
+
+// JSON has no NaN or Infinity; Python's json.dump writes them, so say so.
+bool starts_non_finite(const std::string& text, std::size_t offset) {
+  for (const char* word : {"NaN", "nan", "Infinity", "infinity", "inf", "Inf"}) {
+    if (text.compare(offset, std::strlen(word), word) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 nlohmann::json parse_text(const std::string& text, const std::string& file_label) {
+  StrictnessCheck check;
+  const bool ok = nlohmann::json::sax_parse(text, &check);
+  if (!ok && !check.malformed()) throw InputError(file_label, check.error_path(), check.error());
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     // byte is 1-based and points just past the offending character.
     std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
     auto [line, column] = line_and_column(text, offset);
+    if (starts_non_finite(text, offset)) {
+      throw InputError(fmt::format("{}:{}:{}", file_label, line, column), "",
+                       "malformed JSON: NaN and Infinity are not JSON numbers; write a finite number");
+    }
     std::string what = e.what();
     // nlohmann's message starts with "[json.exception.parse_error.101] parse error at line..";
     // keep only the part after the last ": " which says what was expected.
@@ -85,26 +201,33 @@ nlohmann::json parse_text(const std::string& text, const std::string& file_label
 }
 
 nlohmann::json parse_file(const std::string& path) {
+  require_regular_file(path);
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "cannot open file for reading");
+  if (!in) throw InputError(path, "", std::string("cannot open file for reading: ") + std::strerror(errno));
   std::ostringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) throw InputError(path, "", "error while reading file");
+  record_input_file(path);
   return parse_text(buffer.str(), path);
 }
 
+// Containers are not dumped: a wrong-typed value may be megabytes, or nested
+// deep enough that dumping it would recurse past the stack.
 std::string describe(const nlohmann::json& value) {
-  std::string dumped = value.dump();
-  if (dumped.size() > 40) dumped = dumped.substr(0, 37) + "...";
+  auto shown = [&value] {
+    std::string dumped = value.dump();
+    if (dumped.size() > 40) dumped = dumped.substr(0, 37) + "...";
+    return dumped;
+  };
   switch (value.type()) {
     case nlohmann::json::value_t::null: return "null";
-    case nlohmann::json::value_t::boolean: return "a boolean (" + dumped + ")";
-    case nlohmann::json::value_t::string: return "a string (" + dumped + ")";
+    case nlohmann::json::value_t::boolean: return "a boolean (" + shown() + ")";
+    case nlohmann::json::value_t::string: return "a string (" + shown() + ")";
     case nlohmann::json::value_t::number_integer:
-    case nlohmann::json::value_t::number_unsigned: return "an integer (" + dumped + ")";
-    case nlohmann::json::value_t::number_float: return "a number (" + dumped + ")";
-    case nlohmann::json::value_t::array: return "an array";
-    case nlohmann::json::value_t::object: return "an object";
+    case nlohmann::json::value_t::number_unsigned: return "an integer (" + shown() + ")";
+    case nlohmann::json::value_t::number_float: return "a number (" + shown() + ")";
+    case nlohmann::json::value_t::array: return fmt::format("an array (of {} elements)", value.size());
+    case nlohmann::json::value_t::object: return fmt::format("an object (of {} keys)", value.size());
     default: return "a value of unsupported type";
   }
 }

@@ -47,6 +47,17 @@ double number_at(const nlohmann::json& doc, const std::string& file, const std::
   return v.get<double>();
 }
 
+// A step time, a byte count or a rank count: a finite number above zero (0 or
+// less would make every relative error meaningless, or divide by zero).
+double positive_number_at(const nlohmann::json& doc, const std::string& file, const std::string& path,
+                          const char* key) {
+  const double v = number_at(doc, file, path, key);
+  if (!(v > 0.0) || !std::isfinite(v)) {
+    throw InputError(file, path + "." + key, fmt::format("expected a number above 0, got {}", json::describe(doc[key])));
+  }
+  return v;
+}
+
 std::string plan_label(const nlohmann::json& plan) {
   std::string s;
   auto part = [&](const std::string& p) { s += (s.empty() ? "" : ", ") + p; };
@@ -181,12 +192,22 @@ QuickValidation run_quick_validation(const QuickValidationOptions& args) {
   QuickValidation result;
   result.before = host_load();
   const auto steps = static_cast<std::int64_t>(std::size(kQuickPlans)) + 1;
-  report_progress(args.progress, 0, steps, "calibrating the cpu backend (2 ranks)");
-  const std::string profile = dir + "/profile.json";
-  run_step(rt::mpirun_argv(mpirun, 2, {self, "calibrate", "--backend", "cpu", "--quick", "--model", "tiny", "--out",
-                                        profile}),
-           dir + "/calibrate.log", "mpirun -n 2 strata calibrate --backend cpu --quick", std::chrono::seconds(300));
+  std::string profile = args.profile;
+  if (profile.empty()) {
+    report_progress(args.progress, 0, steps, "calibrating the cpu backend (2 ranks)");
+    profile = dir + "/profile.json";
+    run_step(rt::mpirun_argv(mpirun, 2, {self, "calibrate", "--backend", "cpu", "--quick", "--model", "tiny", "--out",
+                                          profile}),
+             dir + "/calibrate.log", "mpirun -n 2 strata calibrate --backend cpu --quick", std::chrono::seconds(300));
+  } else {
+    profile = fs::absolute(profile).string();
+  }
   const Profile p = load_profile(profile);
+  if (p.device.backend != "cpu") {
+    throw InputError(profile, "$.device.backend",
+                     "--quick runs the cpu backend: give a profile from `strata calibrate --backend cpu`, not \"" +
+                         p.device.backend + "\"");
+  }
   // One host whose two "GPUs" are the MPI ranks; they exchange through shared
   // memory, so the host link is the profile's measured memory bandwidth (the
   // measured collectives set the collectives' times).
@@ -274,11 +295,13 @@ RunComparison compare_run(const std::string& dir) {
   const nlohmann::json meas = json::parse_file(meas_file);
   RunComparison r;
   r.dir = dir;
-  r.predicted_step_s = number_at(pred, pred_file, "$", "step_time_s");
-  r.measured_step_s = number_at(meas, meas_file, "$", "step_time_s");
-  r.predicted_peak_bytes = number_at(member(pred, pred_file, "$", "memory"), pred_file, "$.memory", "peak_bytes");
-  r.measured_peak_bytes = number_at(member(meas, meas_file, "$", "memory"), meas_file, "$.memory", "peak_bytes");
-  r.ranks = static_cast<int>(number_at(meas, meas_file, "$", "ranks"));
+  r.predicted_step_s = positive_number_at(pred, pred_file, "$", "step_time_s");
+  r.measured_step_s = positive_number_at(meas, meas_file, "$", "step_time_s");
+  r.predicted_peak_bytes =
+      positive_number_at(member(pred, pred_file, "$", "memory"), pred_file, "$.memory", "peak_bytes");
+  r.measured_peak_bytes =
+      positive_number_at(member(meas, meas_file, "$", "memory"), meas_file, "$.memory", "peak_bytes");
+  r.ranks = static_cast<int>(positive_number_at(meas, meas_file, "$", "ranks"));
   const nlohmann::json& measured_plan = member(meas, meas_file, "$", "plan");
   const nlohmann::json& predicted_plan = member(member(pred, pred_file, "$", "inputs"), pred_file, "$.inputs", "plan");
   for (const auto& [key, value] : predicted_plan.items()) {
@@ -288,9 +311,6 @@ RunComparison compare_run(const std::string& dir) {
                        fmt::format("the run measured a different plan than {} predicted ({} {} vs {})", pred_file, key,
                                    measured_plan.contains(key) ? measured_plan[key].dump() : "absent", value.dump()));
     }
-  }
-  if (r.predicted_step_s <= 0.0 || r.predicted_peak_bytes <= 0.0) {
-    throw InputError(pred_file, "$.step_time_s", "the prediction has no positive step time or peak memory");
   }
   r.label = plan_label(predicted_plan);
   return r;

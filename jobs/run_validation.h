@@ -41,6 +41,9 @@ HostLoad host_load();
 struct QuickValidationOptions {
   std::string strata;    // the strata executable the loop runs under mpirun
   std::string work_dir;  // keep the files here (empty: a temporary directory, removed)
+  // A cpu profile calibrated on this host (2 ranks) to use instead of calibrating
+  // again; empty: calibrate first.
+  std::string profile;
   ProgressFn progress;   // one unit for the calibration, one per plan
 };
 
@@ -51,7 +54,7 @@ struct QuickValidation {
   std::string kept_dir;  // where the files are (empty when they were temporary)
 };
 
-// --quick: calibrates the cpu backend (quick, 2 ranks), then for each of its
+// --quick: calibrates the cpu backend (quick, 2 ranks) unless given a profile, then for each of its
 // 2-rank plans on the shipped "tiny" model (tp 2, pp 2, dp 2 with several
 // micro-batch counts and ZeRO stages) simulates, exports, runs it under
 // `mpirun -n 2` and compares. Throws InputError without mpirun, InternalError

@@ -243,7 +243,9 @@ nlohmann::ordered_json to_json(const ClusterSpec& c) {
   j["nodes"] = c.nodes;
   j["gpus_per_node"] = c.gpus_per_node;
   j["node"] = to_json(c.node);
-  j["fabric"] = to_json(c.fabric);
+  // A node without NICs has no fabric (one node only): none is written, as
+  // none was given, so the echo reads back.
+  if (c.fabric.nics_per_node > 0) j["fabric"] = to_json(c.fabric);
   if (!c.graph.empty()) j["graph"] = topo::to_json(c.graph);
   j["profile"] = c.profile;
   return j;

@@ -22,6 +22,22 @@ TEST(Specs, ModelDefaultsFollowMegatron) {
   EXPECT_FALSE(m.untie_embeddings_and_output_weights);
 }
 
+// Megatron-LM's --normalization takes "LayerNorm" and "RMSNorm"; a model.json
+// copied from a Megatron script reads with either spelling.
+TEST(Specs, ModelAcceptsMegatronNormalizationNames) {
+  auto norm_of = [](const std::string& name) {
+    return read_model_spec(nlohmann::json::parse(R"({"name": "x", "num_layers": 2, "hidden_size": 64,
+        "num_attention_heads": 4, "seq_length": 32, "vocab_size": 100, "normalization": ")" + name + "\"}"),
+                           "m.json")
+        .normalization;
+  };
+  EXPECT_EQ(norm_of("RMSNorm"), Normalization::kRmsNorm);
+  EXPECT_EQ(norm_of("rmsnorm"), Normalization::kRmsNorm);
+  EXPECT_EQ(norm_of("LayerNorm"), Normalization::kLayerNorm);
+  EXPECT_EQ(norm_of("layernorm"), Normalization::kLayerNorm);
+  EXPECT_THROW(norm_of("rms_norm"), InputError);
+}
+
 TEST(Specs, PlanDefaultsAndDerivedDp) {
   PlanSpec p = read_plan_spec(
       nlohmann::json::parse(R"({"tp": 2, "pp": 2, "micro_batch_size": 1, "global_batch_size": 8})"),

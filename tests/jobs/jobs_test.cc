@@ -166,6 +166,29 @@ TEST_F(CompareRunTest, ADifferentPlanIsAnInputErrorNamingTheKey) {
   }
 }
 
+// A measured step of -1 s or 0 s, or -5 bytes, is no measurement: refused at its path.
+TEST_F(CompareRunTest, NonPositiveMeasurementsAreInputErrorsNamingThePath) {
+  write("prediction.json", kPrediction);
+  const std::string plan =
+      R"("plan": {"tp": 2, "pp": 1, "dp": 1, "micro_batch_size": 1, "global_batch_size": 4, "zero_stage": 1})";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"("step_time_s": -1, "ranks": 2, "memory": {"peak_bytes": 1})", "$.step_time_s"},
+      {R"("step_time_s": 0, "ranks": 2, "memory": {"peak_bytes": 1})", "$.step_time_s"},
+      {R"("step_time_s": 0.02, "ranks": 2, "memory": {"peak_bytes": -5})", "$.memory.peak_bytes"},
+      {R"("step_time_s": 0.02, "ranks": 0, "memory": {"peak_bytes": 1})", "$.ranks"},
+  };
+  for (const auto& [fields, path] : cases) {
+    write("measured.json", "{" + fields + ", " + plan + "}");
+    try {
+      compare_run(dir());
+      ADD_FAILURE() << "accepted " << fields;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.json_path(), path) << e.what();
+      EXPECT_NE(std::string(e.what()).find("above 0"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST_F(CompareRunTest, MissingFilesSayWhichCommandWritesThem) {
   try {
     compare_run(dir());

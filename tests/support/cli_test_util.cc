@@ -72,6 +72,11 @@ CommandResult run_command(std::string command, const std::vector<std::string>& a
 
 CommandResult run_strata(const std::vector<std::string>& args) { return run_command(shell_quote(STRATA_BIN), args); }
 
+CommandResult run_strata_after(const std::string& shell_setup, const std::vector<std::string>& args,
+                               const std::string& launcher) {
+  return run_command(shell_setup + "; exec " + launcher + " " + shell_quote(STRATA_BIN), args);
+}
+
 bool have_mpirun() { return !std::string(STRATA_MPIRUN).empty(); }
 
 CommandResult run_strata_mpirun(int ranks, const std::vector<std::string>& args) {

@@ -17,6 +17,11 @@ CommandResult run_strata(const std::vector<std::string>& args);
 
 // Whether this build found mpirun (tests that need it skip otherwise).
 bool have_mpirun();
+// Runs `strata <args>` from a shell that first runs shell_setup (e.g. a
+// `ulimit -f` that makes the disk look full), through launcher when one is given
+// (e.g. "timeout 60", which turns a hang into exit 124).
+CommandResult run_strata_after(const std::string& shell_setup, const std::vector<std::string>& args,
+                               const std::string& launcher = "");
 // Runs `mpirun -n ranks strata <args>` with the settings a container needs: root
 // allowed, oversubscribed ranks yield their core, no single-copy shared memory
 // (docs/runtime.md).

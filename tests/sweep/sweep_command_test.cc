@@ -46,8 +46,10 @@ TEST(SweepCommand, SameFilesWithOneThreadTwoThreadsAndTwoMpiRanks) {
   ASSERT_EQ(rm.exit_code, 0) << rm.err;
   EXPECT_EQ(csv, read_file(dir.file("mpi/sweep.csv")));
   EXPECT_EQ(json, read_file(dir.file("mpi/sweep.json")));
-  // Rank 0 alone prints the table.
+  // Rank 0 alone prints the table, and says that the plans were split.
   EXPECT_EQ(rm.out.find("rank  tp"), rm.out.rfind("rank  tp")) << rm.out;
+  EXPECT_NE(rm.out.find("sharded over 2 MPI ranks"), std::string::npos) << rm.out;
+  EXPECT_EQ(r1.out.find("sharded"), std::string::npos) << r1.out;
 }
 
 TEST(SweepCommand, BadConstraintIsAnErrorThatWritesNothing) {
