@@ -11,6 +11,7 @@
 #include "core/mpirun_settings.h"
 #include "core/units.h"
 #include "costmodel/framework_profile.h"
+#include "plan/params.h"
 
 namespace strata::sim {
 namespace {
@@ -29,6 +30,16 @@ std::string mpirun_line(int ranks, const std::string& command) {
   for (const std::string& f : mpirun_flags()) line += " " + f;
   line += " ${HOSTFILE:+--hostfile \"$HOSTFILE\"} \\\n  " + command + "\n";
   return line;
+}
+
+// Megatron's make_vocab_size_divisible_by that keeps the model's vocabulary as
+// it is (Megatron pads to a multiple of it times tp): the largest divisor up to
+// Megatron's default 128; 1 when even a multiple of tp needs padding.
+int vocab_padding_divisor(int vocab_size, int tp) {
+  for (int d = 128; d > 1; --d) {
+    if (vocab_size % (static_cast<long long>(d) * tp) == 0) return d;
+  }
+  return 1;
 }
 
 }  // namespace
@@ -142,9 +153,25 @@ std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, 
     add("--no-gradient-accumulation-fusion");
     add("--ckpt-format", "fsdp_dtensor");
   }
-  if (p.offload_optimizer) add("--optimizer-cpu-offload");
+  if (p.offload_optimizer) {
+    // arguments.py:1884-1888: the CPU offload runs on the precision-aware
+    // optimizer's code path (which itself needs the distributed optimizer,
+    // core/optimizer/__init__.py:1057; offload plans have zero_stage >= 1).
+    add("--optimizer-cpu-offload");
+    add("--use-precision-aware-optimizer");
+  }
   if (p.overlap_grad_reduce) add("--overlap-grad-reduce");
-  if (p.overlap_param_gather && p.zero_stage >= 1) add("--overlap-param-gather");
+  if (p.overlap_param_gather && p.zero_stage >= 1) {
+    // arguments.py:1024-1029: Megatron overlaps the parameter all-gather only
+    // together with the gradient reduce-scatter.
+    if (p.overlap_grad_reduce) {
+      add("--overlap-param-gather");
+    } else {
+      note("overlap_param_gather without overlap_grad_reduce: Megatron-LM overlaps the parameter all-gather only "
+           "with --overlap-grad-reduce (arguments.py validate_args), so neither is written and Megatron exposes the "
+           "all-gather the prediction overlaps; set overlap_grad_reduce true in the plan to overlap both");
+    }
+  }
   add("--ddp-bucket-size", std::to_string(p.ddp_bucket_size));
   // Batch.
   add("--micro-batch-size", std::to_string(p.micro_batch_size));
@@ -165,6 +192,26 @@ std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, 
   if (p.dtype == DType::kBf16) add("--bf16");
   if (p.dtype == DType::kFp16) add("--fp16");
   if (p.accumulate_allreduce_grads_in_fp32 && p.dtype != DType::kFp32) add("--accumulate-allreduce-grads-in-fp32");
+  // With --bf16 Megatron turns on fp32 gradient accumulation and reduction by
+  // itself (arguments.py:1206-1217) unless told --grad-reduce-in-bf16: without
+  // it a plan that reduces bf16 gradients would run with twice their bytes.
+  if (p.dtype == DType::kBf16 && !p.accumulate_allreduce_grads_in_fp32) {
+    add("--grad-reduce-in-bf16");
+    note("--grad-reduce-in-bf16: the plan accumulates and reduces gradients in bf16 "
+         "(accumulate_allreduce_grads_in_fp32 false); Megatron-LM's own default with --bf16 is fp32, which doubles "
+         "the gradient buffers and data-parallel traffic: set accumulate_allreduce_grads_in_fp32 true in the plan "
+         "to predict that run");
+  }
+  // Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by
+  // x tp (core/tokenizers/utils/build_tokenizer.py, vocab_size_with_padding;
+  // default 128): the largest divisor that keeps the model's own vocabulary
+  // keeps the embedding and logits the prediction costs.
+  const int divisor = vocab_padding_divisor(m.vocab_size, p.tp);
+  if (divisor != 128) add("--make-vocab-size-divisible-by", std::to_string(divisor));
+  if (m.vocab_size % p.tp != 0) {
+    note(fmt::format("vocab_size {} is not a multiple of tp {}: Megatron-LM pads it to {} (as the prediction does)",
+                     m.vocab_size, p.tp, padded_vocab_size(m, p)));
+  }
   return f;
 }
 
@@ -231,7 +278,13 @@ nlohmann::ordered_json deepspeed_config(const PlanSpec& p, const ExportOptions& 
   } else {
     j["fp16"] = {{"enabled", false}};
   }
-  if (p.dtype != DType::kFp32) j["data_types"] = {{"grad_accum_dtype", "fp32"}};
+  // DeepSpeed without ZeRO accepts only gradients accumulated in the model's
+  // own dtype (engine.py _do_optimizer_sanity_check: "unsupported mix of
+  // model_dtype and grad_accum_dtype"); with ZeRO any mix.
+  if (p.dtype != DType::kFp32) {
+    const bool fp32_grads = p.accumulate_allreduce_grads_in_fp32 && p.zero_stage >= 1;
+    j["data_types"] = {{"grad_accum_dtype", fp32_grads ? "fp32" : to_string(p.dtype)}};
+  }
   j["wall_clock_breakdown"] = false;
   return j;
 }
@@ -305,17 +358,18 @@ std::string megatron_script(const Scenario& s, const ExportOptions& o, const std
        {"--num-layers", "--hidden-size", "--num-attention-heads", "--group-query-attention", "--num-query-groups",
         "--ffn-hidden-size", "--swiglu", "--normalization", "--seq-length", "--max-position-embeddings",
         "--position-embedding-type", "--untie-embeddings-and-output-weights", "--disable-bias-linear",
-        "--hidden-dropout", "--attention-dropout", "--attention-backend"}},
+        "--hidden-dropout", "--attention-dropout", "--attention-backend", "--make-vocab-size-divisible-by"}},
       {"PARALLEL_ARGS",
        {"--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--context-parallel-size", "--cp-comm-type",
         "--use-tp-pp-dp-mapping", "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
         "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
         "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split", "--sequence-parallel", "--tp-comm-overlap", "--use-distributed-optimizer", "--num-distributed-optimizer-instances", "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
-        "--no-gradient-accumulation-fusion", "--ckpt-format", "--optimizer-cpu-offload", "--overlap-grad-reduce",
+        "--no-gradient-accumulation-fusion", "--ckpt-format", "--optimizer-cpu-offload",
+        "--use-precision-aware-optimizer", "--overlap-grad-reduce",
         "--overlap-param-gather", "--ddp-bucket-size"}},
       {"BATCH_ARGS", {"--micro-batch-size", "--global-batch-size"}},
       {"RECOMPUTE_ARGS", {"--recompute-granularity", "--recompute-method", "--recompute-num-layers"}},
-      {"PRECISION_ARGS", {"--bf16", "--fp16", "--accumulate-allreduce-grads-in-fp32"}},
+      {"PRECISION_ARGS", {"--bf16", "--fp16", "--accumulate-allreduce-grads-in-fp32", "--grad-reduce-in-bf16"}},
   };
   // Every flag has its group: one that had none would be dropped from the script.
   for (const MegatronFlag& f : flags) {
@@ -343,12 +397,20 @@ std::string megatron_script(const Scenario& s, const ExportOptions& o, const std
                      t.adam_beta2, t.adam_eps);
   out += fmt::format("  --seed {}\n  --init-method-std 0.02\n  --log-interval 1\n  --eval-iters 0\n", t.seed);
   out += fmt::format("  --mock-data\n  --tokenizer-type NullTokenizer\n  --vocab-size {}\n", m.vocab_size);
+
   out += ")\n\n";
   out += "if [[ \"${1:-}\" == \"--print\" ]]; then\n";
   out += "  printf '%s\\n' \"${MODEL_ARGS[@]}\" \"${PARALLEL_ARGS[@]}\" \"${BATCH_ARGS[@]}\" \"${RECOMPUTE_ARGS[@]}\" "
          "\"${PRECISION_ARGS[@]}\" \"${TRAINING_ARGS[@]}\"\n  exit 0\nfi\n\n";
-  out += "# Megatron overlaps its tensor-parallel communication only with one CUDA connection.\n";
-  out += "export CUDA_DEVICE_MAX_CONNECTIONS=1\n";
+  if (p.zero_stage >= 2) {
+    // Megatron-FSDP refuses CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py:1166).
+    out += "# Megatron-FSDP needs more than one CUDA connection (CUDA_DEVICE_MAX_CONNECTIONS unset).\n";
+    out += "unset CUDA_DEVICE_MAX_CONNECTIONS\n";
+  } else {
+    // Before Blackwell Megatron requires it with tp or cp > 1 (arguments.py:1477).
+    out += "# Megatron overlaps its tensor-parallel communication only with one CUDA connection.\n";
+    out += "export CUDA_DEVICE_MAX_CONNECTIONS=1\n";
+  }
   out += fmt::format("torchrun --nproc-per-node {} --nnodes \"${{NNODES:-{}}}\" --node-rank \"${{NODE_RANK:-0}}\" \\\n",
                      s.cluster.gpus_per_node, s.cluster.nodes);
   out += "  --master-addr \"${MASTER_ADDR:-localhost}\" --master-port \"${MASTER_PORT:-6000}\" \\\n";
@@ -410,6 +472,13 @@ ExportResult export_plan(const Scenario& s, const SimulationResult& r, const Exp
     out.notes.push_back("no deepspeed.json: " + *ds);
   } else {
     out.files.push_back({"deepspeed.json", deepspeed_config(s.plan, o).dump(2) + "\n", false});
+    if (s.plan.zero_stage == 0 && s.plan.dtype != DType::kFp32 && s.plan.accumulate_allreduce_grads_in_fp32) {
+      out.notes.push_back(fmt::format(
+          "deepspeed.json: without ZeRO DeepSpeed accumulates gradients only in the model dtype {} (engine.py "
+          "_do_optimizer_sanity_check), not in fp32 as the plan does: its gradient all-reduce carries half the "
+          "bytes the prediction has",
+          to_string(s.plan.dtype)));
+    }
   }
   out.files.push_back({"launch.slurm", slurm_script(s, o), true});
   out.files.push_back({"launch-mpirun.sh", mpirun_script(s, o), true});
@@ -453,47 +522,80 @@ Scenario scenario_from_sweep(const std::string& sweep_file, int rank, bool allow
   args.allow_cross_node_tp = allow_cross_node_tp;
   if (!doc.contains("plans") || !doc["plans"].is_array()) fail("$.plans", "expected an array of ranked plans");
   const nlohmann::json& plans = doc["plans"];
+  std::optional<std::size_t> chosen;
   for (std::size_t i = 0; i < plans.size(); ++i) {
     const std::string at = fmt::format("$.plans[{}]", i);
     if (!plans[i].is_object() || !plans[i].contains("rank") || !plans[i]["rank"].is_number_integer()) {
       fail(at + ".rank", "expected an integer rank");
     }
     if (plans[i]["rank"].get<int>() != rank) continue;
-    if (!plans[i].contains("plan")) fail(at + ".plan", "required: the plan object");
-    Scenario s;
-    // The model and cluster files the sweep was given; when one cannot be found
-    // any more (the sweep ran elsewhere), the copy the sweep kept in its request
-    // (model_spec, cluster_spec).
-    auto findable = [](const std::string& arg, const char* subdir) {
-      if (arg.empty()) return false;
-      if (std::filesystem::exists(arg)) return true;
-      try {
-        resolve_data_file(arg, subdir, "");
-        return true;
-      } catch (const InputError&) {
-        return false;
-      }
-    };
-    if (!findable(args.model, "scenarios/models") && request.contains("model_spec")) {
-      s.model_file = sweep_file;
-      s.model = read_model_spec(request["model_spec"], sweep_file, "$.request.model_spec");
-    } else {
-      s.model_file = resolve_data_file(args.model, "scenarios/models", "model");
-      s.model = read_model_spec(json::parse_file(s.model_file), s.model_file);
+    if (chosen) {
+      fail(at + ".rank", fmt::format("rank {} is given twice (also at $.plans[{}]): which plan to export is "
+                                     "ambiguous; a sweep.json from `strata sweep` ranks each plan once",
+                                     rank, *chosen));
     }
-    if (!findable(args.cluster, "scenarios/clusters") && request.contains("cluster_spec")) {
-      s.cluster_file = sweep_file;
-      s.cluster = read_cluster_spec(request["cluster_spec"], sweep_file, "$.request.cluster_spec");
-    } else {
-      s.cluster_file = resolve_data_file(args.cluster, "scenarios/clusters", "cluster");
-      s.cluster = read_cluster_spec(json::parse_file(s.cluster_file), s.cluster_file);
-    }
-    s.profile = load_scenario_profile(s.cluster, s.cluster_file, args.profile);
-    read_scenario_plan(s, plans[i]["plan"], sweep_file, at + ".plan", allow_cross_node_tp);
-    return s;
+    chosen = i;
   }
-  throw InputError(sweep_file, "$.plans",
-                   fmt::format("no plan has rank {} ({} plans in the sweep; ranks start at 1)", rank, plans.size()));
+  // The specs the sweep recorded are checked like any model or cluster file,
+  // and must be what the named files say now: otherwise the ranking was made
+  // for another model or cluster.
+  std::optional<ModelSpec> recorded_model;
+  std::optional<ClusterSpec> recorded_cluster;
+  if (request.contains("model_spec")) {
+    recorded_model = read_model_spec(request["model_spec"], sweep_file, "$.request.model_spec");
+  }
+  if (request.contains("cluster_spec")) {
+    recorded_cluster = read_cluster_spec(request["cluster_spec"], sweep_file, "$.request.cluster_spec");
+  }
+  if (!chosen) {
+    fail("$.plans", fmt::format("no plan has rank {} ({} plans in the sweep; ranks start at 1)", rank, plans.size()));
+  }
+  const std::size_t i = *chosen;
+  const std::string at = fmt::format("$.plans[{}]", i);
+  if (!plans[i].contains("plan")) fail(at + ".plan", "required: the plan object");
+  Scenario s;
+  // The model and cluster files the sweep was given; when one cannot be found
+  // any more (the sweep ran elsewhere), the copy the sweep kept in its request
+  // (model_spec, cluster_spec).
+  auto findable = [](const std::string& arg, const char* subdir) {
+    if (arg.empty()) return false;
+    if (std::filesystem::exists(arg)) return true;
+    try {
+      resolve_data_file(arg, subdir, "");
+      return true;
+    } catch (const InputError&) {
+      return false;
+    }
+  };
+  if (!findable(args.model, "scenarios/models") && recorded_model) {
+    s.model_file = sweep_file;
+    s.model = *recorded_model;
+  } else {
+    s.model_file = resolve_data_file(args.model, "scenarios/models", "model");
+    s.model = read_model_spec(json::parse_file(s.model_file), s.model_file);
+    if (recorded_model && to_json(*recorded_model) != to_json(s.model)) {
+      fail("$.request.model_spec", fmt::format("the sweep ranked its plans for another model than {} holds now "
+                                               "(the file changed since the sweep): sweep again, or move the "
+                                               "file away to export the recorded model",
+                                               s.model_file));
+    }
+  }
+  if (!findable(args.cluster, "scenarios/clusters") && recorded_cluster) {
+    s.cluster_file = sweep_file;
+    s.cluster = *recorded_cluster;
+  } else {
+    s.cluster_file = resolve_data_file(args.cluster, "scenarios/clusters", "cluster");
+    s.cluster = read_cluster_spec(json::parse_file(s.cluster_file), s.cluster_file);
+    if (recorded_cluster && to_json(*recorded_cluster) != to_json(s.cluster)) {
+      fail("$.request.cluster_spec", fmt::format("the sweep ranked its plans for another cluster than {} holds "
+                                                 "now (the file changed since the sweep): sweep again, or move "
+                                                 "the file away to export the recorded cluster",
+                                                 s.cluster_file));
+    }
+  }
+  s.profile = load_scenario_profile(s.cluster, s.cluster_file, args.profile);
+  read_scenario_plan(s, plans[i]["plan"], sweep_file, at + ".plan", allow_cross_node_tp);
+  return s;
 }
 
 }  // namespace strata::sim

@@ -151,12 +151,14 @@ std::vector<LayerOp> head_forward_ops(const ModelSpec& m, const LayerOpContext& 
   const i64 tokens = static_cast<i64>(m.seq_length) / c.cp * c.micro_batch_size;
   const double e = dtype_bytes(c.dtype);
   const double stream = static_cast<double>(tokens) * m.hidden_size * e / (c.sequence_parallel ? t : 1);
+  // Megatron pads the vocabulary to a multiple of tp (plan/params.h vocab_rows_per_gpu).
+  const i64 vocab_rows = (static_cast<i64>(m.vocab_size) + t - 1) / t;
   std::vector<LayerOp> ops;
   ops.push_back(elementwise(OpRole::kNorm, "final_norm", 2.0 * stream));
-  ops.push_back(gemm(OpRole::kLogits, "logits", tokens, m.vocab_size / t, m.hidden_size, 1, true));
+  ops.push_back(gemm(OpRole::kLogits, "logits", tokens, vocab_rows, m.hidden_size, 1, true));
   // Vocab-parallel cross-entropy in fp32: reads the logits, writes fp32 softmax.
   ops.push_back(elementwise(OpRole::kCrossEntropy, "cross_entropy",
-                            static_cast<double>(tokens) * (m.vocab_size / t) * (e + 4.0)));
+                            static_cast<double>(tokens) * vocab_rows * (e + 4.0)));
   return ops;
 }
 

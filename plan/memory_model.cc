@@ -177,7 +177,7 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const DeviceMe
       const double w_layer = weight_grad_input_bytes(m, p);
       const int waiting = zero_bubble_held(p, stage, per_layer, w_layer).waiting_weight_grads;
       double w_bytes = waiting * w_layer * layers_per_stage;
-      if (stage == p.pp - 1) w_bytes += waiting * e * (sbh / rep + tokens * p.micro_batch_size * m.vocab_size / t);
+      if (stage == p.pp - 1) w_bytes += waiting * e * (sbh / rep + tokens * p.micro_batch_size * static_cast<double>(vocab_rows_per_gpu(m, p)));
       st.weight_grad_bytes = w_bytes;
       activations += w_bytes;
     }
@@ -197,7 +197,7 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const DeviceMe
       // Final norm input and output-layer input per micro-batch in flight, and the
       // logits of the micro-batch in its loss: 16-bit logits plus fp32 softmax.
       activations += 2.0 * e * sbh / rep * std::max(1.0, microbatches_in_flight / p.vpp);
-      activations += (e + 4.0) * tokens * p.micro_batch_size * m.vocab_size / t;
+      activations += (e + 4.0) * tokens * p.micro_batch_size * static_cast<double>(vocab_rows_per_gpu(m, p));
     }
     st.activations_bytes = activations;
 

@@ -34,9 +34,11 @@ ModelSpec read_model_spec(const nlohmann::json& doc, const std::string& file, co
       static_cast<int>(r.integer_or("num_query_groups", m.num_attention_heads, 1, kBig));
   m.ffn_hidden_size = static_cast<int>(r.integer_or("ffn_hidden_size", 4LL * m.hidden_size, 1, 1LL << 28));
   m.swiglu = r.boolean_or("swiglu", false);
-  m.normalization = r.choice_or("normalization", "layernorm", {"layernorm", "rmsnorm"}) == "layernorm"
-                        ? Normalization::kLayerNorm
-                        : Normalization::kRmsNorm;
+  // Strata's lower-case names and Megatron-LM's own spellings (--normalization
+  // LayerNorm / RMSNorm, arguments.py), so a model copied from a Megatron script reads.
+  const std::string norm =
+      r.choice_or("normalization", "layernorm", {"layernorm", "rmsnorm", "LayerNorm", "RMSNorm"});
+  m.normalization = norm == "layernorm" || norm == "LayerNorm" ? Normalization::kLayerNorm : Normalization::kRmsNorm;
   m.seq_length = static_cast<int>(r.integer("seq_length", 1, kBig));
   m.vocab_size = static_cast<int>(r.integer("vocab_size", 1, 1LL << 30));
   m.untie_embeddings_and_output_weights = r.boolean_or("untie_embeddings_and_output_weights", false);

@@ -37,6 +37,12 @@ std::int64_t word_embedding_params(const ModelSpec& m) {
   return static_cast<i64>(m.vocab_size) * m.hidden_size;
 }
 
+std::int64_t vocab_rows_per_gpu(const ModelSpec& m, const PlanSpec& p) {
+  return (static_cast<i64>(m.vocab_size) + p.tp - 1) / p.tp;
+}
+
+std::int64_t padded_vocab_size(const ModelSpec& m, const PlanSpec& p) { return vocab_rows_per_gpu(m, p) * p.tp; }
+
 std::int64_t position_embedding_params(const ModelSpec& m) {
   return m.position_embedding_type == PositionEmbedding::kLearnedAbsolute
              ? static_cast<i64>(m.seq_length) * m.hidden_size
@@ -73,13 +79,13 @@ std::int64_t total_params(const ModelSpec& m) {
 }
 
 std::int64_t embedding_params_per_gpu(const ModelSpec& m, const PlanSpec& p) {
-  return word_embedding_params(m) / p.tp + position_embedding_params(m);
+  return vocab_rows_per_gpu(m, p) * m.hidden_size + position_embedding_params(m);
 }
 
 std::int64_t head_params_per_gpu(const ModelSpec& m, const PlanSpec& p) {
   i64 params = final_norm_params(m);
   if (m.untie_embeddings_and_output_weights || p.pp > 1) {
-    params += word_embedding_params(m) / p.tp;  // untied output layer, or Megatron's tied copy
+    params += vocab_rows_per_gpu(m, p) * m.hidden_size;  // untied output layer, or Megatron's tied copy
   }
   return params;
 }

@@ -12,6 +12,12 @@ namespace strata {
 std::int64_t layer_params(const ModelSpec& m);
 // The word embedding's parameters (vocabulary x hidden).
 std::int64_t word_embedding_params(const ModelSpec& m);
+// Vocabulary rows one GPU holds of the embedding and the logits: Megatron-LM
+// pads the vocabulary to a multiple of tp (at least; vocab_size_with_padding in
+// megatron/core/tokenizers/utils/build_tokenizer.py) and splits it evenly.
+std::int64_t vocab_rows_per_gpu(const ModelSpec& m, const PlanSpec& p);
+// The vocabulary as the tp ranks hold it together (vocab_size rounded up to a multiple of tp).
+std::int64_t padded_vocab_size(const ModelSpec& m, const PlanSpec& p);
 // Learned absolute position embeddings (0 with rotary positions).
 std::int64_t position_embedding_params(const ModelSpec& m);
 // Word embedding (+ learned positions) parameters.

@@ -320,7 +320,7 @@ class DataParallelPass {
   // embedding's gradient (Megatron-LM's embedding group).
   void add_embedding_sync(std::vector<TaskId>& last_dp) {
     if (m_.untie_embeddings_and_output_weights || p_.pp == 1) return;
-    const double bytes = static_cast<double>(m_.vocab_size) * m_.hidden_size / p_.tp * p_.grad_bytes();
+    const double bytes = static_cast<double>(vocab_rows_per_gpu(m_, p_)) * m_.hidden_size * p_.grad_bytes();
     const std::int32_t lbl = b_.label("embedding grad all_reduce", Category::kDp, Phase::kBackward);
     for (int d = 0; d < p_.grad_replicas(); ++d) {
       for (int t = 0; t < p_.tp; ++t) {

@@ -1,15 +1,20 @@
 // strata export: every Megatron-LM flag and DeepSpeed key against the plan it
 // came from, the plans DeepSpeed cannot express, plans that do not fit, sweeps,
 // and byte-identical output.
+#include <algorithm>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "cli_test_util.h"
+#include "core/data_paths.h"
 #include "core/error.h"
+#include "core/json_reader.h"
 #include "export/export.h"
+#include "plan/params.h"
 #include "plan/run_spec.h"
 #include "runtime/executor/run_config.h"
 #include "sim/simulate.h"
@@ -438,6 +443,142 @@ TEST(Export, ReadsARankedPlanFromASweep) {
     EXPECT_EQ(e.json_path(), "$.plans[0].plan.pp");
   }
 }
+
+
+namespace rules {
+
+// The flag combinations Megatron-LM's validate_args and DeepSpeed's engine
+// enforce, each mirroring the line it cites (Megatron-LM d98e8a64,
+// megatron/training/arguments.py unless named; DeepSpeed edaa7221,
+// deepspeed/runtime/engine.py), checked on every export of a plan matrix.
+// With MEGATRON_LM_DIR set, tests/run/export_real_tools.sh runs the real parsers.
+struct Exported {
+  PlanSpec plan;
+  std::multimap<std::string, std::string> flags;
+  std::string script;
+  std::optional<nlohmann::json> deepspeed;
+};
+
+bool has(const Exported& e, const std::string& flag) { return e.flags.count(flag) > 0; }
+
+std::vector<Exported> export_matrix(const TempDir& dir) {
+  std::vector<Exported> out;
+  // The plans of tests/run/export_matrix.json, on each of its models.
+  const nlohmann::json matrix = json::parse_file(data_root() + "/tests/run/export_matrix.json");
+  for (const nlohmann::json& model_name : matrix["models"]) {
+    const std::string model = model_name.get<std::string>();
+    for (const nlohmann::json& plan_json : matrix["plans"]) {
+      const std::string plan = plan_json.dump();
+      const Scenario s = scenario(dir, model, plan, matrix["cluster"].get<std::string>());
+      ExportOptions o;
+      o.force = true;  // fitting is not what these rules are about
+      const ExportResult r = export_plan(s, folded(s), o);
+      Exported e;
+      e.plan = s.plan;
+      e.script = file(r, "megatron-args.sh").content;
+      e.flags = script_flags(e.script);
+      if (has_file(r, "deepspeed.json")) e.deepspeed = nlohmann::json::parse(file(r, "deepspeed.json").content);
+      out.push_back(std::move(e));
+    }
+  }
+  return out;
+}
+
+TEST(ExportRules, MegatronValidateArgsAcceptsEveryExport) {
+  TempDir dir;
+  for (const Exported& e : export_matrix(dir)) {
+    const std::string plan = to_json(e.plan).dump();
+    // :1024-1029 --overlap-param-gather needs the distributed optimizer (or
+    // Megatron-FSDP) and --overlap-grad-reduce.
+    if (has(e, "--overlap-param-gather")) {
+      EXPECT_TRUE(has(e, "--overlap-grad-reduce")) << plan;
+      EXPECT_TRUE(has(e, "--use-distributed-optimizer") || has(e, "--use-megatron-fsdp")) << plan;
+    }
+    // :1884-1888 the CPU offload runs on the precision-aware optimizer, which
+    // needs the distributed optimizer (megatron/core/optimizer/__init__.py:1057).
+    if (has(e, "--optimizer-cpu-offload")) {
+      EXPECT_TRUE(has(e, "--use-precision-aware-optimizer")) << plan;
+    }
+    if (has(e, "--use-precision-aware-optimizer")) {
+      EXPECT_TRUE(has(e, "--use-distributed-optimizer")) << plan;
+    }
+    // :1166-1170 Megatron-FSDP refuses CUDA_DEVICE_MAX_CONNECTIONS=1 and needs fsdp_dtensor checkpoints.
+    const bool one_connection = e.script.find("export CUDA_DEVICE_MAX_CONNECTIONS=1") != std::string::npos;
+    if (has(e, "--use-megatron-fsdp")) {
+      EXPECT_FALSE(one_connection) << plan;
+      expect_flag(e.flags, "--ckpt-format", "fsdp_dtensor");
+    } else if (e.plan.tp > 1 || e.plan.cp > 1) {
+      // :1477 before Blackwell, tp or cp > 1 without FSDP needs exactly one connection.
+      EXPECT_TRUE(one_connection) << plan;
+    }
+    // :1441 tensor-parallel communication overlap needs sequence parallelism.
+    if (has(e, "--tp-comm-overlap")) {
+      EXPECT_TRUE(has(e, "--sequence-parallel")) << plan;
+    }
+    // :1204-1217 with --bf16 Megatron accumulates in fp32 unless --grad-reduce-in-bf16:
+    // the run must reduce what the plan reduces.
+    if (has(e, "--bf16")) {
+      EXPECT_EQ(has(e, "--grad-reduce-in-bf16"), !e.plan.accumulate_allreduce_grads_in_fp32) << plan;
+    }
+    EXPECT_FALSE(has(e, "--bf16") && has(e, "--fp16")) << plan;
+  }
+}
+
+// megatron/core/tokenizers/utils/build_tokenizer.py:133 vocab_size_with_padding:
+// Megatron pads --vocab-size to a multiple of make_vocab_size_divisible_by x tp
+// (default 128); the export keeps what the prediction simulated.
+TEST(ExportRules, MegatronPadsTheVocabularyToWhatWasSimulated) {
+  TempDir dir;
+  for (const Exported& e : export_matrix(dir)) {
+    auto it = e.flags.find("--make-vocab-size-divisible-by");
+    const long long divisor = it == e.flags.end() ? 128 : std::stoll(it->second);
+    const long long vocab = std::stoll(e.flags.find("--vocab-size")->second);
+    const long long multiple = divisor * e.plan.tp;
+    const long long padded = (vocab + multiple - 1) / multiple * multiple;
+    EXPECT_EQ(padded, vocab) << "tp " << e.plan.tp << " vocab " << vocab << " divisor " << divisor;
+  }
+  // Llama 3's 128,256 at tp 8: 128 x 8 would pad to 129,024; 96 x 8 = 768 divides it.
+  ModelSpec m;
+  m.vocab_size = 128256;
+  PlanSpec p;
+  p.tp = 8;
+  const auto flags = megatron_flags(m, p, nullptr);
+  auto it = std::find_if(flags.begin(), flags.end(),
+                         [](const MegatronFlag& f) { return f.flag == "--make-vocab-size-divisible-by"; });
+  ASSERT_NE(it, flags.end());
+  EXPECT_EQ(it->value, "96");
+  // A vocabulary tp does not divide: Megatron pads it to a multiple of tp, and so does the simulation.
+  m.vocab_size = 50257;
+  EXPECT_EQ(padded_vocab_size(m, p), 50264);
+  EXPECT_EQ(vocab_rows_per_gpu(m, p), 6283);
+}
+
+// engine.py:1978-2021 _do_optimizer_sanity_check: without ZeRO DeepSpeed accepts
+// gradients accumulated only in the model's own dtype ("unsupported mix of
+// model_dtype and grad_accum_dtype"); with ZeRO any mix.
+TEST(ExportRules, DeepSpeedAcceptsTheGradientAccumulationDtype) {
+  TempDir dir;
+  int checked = 0;
+  for (const Exported& e : export_matrix(dir)) {
+    if (!e.deepspeed) continue;
+    ++checked;
+    const nlohmann::json& ds = *e.deepspeed;
+    if (e.plan.dtype == DType::kFp32) {
+      EXPECT_FALSE(ds.contains("data_types")) << ds.dump();
+      continue;
+    }
+    const std::string accum = ds["data_types"]["grad_accum_dtype"];
+    if (e.plan.zero_stage == 0) {
+      EXPECT_EQ(accum, to_string(e.plan.dtype)) << ds.dump();
+    }
+    if (e.plan.zero_stage >= 1) {
+      EXPECT_EQ(accum, e.plan.accumulate_allreduce_grads_in_fp32 ? "fp32" : to_string(e.plan.dtype)) << ds.dump();
+    }
+  }
+  EXPECT_GE(checked, 8);
+}
+
+}  // namespace rules
 
 }  // namespace
 }  // namespace strata::sim
