@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -173,6 +174,35 @@ std::vector<Constraint> load_constraints(const std::string& path) {
   return read_constraints(json::parse_file(path), path);
 }
 
+namespace {
+
+// "[1, 2]", "[none,full]" or "[\"none\", \"full\"]" as a JSON array: a shell user
+// writes bare words; each item is a JSON value where it parses as one (numbers,
+// true/false, quoted strings), else the word as a string.
+std::optional<nlohmann::json> parse_list_literal(const std::string& text) {
+  if (text.size() < 2 || text.front() != '[' || text.back() != ']') return std::nullopt;
+  nlohmann::json list = nlohmann::json::array();
+  const std::string inner = trim(text.substr(1, text.size() - 2));
+  if (inner.empty()) return list;
+  std::size_t start = 0;
+  while (start <= inner.size()) {
+    const std::size_t comma = inner.find(',', start);
+    const std::string item = trim(inner.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (item.empty()) return std::nullopt;
+    nlohmann::json value = nlohmann::json::parse(item, nullptr, /*allow_exceptions=*/false);
+    if (value.is_discarded() || value.is_structured()) {
+      if (item.find_first_of("[]{}\"") != std::string::npos) return std::nullopt;
+      value = item;
+    }
+    list.push_back(std::move(value));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return list;
+}
+
+}  // namespace
+
 Constraint parse_constraint(const std::string& expression, const std::string& where) {
   const std::string e = trim(expression);
   std::size_t i = 0;
@@ -187,11 +217,12 @@ Constraint parse_constraint(const std::string& expression, const std::string& wh
   }
   nlohmann::json doc = nlohmann::json::object();
   if (rest.rfind("in", 0) == 0) {
-    try {
-      doc[key] = nlohmann::json::parse(trim(rest.substr(2)));
-    } catch (const nlohmann::json::parse_error&) {
-      throw InputError("", where, fmt::format("\"{}\": expected a list such as [1, 2]", expression));
+    std::optional<nlohmann::json> list = parse_list_literal(trim(rest.substr(2)));
+    if (!list) {
+      throw InputError("", where,
+                       fmt::format("\"{}\": expected a list such as [1, 2] or [none, full]", expression));
     }
+    doc[key] = *list;
   } else if (rest.rfind("=", 0) == 0 && rest.rfind("==", 0) != 0) {
     const std::string value = trim(rest.substr(1));
     if (is_numeric_key(key)) {

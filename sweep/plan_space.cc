@@ -85,10 +85,16 @@ std::string plan_label(const PlanSpec& p) {
   // Uneven stages after pp: "pp4[17/15]".
   const std::string stages = stage_split_label(p);
   const std::string split = stages.empty() ? "" : "[" + stages + "]";
-  return fmt::format("tp{}{} pp{}{} dp{} vpp{} mbs{} {} z{}{} {}{}{}", p.tp, cp, p.pp, split, p.dp, p.vpp,
+  // What the sweep varies only on request comes last, only when it differs from
+  // the default: the precision and the overlaps turned off.
+  std::string rest;
+  if (p.dtype != DType::kBf16) rest += std::string(" ") + to_string(p.dtype);
+  if (!p.overlap_grad_reduce) rest += " no-overlap-grad";
+  if (!p.overlap_param_gather) rest += " no-overlap-param";
+  return fmt::format("tp{}{} pp{}{} dp{} vpp{} mbs{} {} z{}{} {}{}{}{}", p.tp, cp, p.pp, split, p.dp, p.vpp,
                      p.micro_batch_size, to_string(p.schedule), zero,
                      p.offload_optimizer ? "+offload" : "", to_string(p.recompute),
-                     p.sequence_parallel ? " sp" : "", p.flash_attention ? " flash" : "");
+                     p.sequence_parallel ? " sp" : "", p.flash_attention ? " flash" : "", rest);
 }
 
 std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& cluster,

@@ -19,6 +19,8 @@ const char* tf(bool b) { return b ? "true" : "false"; }
 
 // Numbers with 6 significant digits: enough for any decision, stable across runs.
 std::string num(double x) { return fmt::format("{:.6g}", x); }
+// Byte counts as whole numbers, as sweep.json has them to the byte.
+std::string bytes(double x) { return fmt::format("{:.0f}", x); }
 
 nlohmann::ordered_json outcome_json(const PlanOutcome& o) {
   nlohmann::ordered_json j;
@@ -51,12 +53,14 @@ nlohmann::ordered_json outcome_json(const PlanOutcome& o) {
 }  // namespace
 
 std::string sweep_csv(const SweepResult& sweep) {
-  std::string out =
+  std::string out;
+  out +=
       "rank,tp,pp,dp,vpp,micro_batch_size,global_batch_size,schedule,zero_stage,offload_optimizer,"
       "recompute,sequence_parallel,fits,step_time_s,tokens_per_s,mfu,hfu,tflops_per_gpu,bubble_ratio,"
       "exposed_tp_s,exposed_pp_s,exposed_dp_s,exposed_zero_s,peak_bytes,capacity_bytes,headroom,pareto,"
       "fidelity,why,flash_attention,exposed_offload_s,compute_s,prune_reason,cp,cp_comm_type,exposed_cp_s,"
-      "decoder_first_pipeline_num_layers,decoder_last_pipeline_num_layers\n";
+      "decoder_first_pipeline_num_layers,decoder_last_pipeline_num_layers,";
+  out.append(kLaterPlanColumns).append("\n");
   for (const PlanOutcome& o : sweep.plans) {
     const PlanSpec& p = o.plan;
     out += o.rank > 0 ? std::to_string(o.rank) : "";
@@ -70,7 +74,7 @@ std::string sweep_csv(const SweepResult& sweep) {
     } else {
       out += ",,,,,,,,,,";
     }
-    out += fmt::format(",{},{},{},{},{},{},{}", num(o.peak_bytes), num(o.capacity_bytes), num(o.headroom()),
+    out += fmt::format(",{},{},{},{},{},{},{}", bytes(o.peak_bytes), bytes(o.capacity_bytes), num(o.headroom()),
                        tf(o.pareto), o.fidelity, csv_field(o.why), tf(p.flash_attention));
     out += o.simulated ? fmt::format(",{},{}", num(o.exposed_s[4]), num(o.compute_s)) : ",,";
     out += ',';
@@ -81,6 +85,11 @@ std::string sweep_csv(const SweepResult& sweep) {
     // Uneven stages' layer counts, empty for the even split.
     out += ',' + (p.first_stage_layers > 0 ? std::to_string(p.first_stage_layers) : std::string());
     out += ',' + (p.last_stage_layers > 0 ? std::to_string(p.last_stage_layers) : std::string());
+    // Every other plan field, so two rows never read alike (kLaterPlanColumns' order).
+    out += fmt::format(",{},{},{},{},{},{},{},{},{},{}", p.zero_shard_size, tf(p.overlap_grad_reduce),
+                       tf(p.overlap_param_gather), to_string(p.dtype), tf(p.accumulate_allreduce_grads_in_fp32),
+                       csv_field(to_string(p.rank_order)), p.ddp_bucket_size, csv_field(p.framework),
+                       tf(p.account_for_embedding), tf(p.account_for_loss));
     out += '\n';
   }
   return out;

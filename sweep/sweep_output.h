@@ -19,6 +19,12 @@ nlohmann::ordered_json sweep_request_json(const std::string& model_name, const s
                                           const std::string& profile_name, const ModelSpec& model,
                                           const ClusterSpec& cluster, const PlanSpaceRequest& request);
 
+// sweep.csv's last columns: the plan fields the first columns do not have, named
+// as plan.json names them (a test checks that every plan.json key has a column).
+inline constexpr const char* kLaterPlanColumns =
+    "zero_shard_size,overlap_grad_reduce,overlap_param_gather,dtype,accumulate_allreduce_grads_in_fp32,rank_order,"
+    "ddp_bucket_size,framework,account_for_embedding_in_pipeline_split,account_for_loss_in_pipeline_split";
+
 std::string sweep_csv(const SweepResult& sweep);
 nlohmann::ordered_json sweep_json(const SweepResult& sweep, const nlohmann::ordered_json& request);
 

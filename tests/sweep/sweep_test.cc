@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <set>
+#include <sstream>
 
 #include "core/error.h"
 #include "costmodel/profile.h"
@@ -115,6 +116,58 @@ TEST(Sweep, BestEqualsBruteForce) {
   EXPECT_EQ(best_even->label, best_label);
 }
 
+// sweep.csv names every plan.json key as a column, so no two plans read alike:
+// a plan with every optional key written (cp, hybrid shards, uneven stages).
+TEST(Sweep, CsvHasAColumnForEveryPlanKey) {
+  PlanSpec p;
+  p.tp = 2;
+  p.pp = 2;
+  p.dp = 2;
+  p.cp = 2;
+  p.zero_stage = 3;
+  p.zero_shard_size = 2;
+  p.first_stage_layers = 3;
+  p.last_stage_layers = 1;
+  p.account_for_embedding = true;
+  p.account_for_loss = true;
+  const std::string csv = sweep_csv(SweepResult{});
+  const std::string header = csv.substr(0, csv.find('\n'));
+  std::set<std::string> columns;
+  for (std::size_t start = 0; start <= header.size();) {
+    const std::size_t comma = std::min(header.find(',', start), header.size());
+    columns.insert(header.substr(start, comma - start));
+    start = comma + 1;
+  }
+  const nlohmann::ordered_json plan_json = to_json(p);
+  for (const auto& [key, value] : plan_json.items()) EXPECT_TRUE(columns.count(key)) << key;
+}
+
+// Plans that differ only in a field the first columns lacked get distinct rows,
+// and byte counts are exact integers (sweep.json's values, not 6 digits).
+TEST(Sweep, CsvRowsTellPlansApartAndGiveExactBytes) {
+  PlanOutcome a;
+  a.peak_bytes = 76543210987.0;
+  a.capacity_bytes = 85899345920.0;
+  PlanOutcome b = a;
+  b.plan.dtype = DType::kFp16;
+  PlanOutcome c = a;
+  c.plan.overlap_param_gather = !a.plan.overlap_param_gather;
+  SweepResult r;
+  r.plans = {a, b, c};
+  std::istringstream lines(sweep_csv(r));
+  std::string header, ra, rb, rc;
+  std::getline(lines, header);
+  std::getline(lines, ra);
+  std::getline(lines, rb);
+  std::getline(lines, rc);
+  EXPECT_NE(ra, rb);
+  EXPECT_NE(ra, rc);
+  EXPECT_NE(ra.find(",76543210987,85899345920,"), std::string::npos) << ra;
+  // sweep.json's labels too.
+  EXPECT_NE(plan_label(a.plan), plan_label(b.plan));
+  EXPECT_NE(plan_label(a.plan), plan_label(c.plan));
+}
+
 // One thread or several, the same files.
 TEST(Sweep, SameOutputWithAnyThreadCount) {
   SmallSpace s;
@@ -168,6 +221,20 @@ TEST(Sweep, ConstraintsRestrictThePlans) {
     EXPECT_TRUE(p.zero_stage == 1 || p.zero_stage == 2);
     EXPECT_EQ(p.recompute, Recompute::kFull);
   }
+}
+
+// --where lists as a shell user types them: bare words, or JSON's quoted strings.
+TEST(Sweep, WhereListsTakeBareWordsAndJsonValues) {
+  const std::vector<std::string> expected = {"none", "full"};
+  EXPECT_EQ(parse_constraint("recompute in [none,full]", "--where").allowed, expected);
+  EXPECT_EQ(parse_constraint("recompute in [ none , full ]", "--where").allowed, expected);
+  EXPECT_EQ(parse_constraint(R"(recompute in ["none", "full"])", "--where").allowed, expected);
+  EXPECT_EQ(parse_constraint("zero_stage in [1,2]", "--where").allowed, (std::vector<std::string>{"1", "2"}));
+  EXPECT_EQ(parse_constraint("flash_attention in [true,false]", "--where").allowed,
+            (std::vector<std::string>{"true", "false"}));
+  EXPECT_THROW(parse_constraint("recompute in [none,]", "--where"), InputError);
+  EXPECT_THROW(parse_constraint("recompute in none,full", "--where"), InputError);
+  EXPECT_THROW(parse_constraint("recompute in [none,fast]", "--where"), InputError);  // not a recompute value
 }
 
 // Context parallelism is an axis of the space: cp takes the divisors of
