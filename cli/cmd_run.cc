@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/progress.h"
@@ -19,6 +20,7 @@
 #include "runtime/comm/communicator.h"
 #include "runtime/executor/measured.h"
 #include "runtime/executor/run_config.h"
+#include "runtime/launch/gpu_binding.h"
 #include "runtime/launch/mpi_env.h"
 
 namespace strata::cli {
@@ -163,7 +165,13 @@ void run_plan(const RunArgs& args) {
   try {
     rt::DeviceOptions device_options;
     device_options.cpu_threads = c.cpu_threads;
-    device = rt::make_device(c.backend, c.backend == rt::Backend::kCuda ? launch.local_rank : 0, device_options);
+    // The GPU this rank's process sees as its own (runtime/launch/gpu_binding.h):
+    // under srun --gpus-per-task=1 that is device 0 on every rank.
+    const int ordinal = c.backend == rt::Backend::kCuda
+                            ? rt::cuda_ordinal_for_rank(rt::cuda_device_count(), session.launch().local_rank,
+                                                        session.launch().local_size)
+                            : 0;
+    device = rt::make_device(c.backend, ordinal, device_options);
     rt::CommOptions options;
     options.timeout = c.timeout;
     comm = rt::make_world_communicator(*device, options);
@@ -202,7 +210,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--out", args->out_dir, "directory for measured.json and measured-trace.json (default: the config's)");
   cmd->add_option("--steps", args->steps, "override the number of training steps")->check(CLI::Range(1, 1000000));
   cmd->add_option("--timeout", args->timeout_s, "override the seconds a rank waits for a peer")
-      ->check(CLI::Range(0.1, 86400.0));
+      ->check(finite_in(0.1, 86400.0));
   cmd->callback([args] { run_plan(*args); });
 }
 

@@ -136,7 +136,10 @@ MpiSession::MpiSession() : launch_(detect_launch()) {
 #if defined(STRATA_RT_HAVE_MPI)
   int initialized = 0;
   MPI_Initialized(&initialized);
-  if (initialized) return;
+  if (initialized) {
+    take_node_local_rank_from_mpi();
+    return;
+  }
   int provided = 0;
   // FUNNELED: only the main thread calls MPI (OpenMP threads never do).
   if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
@@ -157,6 +160,7 @@ MpiSession::MpiSession() : launch_(detect_launch()) {
                                  "MPI can reach the other ranks)",
                                  launch_.launcher, launch_.size, size));
   }
+  take_node_local_rank_from_mpi();
 #else
   if (launch_.size > 1) {
     throw InputError("", "",
@@ -165,6 +169,23 @@ MpiSession::MpiSession() : launch_(detect_launch()) {
                                  "libopenmpi-dev and reconfigure, or run one rank",
                                  launch_.rank, launch_.size, launch_.launcher));
   }
+#endif
+}
+
+// The node-local rank as MPI knows it (the ranks that share memory with this
+// one), which holds under any launcher; the launcher's variables are what a
+// build without MPI has.
+void MpiSession::take_node_local_rank_from_mpi() {
+#if defined(STRATA_RT_HAVE_MPI)
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm node = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node) != MPI_SUCCESS) {
+    return;  // keep the launcher's figures
+  }
+  MPI_Comm_rank(node, &launch_.local_rank);
+  MPI_Comm_size(node, &launch_.local_size);
+  MPI_Comm_free(&node);
 #endif
 }
 

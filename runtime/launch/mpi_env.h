@@ -47,11 +47,15 @@ class MpiSession {
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
 
+  // The launch; once MPI is initialized its node-local rank and size are MPI's
+  // (MPI_Comm_split_type with MPI_COMM_TYPE_SHARED), not the launcher's variables.
   const LaunchInfo& launch() const { return launch_; }
   // Whether MPI is initialized and not yet finalized in this process.
   static bool active();
 
  private:
+  void take_node_local_rank_from_mpi();
+
   LaunchInfo launch_;
   bool owns_ = false;
 };

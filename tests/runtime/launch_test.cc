@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "runtime/launch/gpu_binding.h"
 #include "runtime/launch/mpi_env.h"
 #include "runtime/launch/mpi_launch.h"
 
@@ -78,6 +79,21 @@ TEST(Launch, BadVariablesAreInputErrorsNamingThem) {
     EXPECT_NE(e.message().find("'two'"), std::string::npos);
   }
   EXPECT_THROW(detect({{"OMPI_COMM_WORLD_RANK", "4"}, {"OMPI_COMM_WORLD_SIZE", "4"}}), InputError);
+}
+
+// Both GPU bindings a Slurm or mpirun launch gives: each task sees only its own
+// GPU (srun --gpus-per-task=1: CUDA_VISIBLE_DEVICES=1 for task 1, which CUDA
+// numbers 0), or every task sees the node's GPUs and takes its local rank's.
+TEST(Launch, GpuFromWhatTheTaskSees) {
+  for (int local = 0; local < 8; ++local) {
+    EXPECT_EQ(cuda_ordinal_for_rank(1, local, 8), 0) << "one GPU per task, local rank " << local;
+    EXPECT_EQ(cuda_ordinal_for_rank(8, local, 8), local) << "all GPUs visible, local rank " << local;
+  }
+  EXPECT_EQ(cuda_ordinal_for_rank(8, 1, 2), 1);  // 2 ranks on an 8-GPU node
+  EXPECT_EQ(cuda_ordinal_for_rank(0, 3, 8), 0);  // no GPU: opening device 0 says so
+  // Two GPUs per task on an 8-rank node: neither binding; refused, not guessed.
+  EXPECT_THROW(cuda_ordinal_for_rank(2, 5, 8), InputError);
+  EXPECT_THROW(cuda_ordinal_for_rank(4, 1, 8), InputError);
 }
 
 TEST(Launch, MpirunCommandCarriesTheContainerSettings) {
