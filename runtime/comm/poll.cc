@@ -1,5 +1,7 @@
 #include "runtime/comm/poll.h"
 
+#include <algorithm>
+#include <atomic>
 #include <thread>
 
 #include <fmt/format.h>
@@ -18,11 +20,32 @@ bool node_oversubscribed() {
   return oversubscribed;
 }
 
+using Clock = std::chrono::steady_clock;
+
+// When the first wait of this process failed (0: none has). Clock ticks since
+// its epoch, atomic: a process that drives several GPUs waits from several threads.
+std::atomic<Clock::rep>& first_failure() {
+  static std::atomic<Clock::rep> at{0};
+  return at;
+}
+
+void note_failure() {
+  Clock::rep expected = 0;
+  first_failure().compare_exchange_strong(expected, std::max<Clock::rep>(1, Clock::now().time_since_epoch().count()));
+}
+
 }  // namespace
+
+std::chrono::milliseconds unwaited_request_budget(std::chrono::milliseconds timeout) {
+  const Clock::rep failed_at = first_failure().load();
+  if (failed_at == 0) return timeout;
+  const Clock::time_point deadline = Clock::time_point(Clock::duration(failed_at)) + kAbortGrace;
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return std::clamp(left, std::chrono::milliseconds(0), timeout);
+}
 
 void poll_until(const std::function<bool()>& done, std::chrono::milliseconds timeout,
                 const std::function<std::string()>& describe) {
-  using Clock = std::chrono::steady_clock;
   constexpr auto kSpin = std::chrono::microseconds(50);
   constexpr auto kYield = std::chrono::milliseconds(10);
   constexpr auto kSleep = std::chrono::microseconds(50);
@@ -33,9 +56,18 @@ void poll_until(const std::function<bool()>& done, std::chrono::milliseconds tim
   // after its peer came 15 ms late (measured-trace.json, 2026-11-29).
   const bool may_sleep = node_oversubscribed();
   const auto start = Clock::now();
-  while (!done()) {
+  auto finished = [&done] {
+    try {
+      return done();
+    } catch (const CommError&) {
+      note_failure();  // a peer failed: the process is on its way out
+      throw;
+    }
+  };
+  while (!finished()) {
     const auto waited = Clock::now() - start;
     if (waited > timeout) {
+      note_failure();
       throw CommError(fmt::format(
           "{} did not complete within {:.1f} s (a peer rank is hung, dead or not calling the "
           "same operation)",

@@ -16,4 +16,12 @@ namespace strata::rt {
 void poll_until(const std::function<bool()>& done, std::chrono::milliseconds timeout,
                 const std::function<std::string()>& describe);
 
+// How long a Request destroyed unwaited may still wait. Normally the whole
+// timeout; once any wait of this process has failed (poll_until threw), the
+// process is on its way to abort(), and every unwaited request shares one
+// deadline, kAbortGrace after that first failure: waiting a full timeout for
+// each outstanding request made a hung peer end the job only after 2-4 x timeout.
+inline constexpr std::chrono::milliseconds kAbortGrace{2000};
+std::chrono::milliseconds unwaited_request_budget(std::chrono::milliseconds timeout);
+
 }  // namespace strata::rt

@@ -68,7 +68,7 @@ class NcclRequest final : public Request {
   ~NcclRequest() override {
     if (!complete_ && !failed_) {
       try {
-        wait();
+        wait_within(unwaited_request_budget(owner_.timeout()));  // runtime/comm/poll.h
       } catch (const std::exception& e) {
         spdlog::error("unwaited {} failed: {}", what_, e.what());
       }
@@ -77,10 +77,12 @@ class NcclRequest final : public Request {
     cudaEventDestroy(done_event_);
   }
 
-  void wait() override {
+  void wait() override { wait_within(owner_.timeout()); }
+
+  void wait_within(std::chrono::milliseconds timeout) {
     if (complete_) return;
     try {
-      poll_until([this] { return test(); }, owner_.timeout(), [this] { return what_; });
+      poll_until([this] { return test(); }, timeout, [this] { return what_; });
     } catch (const CommError&) {
       failed_ = true;
       ncclCommAbort(comm_);  // stop NCCL kernels that would otherwise spin forever

@@ -47,7 +47,8 @@ class MpiRequest final : public Request {
   ~MpiRequest() override {
     if (done_ || requests_.empty()) return;
     try {
-      wait();
+      // Bounded by the shared abort deadline once a wait has failed (runtime/comm/poll.h).
+      poll_until([this] { return test(); }, unwaited_request_budget(comm_.timeout()), [this] { return what_; });
     } catch (const std::exception& e) {
       spdlog::error("unwaited {} failed: {}", what_, e.what());
     }
