@@ -129,7 +129,7 @@ std::string trace_json(const Workload& w, const RunResult& run, const TraceOptio
     out += fmt::format(",\"args\":{{\"mb\":{},\"layer\":{},\"chunk\":{},\"phase\":\"{}\",\"flops\":{},\"bytes\":{}}}}}",
                        info.microbatch, layer, info.chunk, to_string(label.phase), flops, bytes);
   }
-  out += "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"strata\":";
+  out += "\n],\n\"otherData\":{\"strata\":";
   out += o.other_data.dump();
   out += "}}\n";
   return out;

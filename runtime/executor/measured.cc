@@ -222,7 +222,7 @@ std::string measured_trace_json(const RunConfig& c, const MeasuredRun& run) {
   other["ranks"] = ranks;
   other["backend"] = run.backend;
   other["step"] = c.training.steps - 1;
-  out += "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"strata\":";
+  out += "\n],\n\"otherData\":{\"strata\":";
   out += other.dump();
   out += "}}\n";
   return out;

@@ -178,6 +178,45 @@ TEST(SimulateCommand, RankOutsideTheClusterIsBadInputAndWritesNothing) {
   EXPECT_FALSE(file_exists(dir.file("out/trace.json")));
 }
 
+// Perfetto's JSON importer drops a complete event that starts before the one
+// before it on the same thread ends. Times are integer nanoseconds printed as
+// microseconds with three decimals, so ends meet starts exactly (no
+// 9342.487000000001 against 9342.487), and there is no displayTimeUnit (older
+// Perfetto read the timestamps differently when it was there).
+TEST(SimulateCommand, TraceEventsOnOneThreadNeverOverlap) {
+  for (const char* plan : {"tiny-2", "llama3-8b-8"}) {
+    TempDir dir;
+    const std::string model = std::string(plan) == "tiny-2" ? "tiny" : "llama3-8b";
+    CommandResult r = run_strata({"simulate", "--model", model, "--plan", plan, "--cluster", "dgx-h100-1node",
+                                  "--out", dir.path()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string text = read_file(dir.file("trace.json"));
+    EXPECT_EQ(text.find("displayTimeUnit"), std::string::npos);
+    const json trace = json::parse(text);
+    std::map<std::pair<int, int>, std::vector<std::pair<long long, long long>>> threads;
+    int events = 0;
+    for (const json& e : trace["traceEvents"]) {
+      if (e["ph"] != "X") continue;
+      ++events;
+      const double ts_us = e["ts"].get<double>();
+      const double dur_us = e["dur"].get<double>();
+      const long long ts = std::llround(ts_us * 1000.0);
+      const long long dur = std::llround(dur_us * 1000.0);
+      // Exactly representable with three decimals: no rounding residue.
+      EXPECT_NEAR(ts_us * 1000.0, static_cast<double>(ts), 1e-3) << e.dump();
+      threads[{e["pid"].get<int>(), e["tid"].get<int>()}].push_back({ts, dur});
+    }
+    ASSERT_GT(events, 100) << plan;
+    for (auto& [thread, spans] : threads) {
+      std::sort(spans.begin(), spans.end());
+      for (std::size_t i = 1; i < spans.size(); ++i) {
+        EXPECT_LE(spans[i - 1].first + spans[i - 1].second, spans[i].first)
+            << plan << ": pid " << thread.first << " tid " << thread.second << " event " << i;
+      }
+    }
+  }
+}
+
 // result.json echoes its inputs in the input formats: they read back as given.
 TEST(SimulateCommand, EchoedInputsReadBack) {
   for (const char* cluster : {"dgx-h100-8node", "dgx-a100-1node"}) {
