@@ -1,5 +1,5 @@
 # Strata's two commands:
-#   make demo   builds, then runs the main job on the built-in default scenario
+#   make demo   builds strata and strata-gui, then runs the user's day on the default scenario
 #   make test   builds, then runs every test
 # Both first install missing Debian packages (tools/install-deps.sh, idempotent).
 
@@ -22,7 +22,12 @@ build: deps
 test: build
 	@ctest --preset $(PRESET) -j $(JOBS) --timeout 600
 
-demo: build
+# The demo builds only the two programs it runs, not the tests.
+DEMO_TARGETS ?= strata strata-gui
+
+demo: deps
+	@cmake --preset $(PRESET) >/dev/null
+	@cmake --build --preset $(PRESET) -j $(JOBS) --target $(DEMO_TARGETS)
 	@./tools/demo.sh $(STRATA)
 
 clean:
