@@ -1,5 +1,6 @@
 #include "cli/validate_run.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -14,20 +15,45 @@ namespace {
 
 using jobs::RunComparison;
 
+// "100%", "71%": the host's speed during a run against the loop's start; "" when
+// not probed (--run DIR).
+std::string host_speed_cell(const RunComparison& r) {
+  if (r.host_speed == 0.0) return "";
+  return fmt::format("{:.0f}%{}", 100 * r.host_speed, r.host_steady() ? "" : "*");
+}
+
+void print_step_summary(const char* what, const std::vector<RunComparison>& rows) {
+  std::vector<double> errors;
+  for (const RunComparison& r : rows) errors.push_back(r.step_error());
+  fmt::print("step time{}: median |error| {:.1f}%, worst {:.1f}% over {} run(s) (target on the cpu backend: median "
+             "<= 10%, worst <= 20%)\n",
+             what, 100 * jobs::median_abs(errors), 100 * jobs::max_abs(errors), rows.size());
+}
+
 void print_table(const std::vector<RunComparison>& rows) {
-  fmt::print("{:<40} {:>5} {:>12} {:>12} {:>8} {:>11} {:>11} {:>8}\n", "plan", "ranks", "predicted", "measured",
-             "error", "pred. mem", "meas. mem", "error");
-  std::vector<double> step_errors, memory_errors;
+  const bool probed = std::any_of(rows.begin(), rows.end(), [](const RunComparison& r) { return r.host_speed > 0; });
+  fmt::print("{:<40} {:>5} {:>12} {:>12} {:>8} {:>11} {:>11} {:>8}{}\n", "plan", "ranks", "predicted", "measured",
+             "error", "pred. mem", "meas. mem", "error", probed ? "    host" : "");
+  std::vector<double> memory_errors;
   for (const RunComparison& r : rows) {
-    fmt::print("{:<40} {:>5} {:>10.2f}ms {:>10.2f}ms {:>+7.1f}% {:>8.2f}MiB {:>8.2f}MiB {:>+7.1f}%\n", r.label,
+    fmt::print("{:<40} {:>5} {:>10.2f}ms {:>10.2f}ms {:>+7.1f}% {:>8.2f}MiB {:>8.2f}MiB {:>+7.1f}%{}\n", r.label,
                r.ranks, 1e3 * r.predicted_step_s, 1e3 * r.measured_step_s, 100 * r.step_error(),
-               r.predicted_peak_bytes / kMiB, r.measured_peak_bytes / kMiB, 100 * r.memory_error());
-    step_errors.push_back(r.step_error());
+               r.predicted_peak_bytes / kMiB, r.measured_peak_bytes / kMiB, 100 * r.memory_error(),
+               probed ? fmt::format(" {:>7}", host_speed_cell(r)) : "");
     memory_errors.push_back(r.memory_error());
   }
-  fmt::print("\nstep time: median |error| {:.1f}%, worst {:.1f}% over {} run(s) (target on the cpu backend: median "
-             "<= 10%, worst <= 20%)\n",
-             100 * jobs::median_abs(step_errors), 100 * jobs::max_abs(step_errors), rows.size());
+  fmt::print("\n");
+  const std::vector<RunComparison> steady = jobs::steady_host_runs(rows);
+  if (steady.size() == rows.size()) {
+    print_step_summary("", rows);
+  } else {
+    // Runs during which the host's own speed changed say nothing about the model:
+    // the prediction assumes the host the calibration measured.
+    fmt::print("* the host ran the probe GEMM more than 10% faster or slower than at the start during this run "
+               "(jobs/host_speed.h): its step time measures the host, not the model\n");
+    print_step_summary(" (steady host)", steady);
+    print_step_summary(" (all runs)", rows);
+  }
   fmt::print("peak memory: median |error| {:.1f}%, worst {:.1f}%\n", 100 * jobs::median_abs(memory_errors),
              100 * jobs::max_abs(memory_errors));
 }
@@ -53,6 +79,10 @@ std::vector<RunComparison> run_quick(const RunValidationArgs& args) {
              q.wall_s, q.kept_dir.empty() ? "" : ", files in " + q.kept_dir, q.before.load, q.after.load,
              q.before.cores,
              q.before.busy() || q.after.busy() ? " (busy: the measured times include waits for a core)" : "");
+  if (q.probe_after_calibration_s != q.probe_start_s) {
+    fmt::print("host speed (a 512^3 fp32 GEMM on one core): {:.2f} ms at the start, {:.2f} ms after calibrating\n",
+               1e3 * q.probe_start_s, 1e3 * q.probe_after_calibration_s);
+  }
   return q.runs;
 }
 

@@ -22,6 +22,7 @@
 #include "core/json_reader.h"
 #include "core/mpirun_settings.h"
 #include "export/export.h"
+#include "jobs/host_speed.h"
 #include "runtime/launch/mpi_launch.h"
 #include "sim/simulate.h"
 
@@ -191,6 +192,7 @@ QuickValidation run_quick_validation(const QuickValidationOptions& args) {
 
   QuickValidation result;
   result.before = host_load();
+  result.probe_start_s = probe_gemm_seconds();
   const auto steps = static_cast<std::int64_t>(std::size(kQuickPlans)) + 1;
   std::string profile = args.profile;
   if (profile.empty()) {
@@ -225,6 +227,8 @@ QuickValidation run_quick_validation(const QuickValidationOptions& args) {
   cluster["source"] = "strata validate --quick: this host, one MPI rank per \"GPU\"";
   write_file_atomic(dir + "/cluster.json", cluster.dump(2) + "\n");
 
+  result.probe_after_calibration_s = args.profile.empty() ? probe_gemm_seconds() : result.probe_start_s;
+  double probe_before_s = result.probe_after_calibration_s;
   std::int64_t done = 1;
   for (const QuickPlan& qp : kQuickPlans) {
     report_progress(args.progress, done++, steps, std::string("plan ") + qp.name);
@@ -251,7 +255,11 @@ QuickValidation run_quick_validation(const QuickValidationOptions& args) {
     out.commit();
     run_step(rt::mpirun_argv(mpirun, 2, {self, "run", plan_dir + "/strata-run.json"}), plan_dir + "/run.log",
              std::string("mpirun -n 2 strata run (plan ") + qp.name + ")", std::chrono::seconds(120));
-    result.runs.push_back(compare_run(plan_dir));
+    const double probe_after_s = probe_gemm_seconds();
+    RunComparison row = compare_run(plan_dir);
+    row.host_speed = host_speed_during(result.probe_start_s, probe_before_s, probe_after_s);
+    result.runs.push_back(row);
+    probe_before_s = probe_after_s;
   }
   report_progress(args.progress, steps, steps, "done");
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -272,6 +280,16 @@ double max_abs(const std::vector<double>& v) {
   double m = 0.0;
   for (double x : v) m = std::max(m, std::abs(x));
   return m;
+}
+
+bool RunComparison::host_steady() const { return host_speed == 0.0 || host_speed_steady(host_speed); }
+
+std::vector<RunComparison> steady_host_runs(const std::vector<RunComparison>& runs) {
+  std::vector<RunComparison> steady;
+  for (const RunComparison& r : runs) {
+    if (r.host_steady()) steady.push_back(r);
+  }
+  return steady;
 }
 
 HostLoad host_load() {
@@ -325,6 +343,7 @@ nlohmann::ordered_json run_validation_json(const std::vector<RunComparison>& row
                     {"measured_step_time_s", r.measured_step_s}, {"step_time_relative_error", r.step_error()},
                     {"predicted_peak_bytes", r.predicted_peak_bytes}, {"measured_peak_bytes", r.measured_peak_bytes},
                     {"memory_relative_error", r.memory_error()}});
+    if (r.host_speed > 0.0) list.back()["host_speed"] = r.host_speed;
     step_errors.push_back(r.step_error());
     memory_errors.push_back(r.memory_error());
   }
@@ -332,6 +351,13 @@ nlohmann::ordered_json run_validation_json(const std::vector<RunComparison>& row
   j["host"] = {{"cores", load.cores}, {"load_average_1min", load.load}};
   j["step_time_median_abs_error"] = median_abs(step_errors);
   j["step_time_worst_abs_error"] = max_abs(step_errors);
+  // The same over the runs during which the host's speed held (host_speed.h):
+  // what tests the model when the host changed speed under some of the runs.
+  std::vector<double> steady_errors;
+  for (const RunComparison& r : steady_host_runs(rows)) steady_errors.push_back(r.step_error());
+  j["steady_host_runs"] = steady_errors.size();
+  j["steady_host_step_time_median_abs_error"] = median_abs(steady_errors);
+  j["steady_host_step_time_worst_abs_error"] = max_abs(steady_errors);
   j["memory_median_abs_error"] = median_abs(memory_errors);
   j["memory_worst_abs_error"] = max_abs(memory_errors);
   return j;

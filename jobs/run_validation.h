@@ -21,9 +21,17 @@ struct RunComparison {
   double measured_step_s = 0.0;
   double predicted_peak_bytes = 0.0;
   double measured_peak_bytes = 0.0;
+  // The host's speed during the run relative to the loop's start, from GEMM
+  // probes before and after it (jobs/host_speed.h); 0: not probed (--run DIR).
+  double host_speed = 0.0;
+  // Whether the step time tests the model: not probed, or the host's speed held.
+  bool host_steady() const;
   double step_error() const { return measured_step_s / predicted_step_s - 1.0; }
   double memory_error() const { return measured_peak_bytes / predicted_peak_bytes - 1.0; }
 };
+
+// The runs whose host speed held (RunComparison::host_steady).
+std::vector<RunComparison> steady_host_runs(const std::vector<RunComparison>& runs);
 
 // Reads DIR/prediction.json (strata export) and DIR/measured.json (strata run).
 // Throws InputError when one is missing, malformed, or they describe different plans.
@@ -51,6 +59,9 @@ struct QuickValidation {
   std::vector<RunComparison> runs;
   double wall_s = 0.0;
   HostLoad before, after;
+  // The GEMM probe's seconds at the start and after the calibration (the two
+  // are equal when a profile was given: nothing ran between them).
+  double probe_start_s = 0.0, probe_after_calibration_s = 0.0;
   std::string kept_dir;  // where the files are (empty when they were temporary)
 };
 

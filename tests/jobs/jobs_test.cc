@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "costmodel/profile.h"
+#include "jobs/host_speed.h"
 #include "jobs/run_validation.h"
 #include "jobs/sharded_sweep.h"
 #include "runtime/comm/communicator.h"
@@ -210,6 +211,43 @@ TEST(RunValidationSummary, MedianAndWorstOfAbsoluteErrors) {
   EXPECT_DOUBLE_EQ(median_abs({-0.4, 0.1, 0.2, 0.3}), 0.25);
   EXPECT_DOUBLE_EQ(max_abs({-0.4, 0.1, 0.3}), 0.4);
   EXPECT_DOUBLE_EQ(median_abs({}), 0.0);
+}
+
+TEST(HostSpeed, ARunTakesTheProbeFurtherFromTheReference) {
+  // reference 2.0 ms; before 2.1 ms (speed 0.952), after 2.5 ms (0.8): the slower one
+  EXPECT_DOUBLE_EQ(host_speed_during(2.0e-3, 2.1e-3, 2.5e-3), 0.8);
+  // a host that sped up counts too: 1.6 ms is speed 1.25, further from 1 than 0.952
+  EXPECT_DOUBLE_EQ(host_speed_during(2.0e-3, 2.1e-3, 1.6e-3), 1.25);
+  EXPECT_TRUE(host_speed_steady(0.91));
+  EXPECT_TRUE(host_speed_steady(1.09));
+  EXPECT_FALSE(host_speed_steady(0.89));
+  EXPECT_FALSE(host_speed_steady(1.11));
+}
+
+TEST(HostSpeed, TheSummaryLeavesOutRunsOnAChangedHostButKeepsUnprobedOnes) {
+  RunComparison probed_steady, probed_slow, unprobed;
+  probed_steady.label = "steady";
+  probed_steady.host_speed = 0.97;
+  probed_slow.label = "slow";
+  probed_slow.host_speed = 0.7;
+  unprobed.label = "--run DIR";
+  for (RunComparison* r : {&probed_steady, &probed_slow, &unprobed}) {
+    r->predicted_step_s = 1.0;
+    r->predicted_peak_bytes = r->measured_peak_bytes = 100.0;
+  }
+  probed_steady.measured_step_s = 1.05;
+  probed_slow.measured_step_s = 1.6;
+  unprobed.measured_step_s = 0.9;
+  const std::vector<RunComparison> steady = steady_host_runs({probed_steady, probed_slow, unprobed});
+  ASSERT_EQ(steady.size(), 2u);
+  EXPECT_EQ(steady[0].label, "steady");
+  EXPECT_EQ(steady[1].label, "--run DIR");
+  const nlohmann::ordered_json j = run_validation_json({probed_steady, probed_slow, unprobed}, HostLoad{});
+  EXPECT_EQ(j["steady_host_runs"], 2);
+  EXPECT_NEAR(j["steady_host_step_time_median_abs_error"].get<double>(), 0.075, 1e-12);  // 0.05 and 0.1
+  EXPECT_NEAR(j["step_time_median_abs_error"].get<double>(), 0.1, 1e-12);
+  EXPECT_DOUBLE_EQ(j["runs"][1]["host_speed"].get<double>(), 0.7);
+  EXPECT_FALSE(j["runs"][2].contains("host_speed"));
 }
 
 }  // namespace
