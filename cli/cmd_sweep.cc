@@ -177,12 +177,18 @@ void print_summary(const SweepArgs& a, const Loaded& l, const SweepRun& run) {
   fmt::print("plans    {} valid ({} combinations, {} excluded by constraints, {} invalid); {} do not fit{}\n",
              c.valid, c.space.candidates, c.space.constrained, c.space.invalid, c.pruned_memory,
              reasons.empty() ? "" : " (" + reasons + ")");
+  if (c.too_large > 0) {
+    fmt::print("         {} fit but are too large to simulate here: each would build more than {:.0f} MiB of "
+               "events (sweep.csv's prune_reason); use a smaller --global-batch-size\n",
+               c.too_large, sim::sweep_memory_budget_bytes() / (1 << 20));
+  }
   const std::string sharded =
       run.shards > 1 ? fmt::format(" sharded over {} MPI ranks (every {}th plan each),", run.shards, run.shards) : "";
   fmt::print("         {} simulated (folded){} in {:.2f} s, {:.0f} plans/s; best {} re-simulated at full fidelity in {:.2f} s\n\n",
              c.simulated, sharded, run.wall_s, c.simulated / std::max(run.wall_s, 1e-9), c.full_fidelity, run.full_s);
   if (c.simulated == 0) {
-    fmt::print("no plan fits: try more GPUs, ZeRO, recompute, or a smaller micro-batch\n");
+    fmt::print("{}\n", c.too_large > 0 ? "no plan was simulated"
+                                       : "no plan fits: try more GPUs, ZeRO, recompute, or a smaller micro-batch");
     return;
   }
   print_table(run.result, a.top);

@@ -96,7 +96,14 @@ ZeroBubbleHeld zero_bubble_held(const PlanSpec& p, int stage, double full_bytes,
   ZeroBubbleHeld peak;
   double peak_bytes = -1.0;
   int forwards = 0, input_grads = 0, weight_grads = 0;
-  for (const PipelineOp& op : pipeline_program(p.schedule, p.pp, p.vpp, p.num_microbatches(), stage)) {
+  // Warm-up and cool-down are at most 2pp - 1 micro-batches long and the steady
+  // phase between them repeats one pattern, so from a few pp on, more
+  // micro-batches lengthen the steady phase without a new peak: walking
+  // 4pp + 4 of them gives the peak of any more (MemoryModel.
+  // ZeroBubblePeakOfFewMicroBatchesIsThePeakOfAny checks it against the whole
+  // walk) and spares a 2^30-micro-batch plan its program.
+  const int microbatches = std::min(p.num_microbatches(), 4 * p.pp + 4);
+  for (const PipelineOp& op : pipeline_program(p.schedule, p.pp, p.vpp, microbatches, stage)) {
     forwards += op.phase == PipelinePhase::kForward;
     input_grads += op.phase == PipelinePhase::kBackward;
     weight_grads += op.phase == PipelinePhase::kWeightGrad;

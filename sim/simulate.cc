@@ -9,6 +9,7 @@
 
 #include "core/data_paths.h"
 #include "core/error.h"
+#include "core/memory_budget.h"
 #include "sim/costs/profile_op_costs.h"
 #include "sim/costs/topology_comm_costs.h"
 #include "sim/trace_writer.h"
@@ -152,6 +153,8 @@ SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
   workload_options.blocking_pipeline_sends = framework.pipeline_p2p && framework.pipeline_p2p->blocks(plan.vpp);
   workload_options.pipeline_scatter_gather = framework.pipeline_p2p && framework.pipeline_p2p->scatter_gather;
   workload_options.compute_units = st.profile.device.compute_units;
+  const double budget = options.memory_budget_bytes > 0 ? options.memory_budget_bytes : memory_budget_bytes();
+  workload_options.max_tasks = budget / kBytesPerEstimatedTask;
   Workload workload = build_workload(model, plan, op_costs, comm_costs, options.fidelity, workload_options);
   phase_done("workload");
   report(3, "running the step");
@@ -221,7 +224,29 @@ SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
 }
 
 SimulationResult simulate(const Scenario& s, const SimulationOptions& options) {
-  return Simulator(s.cluster, s.profile).run(s.model, s.plan, options);
+  try {
+    return Simulator(s.cluster, s.profile).run(s.model, s.plan, options);
+  } catch (const WorkloadTooLarge& e) {
+    const PlanSpec& p = s.plan;
+    const bool by_batch = e.microbatches >= e.simulated_ranks;
+    const bool engine_limit = e.max_tasks >= 2147483647.0;
+    const double budget = options.memory_budget_bytes > 0 ? options.memory_budget_bytes : memory_budget_bytes();
+    throw InputError(
+        by_batch ? s.plan_file : s.cluster_file, by_batch ? "$.global_batch_size" : "$.nodes",
+        fmt::format("too large to simulate: {} micro-batches (global_batch_size {} / (micro_batch_size {} x dp {})) on "
+                    "{} simulated ranks at {} fidelity make about {:.3g} tasks ({:.1f} GiB at {:.0f} bytes each), "
+                    "more than {}; use a smaller global_batch_size{}{}{}",
+                    e.microbatches, p.global_batch_size, p.micro_batch_size, p.dp, e.simulated_ranks,
+                    to_string(e.fidelity), e.tasks, e.tasks * kBytesPerEstimatedTask / double(1ull << 30),
+                    kBytesPerEstimatedTask,
+                    engine_limit ? "the engine's 2^31 task ids"
+                    : options.memory_budget_bytes > 0
+                        ? fmt::format("the {:.1f} GiB allowed", budget / double(1ull << 30))
+                        : std::string("this machine allows: ") + memory_budget_words(),
+                    e.fidelity == Fidelity::kFull ? (by_batch ? " or" : ",") : "",
+                    e.fidelity == Fidelity::kFull ? " --fidelity folded (one rank per pipeline stage)" : "",
+                    by_batch ? "" : " or fewer nodes"));
+  }
 }
 
 std::vector<int> default_trace_ranks(const SimulationResult& r) {

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/memory_budget.h"
 #include "plan/memory_model.h"
 #include "plan/pipeline_split.h"
 #include "sim/device_memory.h"
@@ -202,6 +203,26 @@ void record_simulation(PlanOutcome& o, const SimulationResult& r) {
   o.exposed_s = r.metrics.exposed_s;
 }
 
+double sweep_memory_budget_bytes() {
+  return memory_budget_bytes() / std::max(1u, std::thread::hardware_concurrency());
+}
+
+namespace {
+
+// Why a plan that fits is not simulated: its folded step, bounded from the plan
+// alone (the most layers an uneven split gives a stage), exceeds the budget.
+std::string too_large_reason(const ModelSpec& model, const PlanSpec& p) {
+  const int chunk_layers = (model.num_layers + p.pp * p.vpp - 1) / (p.pp * p.vpp) + 2;
+  const double tasks = estimated_tasks(p, Fidelity::kFolded, chunk_layers, 0);
+  const double limit = std::min(sweep_memory_budget_bytes() / kBytesPerEstimatedTask, 2147483647.0);
+  if (tasks <= limit) return "";
+  return fmt::format("too large to simulate: {} micro-batches make about {:.3g} tasks folded, more than the {:.3g} "
+                     "one simulation of a sweep may build here",
+                     p.num_microbatches(), tasks, limit);
+}
+
+}  // namespace
+
 SweepResult run_sweep(const ModelSpec& model, const Simulator& simulator, const PlanSpaceRequest& request,
                       const SweepOptions& options) {
   SweepResult sweep;
@@ -225,6 +246,8 @@ SweepResult run_sweep(const ModelSpec& model, const Simulator& simulator, const 
       o.prune_reason = prune_reason(mem, device);
       ++sweep.counts.pruned_memory;
       ++sweep.counts.pruned_by_reason[o.prune_reason];
+    } else if (o.prune_reason = too_large_reason(model, o.plan); !o.prune_reason.empty()) {
+      ++sweep.counts.too_large;
     } else if (static_cast<int>(i % options.shard_count) == options.shard_index) {
       to_simulate.push_back(static_cast<std::int64_t>(i));
     }
@@ -234,6 +257,7 @@ SweepResult run_sweep(const ModelSpec& model, const Simulator& simulator, const 
   SimulationOptions sim_options;
   sim_options.fidelity = Fidelity::kFolded;
   sim_options.keep_timeline = false;
+  sim_options.memory_budget_bytes = sweep_memory_budget_bytes();
   const std::int64_t total = static_cast<std::int64_t>(to_simulate.size());
   parallel_for(total, std::max(1, options.threads), [&](std::int64_t k) {
     if (cancelled) return;  // the workers drain the rest without simulating
@@ -328,12 +352,20 @@ void rank_sweep(SweepResult& sweep, const ModelSpec& model, const Simulator& sim
   SimulationOptions full_options;
   full_options.fidelity = Fidelity::kFull;
   full_options.keep_timeline = false;
+  full_options.memory_budget_bytes = sweep_memory_budget_bytes();
+  std::atomic<int> resimulated{0};
   parallel_for(full, std::max(1, std::min(options.threads, full)), [&](std::int64_t i) {
     PlanOutcome& o = sweep.plans[i];
-    o.folded_step_time_s = o.step_time_s;
-    record_simulation(o, simulator.run(model, o.plan, full_options));
+    try {
+      const SimulationResult r = simulator.run(model, o.plan, full_options);
+      o.folded_step_time_s = o.step_time_s;
+      record_simulation(o, r);
+      ++resimulated;
+    } catch (const WorkloadTooLarge&) {
+      // keeps its folded figures (fidelity "folded")
+    }
   });
-  sweep.counts.full_fidelity = full;
+  sweep.counts.full_fidelity = resimulated;
   // Ranked by the best figure each plan has (full fidelity where re-simulated): a
   // re-simulated plan that turns out slower falls below folded ones.
   std::stable_sort(sweep.plans.begin(), sweep.plans.end(), better);

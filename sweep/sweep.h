@@ -53,7 +53,7 @@ struct PlanOutcome : PlanMetrics {
   double peak_bytes = 0.0;
   double capacity_bytes = 0.0;
   double model_state_bytes = 0.0;  // weights + gradients + optimizer of the peak stage
-  std::string prune_reason;        // why it does not fit
+  std::string prune_reason;        // why it does not fit, or is too large to simulate
   // Simulation (when it fits).
   bool simulated = false;
   std::string fidelity;            // "folded", or "full" after re-simulation
@@ -70,6 +70,9 @@ struct SweepCounts {
   std::int64_t valid = 0;
   std::int64_t pruned_memory = 0;
   std::map<std::string, std::int64_t> pruned_by_reason;
+  // Plans that fit but whose step is too large to simulate in the memory one
+  // simulation may use (sweep_memory_budget_bytes): their prune_reason says so.
+  std::int64_t too_large = 0;
   std::int64_t simulated = 0;
   std::int64_t full_fidelity = 0;
   // Uneven-stage variants of the best even pipelines (first / last stage ±2
@@ -81,6 +84,11 @@ struct SweepResult {
   std::vector<PlanOutcome> plans;  // every valid plan; ranked ones first, by rank
   SweepCounts counts;
 };
+
+// Memory one of a sweep's simulations may use: core/memory_budget.h's budget
+// over the machine's hardware threads (not --threads, so that which plans are
+// too large is the same at any thread count).
+double sweep_memory_budget_bytes();
 
 // Enumerates, prunes and simulates; when sharded, only this shard's plans are
 // simulated (the others keep simulated = false) and no ranking is done.

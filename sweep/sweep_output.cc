@@ -127,6 +127,7 @@ nlohmann::ordered_json sweep_json(const SweepResult& sweep, const nlohmann::orde
   nlohmann::ordered_json reasons = nlohmann::ordered_json::object();
   for (const auto& [reason, n] : sweep.counts.pruned_by_reason) reasons[reason] = n;
   c["pruned_by_reason"] = reasons;
+  c["too_large"] = sweep.counts.too_large;
   c["simulated"] = sweep.counts.simulated;
   c["full_fidelity"] = sweep.counts.full_fidelity;
   c["balanced"] = sweep.counts.balanced;

@@ -1,6 +1,11 @@
 #include "sim/workload/workload.h"
 
+#include <algorithm>
 #include <utility>
+
+#include <fmt/format.h>
+
+#include <spdlog/spdlog.h>
 
 #include "core/error.h"
 #include "sim/workload/build.h"
@@ -12,17 +17,34 @@ namespace strata::sim {
 
 const char* to_string(Fidelity f) { return f == Fidelity::kFull ? "full" : "folded"; }
 
+double estimated_tasks(const PlanSpec& p, Fidelity fidelity, int chunk_layers, std::size_t segments_per_layer) {
+  const bool folded = fidelity == Fidelity::kFolded;
+  const double ranks = folded ? p.pp : static_cast<double>(p.num_gpus());
+  const double groups = folded ? ranks : ranks / p.tp;
+  const double per_layer = folded ? 1.0 : static_cast<double>(segments_per_layer / 2);
+  const double ops = (splits_backward(p.schedule) ? 3.0 : 2.0) * p.vpp * static_cast<double>(p.num_microbatches());
+  return groups * (ops * (chunk_layers * per_layer + 8)) + ranks * (ops + 64);
+}
+
+WorkloadTooLarge::WorkloadTooLarge(double t, double max, std::int64_t m, int ranks, Fidelity f)
+    : std::runtime_error(fmt::format("{:.3g} tasks to simulate, more than {:.3g}", t, max)),
+      tasks(t),
+      max_tasks(max),
+      microbatches(m),
+      simulated_ranks(ranks),
+      fidelity(f) {}
+
 namespace {
+
+// TaskId is 32 bits.
+constexpr double kMaxTasks = 2147483647.0;
 
 // Sizes the graph's storage from the program: tasks per tensor-parallel group
 // times the groups simulated, plus transfers and data-parallel work.
-void reserve(WorkloadBuild& b, const LayerProgram& layer) {
+void reserve(WorkloadBuild& b, std::size_t tasks) {
   const PlanSpec& p = b.plan;
   const std::size_t ranks = b.w.global_rank.size();
-  const std::size_t groups = ranks / (b.fidelity == Fidelity::kFolded ? 1 : p.tp);
-  const std::size_t per_layer = layer.segments_per_layer();
   const std::size_t ops = (splits_backward(p.schedule) ? 3ull : 2ull) * p.vpp * p.num_microbatches();
-  const std::size_t tasks = groups * (ops * (b.chunk_layers() * per_layer / 2 + 8)) + ranks * (ops + 64);
   const std::size_t ranks_per_group = b.fidelity == Fidelity::kFolded ? 1 : p.tp;
   b.w.graph.reserve(tasks, tasks * ranks_per_group, tasks + ranks * ops * 2);
   b.w.notes.reserve(tasks);
@@ -80,8 +102,15 @@ Workload build_workload(const ModelSpec& model, const PlanSpec& plan, const OpCo
   place_ranks(b);
   b.w.graph = TaskGraph(static_cast<int>(b.w.global_rank.size()), kNumStreamKinds);
   LayerProgram layer(b);
+  const double tasks = estimated_tasks(plan, fidelity, b.chunk_layers(), layer.segments_per_layer());
+  // TaskId is 32 bits; beyond what the caller's memory allows, refuse before building.
+  const double limit = options.max_tasks > 0 ? std::min(options.max_tasks, kMaxTasks) : kMaxTasks;
+  if (tasks > limit) {
+    throw WorkloadTooLarge(tasks, limit, plan.num_microbatches(), static_cast<int>(b.w.global_rank.size()), fidelity);
+  }
+  b.w.estimated_tasks = tasks;
   b.build_programs();
-  reserve(b, layer);
+  reserve(b, static_cast<std::size_t>(tasks));
   for (int r = 0; r < plan.pp; ++r) {
     for (int d = 0; d < plan.grad_replicas(); ++d) {
       if (b.sim_index(b.global(0, d, r)) >= 0) layer.emit_tp_group(d, r);
@@ -90,6 +119,8 @@ Workload build_workload(const ModelSpec& model, const PlanSpec& plan, const OpCo
   add_pipeline_transfers(b);
   add_data_parallel_and_step(b);
   b.w.graph.finalize();
+  spdlog::debug("workload: {} tasks ({:.0f} estimated), {} simulated ranks, {} micro-batches, {} fidelity",
+                b.w.graph.num_tasks(), tasks, b.w.global_rank.size(), plan.num_microbatches(), to_string(fidelity));
   return std::move(b.w);
 }
 

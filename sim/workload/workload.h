@@ -15,7 +15,9 @@
 // transfers (workload.cc); build.h is the state they share.
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <vector>
 
 #include "costmodel/framework_profile.h"
@@ -52,6 +54,30 @@ struct WorkloadOptions {
   // Megatron-Core and Strata's runtime do.
   bool pipeline_scatter_gather = false;
   int compute_units = 0;
+  // Refuse (WorkloadTooLarge) a step whose estimated_tasks exceed this; 0: no limit.
+  double max_tasks = 0.0;
+};
+
+// Tasks a step's graph holds at most, from the plan alone: each simulated
+// tensor-parallel group's pipeline ops (forward, backward, and the zero-bubble
+// schedules' weight-gradient passes, per micro-batch and model chunk) times the
+// tasks of an op (at full fidelity its layers' compute segments and collectives,
+// segments_per_layer / 2 per layer and pass; folded at most one per layer), plus
+// each rank's transfers and data-parallel work. Full fidelity simulates every
+// rank, folded one per pipeline stage. A double: 2^30 micro-batches on a million
+// ranks overflow 64 bits. Measured against built graphs: llama3-70b tp 2 cp 2
+// pp 4 dp 4, 128 micro-batches: 1,930,657 tasks, estimated 2,449,408 (full);
+// 22,445 and 29,952 (folded).
+double estimated_tasks(const PlanSpec& plan, Fidelity fidelity, int chunk_layers, std::size_t segments_per_layer);
+
+// A step too large to build in the memory allowed, thrown before any of it is built.
+class WorkloadTooLarge : public std::runtime_error {
+ public:
+  WorkloadTooLarge(double tasks, double max_tasks, std::int64_t microbatches, int simulated_ranks, Fidelity fidelity);
+  double tasks, max_tasks;
+  std::int64_t microbatches;
+  int simulated_ranks;
+  Fidelity fidelity;
 };
 
 struct Workload {
@@ -68,6 +94,8 @@ struct Workload {
   // steady-state period, the longest rank's span from its first task to its
   // last (metrics.h), not the simulated step's makespan.
   bool ranks_start_next_step_alone = false;
+  // estimated_tasks for this step, as build_workload checked and sized it.
+  double estimated_tasks = 0.0;
   // Rank r's tasks on one of its streams, in program order.
   std::span<const TaskId> stream(int rank, StreamKind s) const { return graph.stream(rank, stream_index(s)); }
 };

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "plan/params.h"
+#include "plan/pipeline_schedule.h"
 #include "test_models.h"
 
 namespace strata {
@@ -243,6 +244,35 @@ TEST(Params, StagesPartitionTheModel) {
   std::int64_t sum = 0;
   for (int s = 0; s < 4; ++s) sum += stage_params_per_gpu(m, p, s);
   EXPECT_EQ(sum, total_params(m));
+}
+
+// zero_bubble_held walks 4pp + 4 micro-batches of a longer program: the peak of
+// the whole walk, for every stage, both schedules, every length up to 16pp, and
+// weights that put the peak on full activations or on W inputs.
+TEST(MemoryModel, ZeroBubblePeakOfFewMicroBatchesIsThePeakOfAny) {
+  for (Schedule schedule : {Schedule::kZbH1, Schedule::kZbH2}) {
+    for (int pp = 2; pp <= 8; ++pp) {
+      for (int m = 1; m <= 16 * pp; ++m) {
+        PlanSpec p = plan(1, pp, 1, 1, m);
+        p.schedule = schedule;
+        for (const auto [full_bytes, w_bytes] : {std::pair{1.0, 0.3}, std::pair{1.0, 0.9}, std::pair{1.0, 3.0}}) {
+          for (int stage = 0; stage < pp; ++stage) {
+            double peak = -1.0;
+            int forwards = 0, input_grads = 0, weight_grads = 0;
+            for (const PipelineOp& op : pipeline_program(schedule, pp, 1, m, stage)) {
+              forwards += op.phase == PipelinePhase::kForward;
+              input_grads += op.phase == PipelinePhase::kBackward;
+              weight_grads += op.phase == PipelinePhase::kWeightGrad;
+              peak = std::max(peak, (forwards - input_grads) * full_bytes + (input_grads - weight_grads) * w_bytes);
+            }
+            const ZeroBubbleHeld held = zero_bubble_held(p, stage, full_bytes, w_bytes);
+            ASSERT_DOUBLE_EQ(held.full * full_bytes + held.waiting_weight_grads * w_bytes, peak)
+                << to_string(schedule) << " pp " << pp << " m " << m << " stage " << stage;
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
