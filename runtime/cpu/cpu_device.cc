@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/memory_budget.h"
 #include "runtime/cpu/cpu_device_impl.h"
 #include "runtime/device/kernel_checks.h"
 #include "runtime/launch/mpi_env.h"
@@ -109,6 +110,17 @@ CpuDevice::CpuDevice(const DeviceOptions& options) {
 }
 
 void* CpuDevice::raw_allocate(std::size_t bytes, MemoryKind /*kind*/) {
+  // A block larger than the host's memory can never be had: say so before asking
+  // (a 2^30-word vocabulary's embedding is 2^30 x hidden floats; AddressSanitizer
+  // aborts on such a request instead of returning null).
+  const std::uint64_t physical = physical_memory_bytes();
+  if (physical > 0 && bytes > physical) {
+    throw InputError("", "",
+                     fmt::format("cpu device: the plan needs a block of {:.1f} GiB, more than this host's {:.1f} GiB "
+                                 "of memory: a smaller model, or more ranks to shard it over",
+                                 static_cast<double>(bytes) / double(1ull << 30),
+                                 static_cast<double>(physical) / double(1ull << 30)));
+  }
   void* data = blocks_.take(bytes);
   if (data == nullptr) {
     throw InternalError(fmt::format("cpu device: out of host memory allocating {} bytes", bytes));

@@ -255,7 +255,7 @@ TEST(MemoryModel, ZeroBubblePeakOfFewMicroBatchesIsThePeakOfAny) {
       for (int m = 1; m <= 16 * pp; ++m) {
         PlanSpec p = plan(1, pp, 1, 1, m);
         p.schedule = schedule;
-        for (const auto [full_bytes, w_bytes] : {std::pair{1.0, 0.3}, std::pair{1.0, 0.9}, std::pair{1.0, 3.0}}) {
+        for (const auto& [full_bytes, w_bytes] : {std::pair{1.0, 0.3}, std::pair{1.0, 0.9}, std::pair{1.0, 3.0}}) {
           for (int stage = 0; stage < pp; ++stage) {
             double peak = -1.0;
             int forwards = 0, input_grads = 0, weight_grads = 0;

@@ -3,7 +3,9 @@
 #include <cmath>
 #include <set>
 
+#include "core/error.h"
 #include "kernel_test_util.h"
+#include "runtime/cpu/cpu_device.h"
 
 namespace strata::rt::testing {
 namespace {
@@ -214,6 +216,14 @@ TEST_P(ElementwiseTest, MemoryAccountingAndEvents) {
   const TimeNs ns = dev().elapsed(*start, *end).ns();
   EXPECT_GT(ns, 0);             // 20 fills of 1 Mi elements take measurable time
   EXPECT_LT(ns, 60'000'000'000);
+}
+
+// Issue 22: a strata-run.json with a 2^30 vocabulary asked the allocator for
+// more than the host has (AddressSanitizer aborts on that); it is bad input.
+TEST(CpuDeviceMemory, ABlockLargerThanTheHostIsABadInputNotACrash) {
+  const std::unique_ptr<Device> cpu = make_cpu_device({});
+  EXPECT_THROW(cpu->allocate(std::size_t{1} << 62), InputError);
+  EXPECT_EQ(cpu->memory_in_use_bytes(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ElementwiseTest, ::testing::ValuesIn(all_cases()), case_name);

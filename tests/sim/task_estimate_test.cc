@@ -37,7 +37,9 @@ TEST(TaskEstimate, BoundsTheBuiltGraphAtBothFidelities) {
                                  std::to_string(p.pp) + " " + to_string(f);
         EXPECT_GE(w.estimated_tasks, tasks) << what;
         // close enough to size the graph and to refuse only what is large
-        if (f == Fidelity::kFull) EXPECT_LE(w.estimated_tasks, 3.0 * tasks) << what;
+        if (f == Fidelity::kFull) {
+          EXPECT_LE(w.estimated_tasks, 3.0 * tasks) << what;
+        }
       }
     }
   }
