@@ -44,12 +44,34 @@ std::string trace_events_json(const Recorder& recorder, int rank) {
   });
   std::string out;
   out.reserve(events.size() * 170);
+  // Events of one lane can overlap: transfers in flight together (two pipeline
+  // sends posted before either completes). A trace thread must hold disjoint
+  // events (Perfetto's importer drops one that overlaps its neighbour without
+  // nesting in it), so each event takes the first of its lane's tracks that is
+  // free at its start: track 0 is the lane's tid, track k > 0 tid lane + k *
+  // kNumLanes, named "pp send (2)" and so on.
+  std::vector<std::vector<TimeNs>> track_end(kNumLanes);  // [lane][track]: when its last event ends
   for (const MeasuredEvent& e : events) {
+    const int lane = static_cast<int>(e.lane);
+    std::vector<TimeNs>& ends = track_end[static_cast<std::size_t>(lane)];
+    std::size_t track = 0;
+    while (track < ends.size() && ends[track] > e.start_ns) ++track;
+    const TimeNs end_ns = e.start_ns + e.duration_ns;
+    const int tid = lane + static_cast<int>(track) * kNumLanes;
+    if (track == ends.size()) {
+      ends.push_back(end_ns);
+      if (track > 0) {
+        if (!out.empty()) out += ",\n";
+        out += fmt::format("{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"{} ({})\"}}}}",
+                           rank, tid, to_string(e.lane), track + 1);
+      }
+    } else {
+      ends[track] = end_ns;
+    }
     if (!out.empty()) out += ",\n";
     out += "{\"ph\":\"X\",\"name\":\"";
     append_json_escaped(out, recorder.names()[e.name]);
-    out += fmt::format("\",\"cat\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":", to_string(e.category), rank,
-                       static_cast<int>(e.lane));
+    out += fmt::format("\",\"cat\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":", to_string(e.category), rank, tid);
     append_trace_us(out, e.start_ns);
     out += ",\"dur\":";
     append_trace_us(out, e.duration_ns);

@@ -56,7 +56,9 @@ std::vector<std::string> runtime_notes(const RunConfig& config, const Device& de
 nlohmann::ordered_json measured_json(const RunConfig& config, const MeasuredRun& run);
 std::string measured_trace_json(const RunConfig& config, const MeasuredRun& run);
 
-// This rank's events of the recorder's last step as trace events (pid = rank).
+// This rank's events of the recorder's last step as trace events (pid = rank, tid =
+// lane; events of a lane in flight together on further tracks, tid lane +
+// k * kNumLanes, each named by a thread_name event).
 std::string trace_events_json(const Recorder& recorder, int rank);
 
 }  // namespace strata::rt
