@@ -129,6 +129,26 @@ std::string trace_json(const Workload& w, const RunResult& run, const TraceOptio
     out += fmt::format(",\"args\":{{\"mb\":{},\"layer\":{},\"chunk\":{},\"phase\":\"{}\",\"flops\":{},\"bytes\":{}}}}}",
                        info.microbatch, layer, info.chunk, to_string(label.phase), flops, bytes);
   }
+  // Pipeline transfers as flows (Chrome trace format's "s" and "f", bound to
+  // the enclosing slices): Perfetto draws an arrow from the sender's send to the
+  // receiver's receive, to follow a micro-batch from stage to stage.
+  for (TaskId t = 0; t < g.num_tasks(); ++t) {
+    const TaskInfo& info = w.notes.info(t);
+    if (info.peer < 0 || !sel[info.peer] || g.slots_begin(t) == g.slots_end(t)) continue;
+    const int from = g.rank_of_slot(*g.slots_begin(t));
+    if (!sel[from] || run.end_ns[t] <= run.start_ns[t]) continue;  // an empty slice holds no flow
+    const std::string& name = w.notes.label_of_task(t).name;
+    sep();
+    out += fmt::format("{{\"ph\":\"s\",\"id\":{},\"name\":\"{}\",\"cat\":\"pp\",\"pid\":{},\"tid\":{},\"ts\":", t,
+                       name, from, *g.slots_begin(t) % g.streams_per_rank());
+    append_trace_us(out, run.start_ns[t]);
+    out += "}";
+    sep();
+    out += fmt::format("{{\"ph\":\"f\",\"bp\":\"e\",\"id\":{},\"name\":\"{}\",\"cat\":\"pp\",\"pid\":{},\"tid\":{},\"ts\":",
+                       t, name, info.peer, static_cast<int>(StreamKind::kPpRecv));
+    append_trace_us(out, run.start_ns[t]);
+    out += "}";
+  }
   out += "\n],\n\"otherData\":{\"strata\":";
   out += o.other_data.dump();
   out += "}}\n";

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <set>
 #include <string>
 #include <vector>
@@ -214,6 +215,41 @@ TEST(SimulateCommand, TraceEventsOnOneThreadNeverOverlap) {
             << plan << ": pid " << thread.first << " tid " << thread.second << " event " << i;
       }
     }
+  }
+}
+
+// Issue 22 T2: each pipeline transfer is a flow from the sender's send slice to
+// the receiver's receive slice, so Perfetto draws the micro-batch's path.
+TEST(SimulateCommand, PipelineTransfersAreFlowsFromSendToReceive) {
+  TempDir dir;
+  const std::string plan = dir.write("plan.json", R"({"tp": 1, "pp": 2, "micro_batch_size": 1, "global_batch_size": 16})");
+  CommandResult r = run_strata({"simulate", "--model", "tiny", "--plan", plan, "--cluster", "dgx-a100-1node", "--out",
+                                dir.file("out")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json trace = json::parse(read_file(dir.file("out/trace.json")));
+  std::map<long long, json> starts, finishes;
+  std::set<std::tuple<int, int, double>> send_slices, recv_slices;  // pid, tid, ts
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] == "s") starts[e["id"].get<long long>()] = e;
+    if (e["ph"] == "f") finishes[e["id"].get<long long>()] = e;
+    if (e["ph"] == "X" && e["cat"] == "pp") {
+      const bool send = e["name"].get<std::string>().rfind("send", 0) == 0;
+      (e["tid"].get<int>() == 3 ? send_slices : recv_slices)
+          .insert({e["pid"].get<int>(), e["tid"].get<int>(), e["ts"].get<double>()});
+      EXPECT_TRUE(send) << e.dump();  // the receiver's copy keeps the send's name
+    }
+  }
+  // dp 4, so 4 micro-batches: 4 activations forward and 4 gradients back between
+  // the 2 stages of each of the 4 pipelines, 8 transfers for each.
+  EXPECT_EQ(starts.size(), 32u);
+  ASSERT_EQ(finishes.size(), starts.size());
+  for (const auto& [id, s] : starts) {
+    const json& f = finishes.at(id);
+    EXPECT_EQ(f["bp"], "e");
+    EXPECT_NE(s["pid"], f["pid"]);
+    EXPECT_EQ(s["ts"], f["ts"]);
+    EXPECT_TRUE(send_slices.count({s["pid"].get<int>(), s["tid"].get<int>(), s["ts"].get<double>()})) << s.dump();
+    EXPECT_TRUE(recv_slices.count({f["pid"].get<int>(), f["tid"].get<int>(), f["ts"].get<double>()})) << f.dump();
   }
 }
 
