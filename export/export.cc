@@ -487,6 +487,40 @@ ExportResult export_plan(const Scenario& s, const SimulationResult& r, const Exp
   return out;
 }
 
+namespace {
+
+// One input of a sweep (its model or cluster): the file the sweep was given,
+// which must still hold what the sweep recorded in its request, or, when the
+// file cannot be found any more (the sweep ran elsewhere), the recorded copy.
+template <class Spec, class Read, class Fail>
+void recorded_or_file(const std::string& arg, const char* subdir, const char* kind,
+                      const std::optional<Spec>& recorded, const std::string& sweep_file, Read read, Fail fail,
+                      Spec& spec, std::string& file) {
+  bool findable = !arg.empty() && std::filesystem::exists(arg);
+  if (!arg.empty() && !findable) {
+    try {
+      resolve_data_file(arg, subdir, "");
+      findable = true;
+    } catch (const InputError&) {
+    }
+  }
+  if (!findable && recorded) {
+    file = sweep_file;
+    spec = *recorded;
+    return;
+  }
+  file = resolve_data_file(arg, subdir, kind);
+  spec = read(json::parse_file(file), file);
+  if (recorded && to_json(*recorded) != to_json(spec)) {
+    fail(fmt::format("$.request.{}_spec", kind),
+         fmt::format("the sweep ranked its plans for another {} than {} holds now (the file changed since the "
+                     "sweep): sweep again, or move the file away to export the recorded {}",
+                     kind, file, kind));
+  }
+}
+
+}  // namespace
+
 Scenario scenario_from_sweep(const std::string& sweep_file, int rank, bool allow_cross_node_tp) {
   const nlohmann::json doc = json::parse_file(sweep_file);
   auto fail = [&](const std::string& path, const std::string& message) {
@@ -557,42 +591,12 @@ Scenario scenario_from_sweep(const std::string& sweep_file, int rank, bool allow
   // The model and cluster files the sweep was given; when one cannot be found
   // any more (the sweep ran elsewhere), the copy the sweep kept in its request
   // (model_spec, cluster_spec).
-  auto findable = [](const std::string& arg, const char* subdir) {
-    if (arg.empty()) return false;
-    if (std::filesystem::exists(arg)) return true;
-    try {
-      resolve_data_file(arg, subdir, "");
-      return true;
-    } catch (const InputError&) {
-      return false;
-    }
-  };
-  if (!findable(args.model, "scenarios/models") && recorded_model) {
-    s.model_file = sweep_file;
-    s.model = *recorded_model;
-  } else {
-    s.model_file = resolve_data_file(args.model, "scenarios/models", "model");
-    s.model = read_model_spec(json::parse_file(s.model_file), s.model_file);
-    if (recorded_model && to_json(*recorded_model) != to_json(s.model)) {
-      fail("$.request.model_spec", fmt::format("the sweep ranked its plans for another model than {} holds now "
-                                               "(the file changed since the sweep): sweep again, or move the "
-                                               "file away to export the recorded model",
-                                               s.model_file));
-    }
-  }
-  if (!findable(args.cluster, "scenarios/clusters") && recorded_cluster) {
-    s.cluster_file = sweep_file;
-    s.cluster = *recorded_cluster;
-  } else {
-    s.cluster_file = resolve_data_file(args.cluster, "scenarios/clusters", "cluster");
-    s.cluster = read_cluster_spec(json::parse_file(s.cluster_file), s.cluster_file);
-    if (recorded_cluster && to_json(*recorded_cluster) != to_json(s.cluster)) {
-      fail("$.request.cluster_spec", fmt::format("the sweep ranked its plans for another cluster than {} holds "
-                                                 "now (the file changed since the sweep): sweep again, or move "
-                                                 "the file away to export the recorded cluster",
-                                                 s.cluster_file));
-    }
-  }
+  auto model_of = [](const nlohmann::json& j, const std::string& f) { return read_model_spec(j, f); };
+  auto cluster_of = [](const nlohmann::json& j, const std::string& f) { return read_cluster_spec(j, f); };
+  recorded_or_file(args.model, "scenarios/models", "model", recorded_model, sweep_file, model_of, fail, s.model,
+                   s.model_file);
+  recorded_or_file(args.cluster, "scenarios/clusters", "cluster", recorded_cluster, sweep_file, cluster_of, fail,
+                   s.cluster, s.cluster_file);
   s.profile = load_scenario_profile(s.cluster, s.cluster_file, args.profile);
   read_scenario_plan(s, plans[i]["plan"], sweep_file, at + ".plan", allow_cross_node_tp);
   return s;

@@ -20,8 +20,8 @@ double probe_gemm_seconds();
 double host_speed_during(double reference_s, double before_s, double after_s);
 
 // Whether a run's host speed is close enough to the reference for its step time
-// to test the model: within 10% (the probe's own run-to-run spread on an idle
-// 2-core host is 1-3%).
+// to test the model: within 10% (fifteen probes in one process on this
+// project's idle 2-core host spread +-5%: docs/validation.md).
 bool host_speed_steady(double speed);
 
 }  // namespace strata::jobs

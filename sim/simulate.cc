@@ -229,7 +229,7 @@ SimulationResult simulate(const Scenario& s, const SimulationOptions& options) {
   } catch (const WorkloadTooLarge& e) {
     const PlanSpec& p = s.plan;
     const bool by_batch = e.microbatches >= e.simulated_ranks;
-    const bool engine_limit = e.max_tasks >= 2147483647.0;
+    const bool engine_limit = e.max_tasks >= kMaxTasks;
     const double budget = options.memory_budget_bytes > 0 ? options.memory_budget_bytes : memory_budget_bytes();
     throw InputError(
         by_batch ? s.plan_file : s.cluster_file, by_batch ? "$.global_batch_size" : "$.nodes",

@@ -211,10 +211,9 @@ namespace {
 
 // Why a plan that fits is not simulated: its folded step, bounded from the plan
 // alone (the most layers an uneven split gives a stage), exceeds the budget.
-std::string too_large_reason(const ModelSpec& model, const PlanSpec& p) {
+std::string too_large_reason(const ModelSpec& model, const PlanSpec& p, double limit) {
   const int chunk_layers = (model.num_layers + p.pp * p.vpp - 1) / (p.pp * p.vpp) + 2;
   const double tasks = estimated_tasks(p, Fidelity::kFolded, chunk_layers, 0);
-  const double limit = std::min(sweep_memory_budget_bytes() / kBytesPerEstimatedTask, 2147483647.0);
   if (tasks <= limit) return "";
   return fmt::format("too large to simulate: {} micro-batches make about {:.3g} tasks folded, more than the {:.3g} "
                      "one simulation of a sweep may build here",
@@ -231,6 +230,8 @@ SweepResult run_sweep(const ModelSpec& model, const Simulator& simulator, const 
   sweep.plans.resize(plans.size());
   // The memory model first: nothing that cannot fit is simulated.
   const DeviceMemory device = device_memory(simulator.profile());
+  const double budget = sweep_memory_budget_bytes();
+  const double max_tasks = std::min(budget / kBytesPerEstimatedTask, kMaxTasks);
   std::vector<std::int64_t> to_simulate;
   for (std::size_t i = 0; i < plans.size(); ++i) {
     PlanOutcome& o = sweep.plans[i];
@@ -246,7 +247,7 @@ SweepResult run_sweep(const ModelSpec& model, const Simulator& simulator, const 
       o.prune_reason = prune_reason(mem, device);
       ++sweep.counts.pruned_memory;
       ++sweep.counts.pruned_by_reason[o.prune_reason];
-    } else if (o.prune_reason = too_large_reason(model, o.plan); !o.prune_reason.empty()) {
+    } else if (o.prune_reason = too_large_reason(model, o.plan, max_tasks); !o.prune_reason.empty()) {
       ++sweep.counts.too_large;
     } else if (static_cast<int>(i % options.shard_count) == options.shard_index) {
       to_simulate.push_back(static_cast<std::int64_t>(i));
@@ -257,7 +258,7 @@ SweepResult run_sweep(const ModelSpec& model, const Simulator& simulator, const 
   SimulationOptions sim_options;
   sim_options.fidelity = Fidelity::kFolded;
   sim_options.keep_timeline = false;
-  sim_options.memory_budget_bytes = sweep_memory_budget_bytes();
+  sim_options.memory_budget_bytes = budget;
   const std::int64_t total = static_cast<std::int64_t>(to_simulate.size());
   parallel_for(total, std::max(1, options.threads), [&](std::int64_t k) {
     if (cancelled) return;  // the workers drain the rest without simulating

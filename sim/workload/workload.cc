@@ -36,9 +36,6 @@ WorkloadTooLarge::WorkloadTooLarge(double t, double max, std::int64_t m, int ran
 
 namespace {
 
-// TaskId is 32 bits.
-constexpr double kMaxTasks = 2147483647.0;
-
 // Sizes the graph's storage from the program: tasks per tensor-parallel group
 // times the groups simulated, plus transfers and data-parallel work.
 void reserve(WorkloadBuild& b, std::size_t tasks) {

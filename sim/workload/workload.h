@@ -70,6 +70,9 @@ struct WorkloadOptions {
 // 22,445 and 29,952 (folded).
 double estimated_tasks(const PlanSpec& plan, Fidelity fidelity, int chunk_layers, std::size_t segments_per_layer);
 
+// The most tasks a graph can hold: TaskId is 32 bits.
+inline constexpr double kMaxTasks = 2147483647.0;
+
 // A step too large to build in the memory allowed, thrown before any of it is built.
 class WorkloadTooLarge : public std::runtime_error {
  public:
