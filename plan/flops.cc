@@ -21,17 +21,60 @@ LayerOpContext whole_model_context(bool flash) {
 
 }  // namespace
 
+namespace {
+
+// Forward FLOPs of every layer of the model and of its attention cores: the
+// dense layers' and the MoE layers' op lists, each counted as often as the
+// model has that kind of layer. An MoE layer's routed experts count topk of
+// them per token (layer_forward_ops' whole-model context): active parameters.
+struct LayerFlops {
+  double all = 0.0;
+  double attention_core = 0.0;
+  double op_sac_recomputed = 0.0;  // torchtitan's selective_op replay
+};
+
+LayerFlops model_layer_flops(const ModelSpec& m, const LayerOpContext& c) {
+  LayerFlops f;
+  const int moe_layers = m.num_moe_layers();
+  for (const MlpKind kind : {MlpKind::kDense, MlpKind::kMoe}) {
+    const double layers = kind == MlpKind::kMoe ? moe_layers : m.num_layers - moe_layers;
+    if (layers == 0) continue;
+    const std::vector<LayerOp> ops = layer_forward_ops(m, c, kind);
+    f.all += layers * sum_flops(ops, false);
+    f.attention_core += layers * sum_flops(ops, true);
+    for (const LayerOp& op : ops) f.op_sac_recomputed += layers * op.flops * op_sac_recomputed_share(op, m);
+  }
+  return f;
+}
+
+}  // namespace
+
 double forward_flops_per_sequence(const ModelSpec& m) {
   LayerOpContext c = whole_model_context(false);
-  return m.num_layers * sum_flops(layer_forward_ops(m, c), false) +
-         sum_flops(head_forward_ops(m, c), false);
+  if (!m.is_moe()) {
+    return m.num_layers * sum_flops(layer_forward_ops(m, c), false) + sum_flops(head_forward_ops(m, c), false);
+  }
+  return model_layer_flops(m, c).all + sum_flops(head_forward_ops(m, c), false);
 }
 
 StepFlops step_flops(const ModelSpec& m, const PlanSpec& p) {
   LayerOpContext c = whole_model_context(p.flash_attention);
+  const double head = sum_flops(head_forward_ops(m, c), false);
+  if (m.is_moe()) {
+    const LayerFlops layers = model_layer_flops(m, c);
+    StepFlops f;
+    f.forward_flops_per_sequence = layers.all + head;
+    f.model_flops = 3.0 * f.forward_flops_per_sequence * p.global_batch_size;
+    double recomputed = 0.0;
+    if (p.recompute == Recompute::kFull) recomputed = layers.all;
+    if (p.recompute == Recompute::kSelective) recomputed = layers.attention_core;
+    if (p.recompute == Recompute::kSelectiveOp) recomputed = layers.op_sac_recomputed;
+    f.hardware_flops = f.model_flops + recomputed * p.global_batch_size;
+    return f;
+  }
+  // Dense models: one layer's ops times num_layers (the figures golden outputs hold).
   const double layer = sum_flops(layer_forward_ops(m, c), false);
   const double core = sum_flops(layer_forward_ops(m, c), true);
-  const double head = sum_flops(head_forward_ops(m, c), false);
   const double forward = m.num_layers * layer + head;
   StepFlops f;
   f.forward_flops_per_sequence = forward;

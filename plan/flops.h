@@ -1,5 +1,10 @@
 // FLOPs of one training step, counted from the layer operation list.
 //
+// For an MoE model every MoE layer counts its router, its shared experts and
+// topk of its routed experts per token: the model FLOPs are those of the active
+// parameters (about 6 * N_active * tokens, plus attention), as MoE papers count
+// them for MFU (docs/memory.md).
+//
 // Model FLOPs (for MFU) count forward and backward once: 3x the forward FLOPs,
 // since backward computes a data- and a weight-gradient per GEMM. Hardware FLOPs
 // (for HFU) add what recomputation repeats: the whole forward of every layer with

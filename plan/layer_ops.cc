@@ -1,5 +1,7 @@
 #include "plan/layer_ops.h"
 
+#include <cmath>
+
 namespace strata {
 namespace {
 
@@ -47,6 +49,9 @@ const char* to_string(OpRole role) {
     case OpRole::kResidual: return "residual";
     case OpRole::kCrossEntropy: return "cross_entropy";
     case OpRole::kEmbedding: return "embedding";
+    case OpRole::kRouter: return "router";
+    case OpRole::kExpertFc1: return "expert_fc1";
+    case OpRole::kExpertFc2: return "expert_fc2";
   }
   return "residual";
 }
@@ -57,7 +62,7 @@ bool is_column_parallel(OpRole role) {
 
 double op_sac_recomputed_share(const LayerOp& op, const ModelSpec& m) {
   if (op.kind != OpKind::kGemm || !op.has_weight) return 0.0;
-  const double h = static_cast<double>(m.hidden_size);  // Q's width, as layer_forward_ops makes QKV
+  const double h = static_cast<double>(m.q_width());  // Q's width, as layer_forward_ops makes QKV
   const double kv = static_cast<double>(m.kv_width());
   const double f = static_cast<double>(m.ffn_hidden_size);
   // The matmuls before this op's in torchtitan's order, and this op's parts' widths.
@@ -88,15 +93,59 @@ LayerOpContext layer_op_context(const PlanSpec& plan) {
   c.micro_batch_size = plan.micro_batch_size;
   c.flash_attention = plan.flash_attention;
   c.dtype = plan.dtype;
+  if (plan.moe.active) {
+    c.etp = plan.moe.etp;
+    c.expert_load = expert_load_factor(plan);
+  }
   return c;
 }
 
-std::vector<LayerOp> layer_forward_ops(const ModelSpec& m, const LayerOpContext& c) {
+double expert_load_factor(const PlanSpec& plan) {
+  // With a capacity factor an expert takes at most that multiple of its share
+  // (Megatron-Core's get_capacity: ceil(tokens * topk / E * factor), the rest
+  // dropped); dropless, the busiest expert takes what the routing sends it.
+  return plan.moe.expert_capacity_factor > 0.0 ? plan.moe.expert_capacity_factor : plan.moe.router_imbalance;
+}
+
+namespace {
+
+// An MoE layer's MLP part: the router over this rank's sequence-parallel shard,
+// the shared experts (a tensor-parallel MLP of their width), the routed experts
+// over the tokens dispatched to this rank (Megatron-Core's MoELayer: router,
+// shared experts, token dispatch, grouped experts, combine).
+void append_moe_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, const LayerOpContext& c, i64 tokens, double e) {
+  const MoeModel& moe = m.moe;
+  const i64 t = c.tp;
+  const i64 h = m.hidden_size;
+  const i64 own_tokens = c.sequence_parallel ? tokens / t : tokens;
+  ops.push_back(gemm(OpRole::kRouter, "router", own_tokens, moe.num_experts, h, 1, true));
+  if (moe.moe_shared_expert_intermediate_size > 0) {
+    const i64 f = moe.moe_shared_expert_intermediate_size / t;
+    const i64 fc1 = m.swiglu ? 2 * f : f;
+    ops.push_back(gemm(OpRole::kFc1, "shared_fc1", tokens, fc1, h, 1, true));
+    ops.push_back(elementwise(OpRole::kActivation, m.swiglu ? "shared_swiglu" : "shared_gelu",
+                              static_cast<double>(tokens) * (fc1 + f) * e));
+    ops.push_back(gemm(OpRole::kFc2, "shared_fc2", tokens, h, f, 1, true));
+  }
+  const i64 routed = static_cast<i64>(
+      std::ceil(static_cast<double>(own_tokens) * moe.moe_router_topk * c.etp * c.expert_load));
+  const i64 f = moe.moe_ffn_hidden_size / c.etp;
+  const i64 fc1 = m.swiglu ? 2 * f : f;
+  ops.push_back(gemm(OpRole::kExpertFc1, "expert_fc1", routed, fc1, h, 1, true));
+  ops.push_back(elementwise(OpRole::kActivation, m.swiglu ? "expert_swiglu" : "expert_gelu",
+                            static_cast<double>(routed) * (fc1 + f) * e));
+  ops.push_back(gemm(OpRole::kExpertFc2, "expert_fc2", routed, h, f, 1, true));
+}
+
+}  // namespace
+
+std::vector<LayerOp> layer_forward_ops(const ModelSpec& m, const LayerOpContext& c, MlpKind mlp) {
   const i64 t = c.tp;
   const i64 b = c.micro_batch_size;
   const i64 s = m.seq_length;
   const i64 h = m.hidden_size;
   const i64 heads = m.num_attention_heads / t;
+  const i64 q = m.q_width();  // hidden_size unless the model's kv_channels says otherwise
   const i64 d = m.head_dim();
   const i64 kv = m.kv_width() / t;
   const i64 f = m.ffn_hidden_size / t;
@@ -109,7 +158,7 @@ std::vector<LayerOp> layer_forward_ops(const ModelSpec& m, const LayerOpContext&
 
   std::vector<LayerOp> ops;
   ops.push_back(elementwise(OpRole::kNorm, "input_norm", 2.0 * stream));
-  ops.push_back(gemm(OpRole::kQkv, "qkv", tokens, h / t + 2 * kv, h, 1, true));
+  ops.push_back(gemm(OpRole::kQkv, "qkv", tokens, q / t + 2 * kv, h, 1, true));
   if (c.flash_attention) {
     LayerOp a;
     a.name = "flash_attention";
@@ -133,15 +182,19 @@ std::vector<LayerOp> layer_forward_ops(const ModelSpec& m, const LayerOpContext&
     if (m.attention_dropout > 0.0) ops.push_back(elementwise(OpRole::kDropout, "attn_dropout", 2.5 * scores, true));
     ops.push_back(gemm(OpRole::kAttnValues, "attn_values", s, d, s, b * heads, false, true));
   }
-  ops.push_back(gemm(OpRole::kProj, "proj", tokens, h, h / t, 1, true));
+  ops.push_back(gemm(OpRole::kProj, "proj", tokens, h, q / t, 1, true));
   // Residual add (+ dropout): reads two streams, writes one (and a 1-byte mask).
   ops.push_back(elementwise(OpRole::kResidual, "residual_attn", 3.0 * stream + (m.hidden_dropout > 0 ? stream / e : 0)));
   ops.push_back(elementwise(OpRole::kNorm, "post_attn_norm", 2.0 * stream));
-  ops.push_back(gemm(OpRole::kFc1, "fc1", tokens, fc1, h, 1, true));
-  const double act_in = static_cast<double>(tokens) * fc1 * e;
-  const double act_out = static_cast<double>(tokens) * f * e;
-  ops.push_back(elementwise(OpRole::kActivation, m.swiglu ? "swiglu" : "gelu", act_in + act_out));
-  ops.push_back(gemm(OpRole::kFc2, "fc2", tokens, h, f, 1, true));
+  if (mlp == MlpKind::kMoe) {
+    append_moe_mlp(ops, m, c, tokens, e);
+  } else {
+    ops.push_back(gemm(OpRole::kFc1, "fc1", tokens, fc1, h, 1, true));
+    const double act_in = static_cast<double>(tokens) * fc1 * e;
+    const double act_out = static_cast<double>(tokens) * f * e;
+    ops.push_back(elementwise(OpRole::kActivation, m.swiglu ? "swiglu" : "gelu", act_in + act_out));
+    ops.push_back(gemm(OpRole::kFc2, "fc2", tokens, h, f, 1, true));
+  }
   ops.push_back(elementwise(OpRole::kResidual, "residual_mlp", 3.0 * stream + (m.hidden_dropout > 0 ? stream / e : 0)));
   return ops;
 }

@@ -43,6 +43,11 @@ enum class OpRole {
   kFlashAttention,
   // Memory-bound.
   kNorm, kSoftmax, kDropout, kActivation, kResidual, kCrossEntropy, kEmbedding,
+  // MoE layers: the router's scores (an h x E GEMM every tensor-parallel rank
+  // runs whole), and the routed experts' fc1 and fc2 over the tokens
+  // dispatched to this rank's experts (split over etp, not tp). A shared
+  // expert is an MLP of its own width: kFc1 / kFc2.
+  kRouter, kExpertFc1, kExpertFc2,
 };
 const char* to_string(OpRole role);
 bool is_column_parallel(OpRole role);
@@ -73,9 +78,21 @@ struct LayerOpContext {
   int micro_batch_size = 1;
   bool flash_attention = false;
   DType dtype = DType::kBf16;
+  // MoE layers: the expert tensor-parallel size, and the tokens this rank's
+  // experts take as a multiple of their balanced share (expert_load_factor:
+  // the capacity factor, or dropless the routing imbalance; 1 for the whole
+  // model's FLOPs).
+  int etp = 1;
+  double expert_load = 1.0;
 };
 
+// Which MLP a layer has: the dense one, or an MoE layer's router, shared and routed experts.
+enum class MlpKind { kDense, kMoe };
+
 LayerOpContext layer_op_context(const PlanSpec& plan);
+// The tokens the busiest expert takes as a multiple of its balanced share: the
+// plan's capacity factor, or dropless its routing imbalance.
+double expert_load_factor(const PlanSpec& plan);
 
 // torchtitan's op-level selective recompute counts the layer's matmuls in
 // forward order, unfused (wq, wk, wv, wo, w1, w3 when gated, w2), keeps every
@@ -86,8 +103,11 @@ LayerOpContext layer_op_context(const PlanSpec& plan);
 // or all (not gated); 0 for ops without a weight.
 double op_sac_recomputed_share(const LayerOp& op, const ModelSpec& m);
 
-// Forward operations of one transformer layer, in execution order.
-std::vector<LayerOp> layer_forward_ops(const ModelSpec& m, const LayerOpContext& c);
+// Forward operations of one transformer layer, in execution order. An MoE
+// layer's routed-expert GEMMs run over the tokens this rank's experts take:
+// (its tokens, of its sequence-parallel shard) x topk x etp x expert_load; the
+// whole model's (tp 1, etp 1, load 1) give topk x tokens, its active FLOPs.
+std::vector<LayerOp> layer_forward_ops(const ModelSpec& m, const LayerOpContext& c, MlpKind mlp = MlpKind::kDense);
 // The output layer (logits GEMM) and the cross-entropy of one micro-batch.
 std::vector<LayerOp> head_forward_ops(const ModelSpec& m, const LayerOpContext& c);
 // The embedding lookup of one micro-batch.

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "plan/layer_ops.h"
+#include "plan/moe_memory.h"
 #include "plan/params.h"
 #include "plan/pipeline_schedule.h"
 
@@ -20,9 +21,11 @@ LayerActivations layer_activation_bytes(const ModelSpec& m, const PlanSpec& p) {
   const double h = m.hidden_size;
   const double a = m.num_attention_heads;
   const double kv = static_cast<double>(m.kv_width());
+  const double q = static_cast<double>(m.q_width());  // h unless the model's kv_channels says otherwise
   const double f = m.ffn_hidden_size;
   const double e = dtype_bytes(p.dtype);  // 2 bytes per stored activation (16-bit)
   const double sbh = s * b * h;
+  const double sbq = s * b * q;  // Q and the projection's input
   // Tensors on the residual stream are replicated over tp unless sequence parallel splits them.
   const double rep = p.sequence_parallel ? t : 1.0;
   const bool hidden_dropout = m.hidden_dropout > 0.0;
@@ -41,14 +44,14 @@ LayerActivations layer_activation_bytes(const ModelSpec& m, const PlanSpec& p) {
     // 7th; ungated it is the 6th, recomputed). Dropout: none in the models
     // torchtitan trains.
     out.norm_bytes = e * sbh / rep;                                                      // layer input
-    out.attention_bytes = e * s * b * (h + kv) / t + e * sbh / t + 4.0 * a * s * b / t;  // Q, V, attention out, lse
+    out.attention_bytes = e * s * b * (q + kv) / t + e * sbq / t + 4.0 * a * s * b / t;  // Q, V, attention out, lse
     out.mlp_bytes = e * s * b * f / t + (m.swiglu ? e * sbh / rep : 0.0);                // w1 out, w2 out
     return out;
   }
   // Attention block: QKV input (after norm), Q, K, V, projection input, output dropout mask.
   double attention = e * sbh / rep                    // QKV GEMM input
-                     + e * s * b * (h + 2.0 * kv) / t  // Q, K, V
-                     + e * sbh / t                     // projection input (context)
+                     + e * s * b * (q + 2.0 * kv) / t  // Q, K, V
+                     + e * sbq / t                     // projection input (context)
                      + (hidden_dropout ? sbh / rep : 0.0);  // 1-byte dropout mask
   // Attention core: softmax output, dropout mask and dropout output (the 5as^2b of the paper).
   const bool core_stored = !p.flash_attention && p.recompute != Recompute::kSelective;
@@ -72,6 +75,28 @@ namespace {
 // Transformer layers on pipeline rank `stage` (plan/pipeline_split.h).
 double stage_layers(const ModelSpec& m, const PlanSpec& p, int stage) {
   return p.uneven_stages() ? pipeline_split(m, p).stage_layers(stage) : static_cast<double>(m.num_layers) / p.pp;
+}
+
+// An MoE model's stage: how many of its layers are MoE layers, and what the
+// layers store per micro-batch on average (dense and MoE layers weighted by
+// their counts: exact for 1F1B and GPipe, which hold every layer of a
+// micro-batch in flight; interleaved chunks may hold more MoE layers than the
+// average).
+struct MoeStage {
+  double moe_layers = 0.0;
+  double dense_layers = 0.0;
+  double per_layer = 0.0;  // bytes per layer per micro-batch
+};
+
+MoeStage moe_stage(const ModelSpec& m, const PlanSpec& p, int stage) {
+  MoeStage st;
+  const double layers = stage_layers(m, p, stage);
+  st.moe_layers = pipeline_split(m, p).stage_moe_layers(m, stage);
+  st.dense_layers = layers - st.moe_layers;
+  st.per_layer = (st.dense_layers * layer_activation_bytes(m, p).total() +
+                  st.moe_layers * moe_layer_activation_bytes(m, p).total()) /
+                 layers;
+  return st;
 }
 }  // namespace
 
@@ -137,11 +162,51 @@ double layer_microbatches_in_flight(const ModelSpec& m, const PlanSpec& p, int s
   return 0.0;
 }
 
+namespace {
+// An MoE model's stage states: the routed experts' share of them sharded over
+// the expert data-parallel group (their gradients are reduced there,
+// Megatron-Core's expert_data_parallel group; its distributed optimizer
+// shards them over it), the rest over dp*cp as a dense model's.
+void moe_model_states(const ModelSpec& m, const PlanSpec& p, const MemoryModelOptions& o, int stage,
+                      StageMemory& st) {
+  const double e = dtype_bytes(p.dtype);
+  const double dense_shards = p.zero_shards();
+  const double expert_shards = p.expert_zero_shards();
+  st.expert_params = stage_expert_params_per_gpu(m, p, stage);
+  const double experts = static_cast<double>(st.expert_params);
+  const double dense = static_cast<double>(st.params) - experts;
+  auto sharded = [&](double per_param, int from_stage, double& dense_bytes, double& expert_bytes) {
+    dense_bytes = per_param * dense / (p.zero_stage >= from_stage ? dense_shards : 1.0);
+    expert_bytes = per_param * experts / (p.zero_stage >= from_stage ? expert_shards : 1.0);
+  };
+  double weights_d = 0, weights_x = 0, grads_d = 0, grads_x = 0, opt_d = 0, opt_x = 0;
+  sharded(e, 3, weights_d, weights_x);
+  sharded(p.grad_bytes(), 2, grads_d, grads_x);
+  sharded(p.dtype == DType::kFp32 ? 8.0 : o.optimizer_bytes_per_param, 1, opt_d, opt_x);
+  st.params_bytes = weights_d + weights_x;
+  st.grads_bytes = grads_d + grads_x;
+  st.optimizer_bytes = 0.0;
+  st.host_bytes = 0.0;
+  if (p.offload_optimizer) {
+    st.host_bytes = o.offload_host_bytes_per_param * (dense / dense_shards + experts / expert_shards);
+    st.expert_state_bytes = weights_x + grads_x;
+  } else {
+    st.optimizer_bytes = opt_d + opt_x;
+    st.expert_state_bytes = weights_x + grads_x + opt_x;
+  }
+}
+}  // namespace
+
 MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const DeviceMemory& device,
                            const MemoryModelOptions& o) {
   MemoryReport report;
   report.capacity_bytes = device.capacity_bytes;
   report.layer_activations = layer_activation_bytes(m, p);
+  if (m.is_moe()) {
+    report.moe = true;
+    report.moe_layer_activations = moe_layer_activation_bytes(m, p);
+    report.expert_data_parallel = p.expert_data_parallel();
+  }
   const double e = dtype_bytes(p.dtype);
   const double t = p.tp;
   // ZeRO shards over the ranks that reduce the gradients: dp x cp (Megatron-Core's
@@ -172,10 +237,12 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const DeviceMe
     } else {
       st.optimizer_bytes = optimizer;
     }
+    if (m.is_moe()) moe_model_states(m, p, o, stage, st);
 
     // Activations of the layers in flight.
     st.layer_microbatches_in_flight = layer_microbatches_in_flight(m, p, stage);
-    double activations = per_layer * st.layer_microbatches_in_flight;
+    const MoeStage moe = m.is_moe() ? moe_stage(m, p, stage) : MoeStage{};
+    double activations = (m.is_moe() ? moe.per_layer : per_layer) * st.layer_microbatches_in_flight;
     const double microbatches_in_flight = st.layer_microbatches_in_flight / layers_per_stage;
     if (splits_backward(p.schedule)) {
       // Zero-bubble: micro-batches whose B has run hold only their W's inputs
@@ -194,8 +261,15 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const DeviceMe
       PlanSpec stored = p;
       stored.recompute = Recompute::kNone;
       LayerActivations full = layer_activation_bytes(m, stored);
-      activations += p.recompute == Recompute::kFull ? full.total()
-                                                     : full.total() - per_layer;
+      if (m.is_moe() && moe.moe_layers > 0) {
+        // The largest layer the stage rebuilds: an MoE layer (its routed
+        // tokens), unless only dense layers are here.
+        const double rebuilt = std::max(moe.dense_layers > 0 ? full.total() : 0.0,
+                                        moe_layer_activation_bytes(m, stored).total());
+        activations += p.recompute == Recompute::kFull ? rebuilt : full.total() - per_layer;
+      } else {
+        activations += p.recompute == Recompute::kFull ? full.total() : full.total() - per_layer;
+      }
     }
     if (stage == 0 && m.hidden_dropout > 0.0) {
       activations += sbh / rep * microbatches_in_flight;  // embedding dropout mask
@@ -227,7 +301,9 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const DeviceMe
         case CpCommType::kA2a: buffers += 2.0 * qkv; break;
       }
     }
-    const double layer_params = static_cast<double>(layer_params_per_gpu(m, p.tp));
+    // An MoE layer's dispatch and combine buffers, one layer at a time.
+    if (m.is_moe() && moe.moe_layers > 0) buffers += moe_dispatch_buffer_bytes(m, p);
+    const double layer_params = static_cast<double>(max_layer_params_per_gpu(m, p));
     if (p.zero_stage == 2 && dp > 1) {
       // A bucket is whole from backward's first write until its reduce-scatter
       // ends: with overlap the bucket being filled and the one being reduced, but
@@ -287,6 +363,10 @@ nlohmann::ordered_json to_json(const MemoryReport& r) {
     st["reserve_bytes"] = s.reserve_bytes;
     st["total_bytes"] = s.total_bytes;
     st["host_bytes"] = s.host_bytes;
+    if (r.moe) {
+      st["expert_params"] = s.expert_params;
+      st["expert_state_bytes"] = s.expert_state_bytes;
+    }
     st["fits"] = s.fits;
     stages.push_back(st);
   }
@@ -302,6 +382,14 @@ nlohmann::ordered_json to_json(const MemoryReport& r) {
   layer["norm_bytes"] = r.layer_activations.norm_bytes;
   layer["total_bytes"] = r.layer_activations.total();
   j["activations_per_layer_per_microbatch"] = layer;
+  if (r.moe) {
+    const LayerActivations& a = r.moe_layer_activations;
+    j["activations_per_moe_layer_per_microbatch"] = {{"attention_bytes", a.attention_bytes},
+                                                      {"mlp_bytes", a.mlp_bytes},
+                                                      {"norm_bytes", a.norm_bytes},
+                                                      {"total_bytes", a.total()}};
+    j["expert_data_parallel"] = r.expert_data_parallel;
+  }
   return j;
 }
 

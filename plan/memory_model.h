@@ -66,6 +66,11 @@ struct StageMemory {
   double reserve_bytes = 0.0;           // framework reserve + allocator fragmentation
   double total_bytes = 0.0;
   double host_bytes = 0.0;              // host memory for offloaded optimizer state
+  // MoE models: of params, the routed experts' (num_experts / ep per MoE layer,
+  // split over etp); of the weights, gradients and optimizer bytes, theirs
+  // (sharded by ZeRO over the expert data-parallel group, not dp*cp).
+  std::int64_t expert_params = 0;
+  double expert_state_bytes = 0.0;
   bool fits = false;
 };
 
@@ -76,7 +81,11 @@ struct MemoryReport {
   int peak_stage = 0;
   bool fits = false;
   double host_bytes_per_gpu = 0.0;      // worst stage
-  LayerActivations layer_activations;   // per layer, per micro-batch, per GPU
+  LayerActivations layer_activations;   // per dense layer, per micro-batch, per GPU
+  // MoE models (plan/moe_memory.h): an MoE layer's, and the expert data-parallel size.
+  bool moe = false;
+  LayerActivations moe_layer_activations;
+  int expert_data_parallel = 0;
 };
 
 // Stored activations of one layer for one micro-batch on one GPU.

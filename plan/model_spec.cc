@@ -5,6 +5,7 @@
 #include "core/data_paths.h"
 #include "core/error.h"
 #include "core/json_reader.h"
+#include "plan/moe_spec.h"
 
 namespace strata {
 
@@ -51,13 +52,22 @@ ModelSpec read_model_spec(const nlohmann::json& doc, const std::string& file, co
   m.add_bias_linear = r.boolean_or("add_bias_linear", true);
   m.hidden_dropout = r.number_or("hidden_dropout", 0.1, 0.0, 1.0);
   m.attention_dropout = r.number_or("attention_dropout", 0.1, 0.0, 1.0);
+  if (r.has("kv_channels")) {
+    m.kv_channels = static_cast<int>(r.integer("kv_channels", 1, kBig));
+    // The default written out is the default: the model reads and echoes as without it.
+    if (m.hidden_size % m.num_attention_heads == 0 && m.kv_channels == m.hidden_size / m.num_attention_heads) {
+      m.kv_channels = 0;
+    }
+  }
+  read_moe_model(r, m);
   if (r.has("source")) m.source = r.string("source");
   r.allow_text("notes");
   r.finish();
 
-  if (m.hidden_size % m.num_attention_heads != 0) {
+  if (m.kv_channels == 0 && m.hidden_size % m.num_attention_heads != 0) {
     throw InputError(file, path + ".num_attention_heads",
-                     fmt::format("hidden_size {} must be divisible by num_attention_heads {}",
+                     fmt::format("hidden_size {} must be divisible by num_attention_heads {} (or give the "
+                                 "head size as kv_channels)",
                                  m.hidden_size, m.num_attention_heads));
   }
   if (m.num_attention_heads % m.num_query_groups != 0) {
@@ -66,6 +76,18 @@ ModelSpec read_model_spec(const nlohmann::json& doc, const std::string& file, co
                                  m.num_attention_heads, m.num_query_groups));
   }
   return m;
+}
+
+bool ModelSpec::is_moe_layer(int layer) const {
+  if (!is_moe()) return false;
+  if (!moe.moe_layer_pattern.empty()) return moe.moe_layer_pattern[static_cast<std::size_t>(layer)] != 0;
+  return layer % moe.moe_layer_freq == 0;  // Megatron-Core's integer form (gpt_layer_specs.py)
+}
+
+int ModelSpec::moe_layers_in(int first, int count) const {
+  int n = 0;
+  for (int layer = first; layer < first + count; ++layer) n += is_moe_layer(layer) ? 1 : 0;
+  return n;
 }
 
 ModelSpec load_model_spec(const std::string& path_or_name) {
@@ -90,6 +112,9 @@ nlohmann::ordered_json to_json(const ModelSpec& m) {
   j["add_bias_linear"] = m.add_bias_linear;
   j["hidden_dropout"] = m.hidden_dropout;
   j["attention_dropout"] = m.attention_dropout;
+  // Written only when the model has them, so other models echo as before.
+  if (m.kv_channels > 0) j["kv_channels"] = m.kv_channels;
+  write_moe_model(m, j);
   if (!m.source.empty()) j["source"] = m.source;
   return j;
 }

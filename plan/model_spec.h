@@ -4,12 +4,31 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 namespace strata {
 
 enum class Normalization { kLayerNorm, kRmsNorm };
+
+// Mixture of experts, in Megatron-Core's names (--num-experts, --moe-*):
+// which layers route their tokens to experts and how. Absent from a dense
+// model (num_experts 0). plan/moe_spec.h reads, writes and checks these keys.
+struct MoeModel {
+  int num_experts = 0;               // routed experts per MoE layer (E); 0: dense model
+  int moe_router_topk = 2;           // experts each token is routed to (k; Megatron's default 2)
+  int moe_ffn_hidden_size = 0;       // one routed expert's MLP width (ffn_hidden_size when not given)
+  // All shared experts' MLP width together (num_shared_experts x their width,
+  // Megatron's definition); 0: no shared expert.
+  int moe_shared_expert_intermediate_size = 0;
+  // Which layers are MoE layers: every Nth (layer i when i % N == 0, Megatron's
+  // integer --moe-layer-freq), or one 0/1 per layer (its list form).
+  int moe_layer_freq = 1;
+  std::vector<int> moe_layer_pattern;  // not empty: the list form, num_layers long
+  std::string moe_router_load_balancing_type = "aux_loss";  // Megatron's default
+  double moe_aux_loss_coeff = 0.0;                          // for the record (Megatron's default 0)
+};
 enum class PositionEmbedding { kLearnedAbsolute, kRope, kAlibi, kNone };
 
 struct ModelSpec {
@@ -28,14 +47,29 @@ struct ModelSpec {
   bool add_bias_linear = true;     // Megatron's default; Llama-style models have no biases
   double hidden_dropout = 0.1;     // Megatron's defaults; >0 stores 1-byte dropout masks
   double attention_dropout = 0.1;
+  // Size of one attention head (Megatron's --kv-channels) when the model names
+  // one other than hidden_size / num_attention_heads (then Q and the
+  // projection's input are num_attention_heads * kv_channels wide, not
+  // hidden_size); 0: hidden_size / num_attention_heads.
+  int kv_channels = 0;
+  MoeModel moe;
   std::string source;              // where the figures come from (free text)
 
-  // Size of one attention head (hidden_size / num_attention_heads).
-  int head_dim() const { return hidden_size / num_attention_heads; }
+  // Size of one attention head.
+  int head_dim() const { return kv_channels > 0 ? kv_channels : hidden_size / num_attention_heads; }
+  // Width of the Q projection and of the attention projection's input:
+  // num_attention_heads * head_dim (hidden_size unless kv_channels says otherwise).
+  std::int64_t q_width() const { return static_cast<std::int64_t>(num_attention_heads) * head_dim(); }
   // Width of the K (or V) projection: num_query_groups * head_dim.
   std::int64_t kv_width() const {
     return static_cast<std::int64_t>(num_query_groups) * head_dim();
   }
+  // Whether the model has MoE layers, and whether layer `layer` (0-based) is one.
+  bool is_moe() const { return moe.num_experts > 0; }
+  bool is_moe_layer(int layer) const;
+  // MoE layers in [first, first + count).
+  int moe_layers_in(int first, int count) const;
+  int num_moe_layers() const { return moe_layers_in(0, num_layers); }
 };
 
 // Reads a model.json document. file names the source in errors.

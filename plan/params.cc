@@ -2,6 +2,8 @@
 
 #include "plan/pipeline_split.h"
 
+#include <algorithm>
+
 namespace strata {
 namespace {
 
@@ -12,23 +14,71 @@ struct LayerParamParts {
   i64 row_parallel_weights = 0;     // projection, MLP fc2: split over tp
   i64 column_parallel_biases = 0;   // split over tp
   i64 replicated = 0;               // row-parallel biases, norms: every tp rank holds them
+
+  LayerParamParts& operator+=(const LayerParamParts& o) {
+    column_parallel_weights += o.column_parallel_weights;
+    row_parallel_weights += o.row_parallel_weights;
+    column_parallel_biases += o.column_parallel_biases;
+    replicated += o.replicated;
+    return *this;
+  }
+  i64 total() const { return column_parallel_weights + row_parallel_weights + column_parallel_biases + replicated; }
+  // Held by one rank of a tensor-parallel group of `t` ranks.
+  i64 per_rank(int t) const {
+    return (column_parallel_weights + row_parallel_weights + column_parallel_biases) / t + replicated;
+  }
 };
 
-LayerParamParts layer_parts(const ModelSpec& m) {
+// Attention (QKV and projection) and the layer's two normalizations.
+LayerParamParts attention_parts(const ModelSpec& m) {
   const i64 h = m.hidden_size;
-  const i64 qkv_out = h + 2 * m.kv_width();
-  const i64 fc1_out = static_cast<i64>(m.ffn_hidden_size) * (m.swiglu ? 2 : 1);
-  const i64 f = m.ffn_hidden_size;
+  const i64 qkv_out = m.q_width() + 2 * m.kv_width();
   const i64 norm = m.normalization == Normalization::kLayerNorm ? 2 * h : h;
   LayerParamParts parts;
-  parts.column_parallel_weights = h * qkv_out + h * fc1_out;
-  parts.row_parallel_weights = h * h + f * h;
+  parts.column_parallel_weights = h * qkv_out;
+  parts.row_parallel_weights = m.q_width() * h;
   if (m.add_bias_linear) {
-    parts.column_parallel_biases = qkv_out + fc1_out;
-    parts.replicated += 2 * h;  // biases of the projection and of fc2
+    parts.column_parallel_biases = qkv_out;
+    parts.replicated += h;  // the projection's bias
   }
   parts.replicated += 2 * norm;  // the two normalizations of a layer
   return parts;
+}
+
+// An MLP of width f (the dense MLP, one routed expert, the shared experts).
+LayerParamParts mlp_parts(const ModelSpec& m, i64 f) {
+  const i64 h = m.hidden_size;
+  const i64 fc1_out = f * (m.swiglu ? 2 : 1);
+  LayerParamParts parts;
+  parts.column_parallel_weights = h * fc1_out;
+  parts.row_parallel_weights = f * h;
+  if (m.add_bias_linear) {
+    parts.column_parallel_biases = fc1_out;
+    parts.replicated = h;  // fc2's bias
+  }
+  return parts;
+}
+
+LayerParamParts dense_layer_parts(const ModelSpec& m) {
+  LayerParamParts parts = attention_parts(m);
+  parts += mlp_parts(m, m.ffn_hidden_size);
+  return parts;
+}
+
+// An MoE layer without its routed experts: attention, norms, the router (an
+// h x E GEMM every tensor-parallel rank holds whole, as Megatron-Core's
+// TopKRouter) and the shared experts (split over tp like the dense MLP).
+LayerParamParts moe_layer_dense_parts(const ModelSpec& m) {
+  LayerParamParts parts = attention_parts(m);
+  parts.replicated += static_cast<i64>(m.moe.num_experts) * m.hidden_size;
+  if (m.moe.moe_shared_expert_intermediate_size > 0) parts += mlp_parts(m, m.moe.moe_shared_expert_intermediate_size);
+  return parts;
+}
+
+i64 transformer_params(const ModelSpec& m) {
+  const i64 moe_layers = m.num_moe_layers();
+  const i64 dense_layers = m.num_layers - moe_layers;
+  return dense_layers * layer_params(m) + moe_layers * moe_layer_params(m);
 }
 
 }  // namespace
@@ -49,16 +99,27 @@ std::int64_t position_embedding_params(const ModelSpec& m) {
              : 0;
 }
 
-std::int64_t layer_params(const ModelSpec& m) {
-  LayerParamParts p = layer_parts(m);
-  return p.column_parallel_weights + p.row_parallel_weights + p.column_parallel_biases +
-         p.replicated;
+std::int64_t layer_params(const ModelSpec& m) { return dense_layer_parts(m).total(); }
+
+std::int64_t layer_params_per_gpu(const ModelSpec& m, int tp) { return dense_layer_parts(m).per_rank(tp); }
+
+std::int64_t expert_params(const ModelSpec& m) { return mlp_parts(m, m.moe.moe_ffn_hidden_size).total(); }
+
+std::int64_t moe_layer_params(const ModelSpec& m) {
+  return moe_layer_dense_parts(m).total() + static_cast<i64>(m.moe.num_experts) * expert_params(m);
 }
 
-std::int64_t layer_params_per_gpu(const ModelSpec& m, int tp) {
-  LayerParamParts p = layer_parts(m);
-  return (p.column_parallel_weights + p.row_parallel_weights + p.column_parallel_biases) / tp +
-         p.replicated;
+std::int64_t moe_layer_dense_params_per_gpu(const ModelSpec& m, int tp) { return moe_layer_dense_parts(m).per_rank(tp); }
+
+std::int64_t moe_layer_expert_params_per_gpu(const ModelSpec& m, const PlanSpec& p) {
+  return static_cast<i64>(m.moe.num_experts / p.moe.ep) * mlp_parts(m, m.moe.moe_ffn_hidden_size).per_rank(p.moe.etp);
+}
+
+std::int64_t max_layer_params_per_gpu(const ModelSpec& m, const PlanSpec& p) {
+  const i64 dense = layer_params_per_gpu(m, p.tp);
+  if (!m.is_moe()) return dense;
+  const i64 moe = moe_layer_dense_params_per_gpu(m, p.tp) + moe_layer_expert_params_per_gpu(m, p);
+  return m.num_moe_layers() < m.num_layers ? std::max(dense, moe) : moe;
 }
 
 std::int64_t embedding_params(const ModelSpec& m) {
@@ -74,8 +135,14 @@ std::int64_t final_norm_params(const ModelSpec& m) {
 }
 
 std::int64_t total_params(const ModelSpec& m) {
-  return static_cast<i64>(m.num_layers) * layer_params(m) + embedding_params(m) +
-         output_layer_params(m) + final_norm_params(m);
+  return transformer_params(m) + embedding_params(m) + output_layer_params(m) + final_norm_params(m);
+}
+
+std::int64_t active_params(const ModelSpec& m) {
+  // A token passes the dense parts, the shared experts and top-k of the routed
+  // experts of each MoE layer (the count MoE papers report as "activated").
+  const i64 idle_experts = m.is_moe() ? m.moe.num_experts - m.moe.moe_router_topk : 0;
+  return total_params(m) - static_cast<i64>(m.num_moe_layers()) * idle_experts * expert_params(m);
 }
 
 std::int64_t embedding_params_per_gpu(const ModelSpec& m, const PlanSpec& p) {
@@ -90,9 +157,21 @@ std::int64_t head_params_per_gpu(const ModelSpec& m, const PlanSpec& p) {
   return params;
 }
 
+std::int64_t stage_expert_params_per_gpu(const ModelSpec& m, const PlanSpec& p, int stage) {
+  if (!m.is_moe()) return 0;
+  return pipeline_split(m, p).stage_moe_layers(m, stage) * moe_layer_expert_params_per_gpu(m, p);
+}
+
 std::int64_t stage_params_per_gpu(const ModelSpec& m, const PlanSpec& p, int stage) {
   const i64 layers_per_stage = p.uneven_stages() ? pipeline_split(m, p).stage_layers(stage) : m.num_layers / p.pp;
-  i64 params = layers_per_stage * layer_params_per_gpu(m, p.tp);
+  i64 params = 0;
+  if (m.is_moe()) {
+    const i64 moe_layers = pipeline_split(m, p).stage_moe_layers(m, stage);
+    params = (layers_per_stage - moe_layers) * layer_params_per_gpu(m, p.tp) +
+             moe_layers * moe_layer_dense_params_per_gpu(m, p.tp) + stage_expert_params_per_gpu(m, p, stage);
+  } else {
+    params = layers_per_stage * layer_params_per_gpu(m, p.tp);
+  }
   if (stage == 0) params += embedding_params_per_gpu(m, p);
   if (stage == p.pp - 1) params += head_params_per_gpu(m, p);
   return params;

@@ -8,8 +8,14 @@
 
 namespace strata {
 
-// Parameters of one transformer layer (no parallelism).
+// Parameters of one dense transformer layer (no parallelism): attention, norms
+// and the MLP of ffn_hidden_size.
 std::int64_t layer_params(const ModelSpec& m);
+// Mixture of experts (MoeModel): one routed expert's MLP of moe_ffn_hidden_size,
+// and one MoE layer whole: attention, norms, the router (h x E), the shared
+// experts and every routed expert.
+std::int64_t expert_params(const ModelSpec& m);
+std::int64_t moe_layer_params(const ModelSpec& m);
 // The word embedding's parameters (vocabulary x hidden).
 std::int64_t word_embedding_params(const ModelSpec& m);
 // Vocabulary rows one GPU holds of the embedding and the logits: Megatron-LM
@@ -28,6 +34,10 @@ std::int64_t output_layer_params(const ModelSpec& m);
 std::int64_t final_norm_params(const ModelSpec& m);
 // Unique parameters of the whole model.
 std::int64_t total_params(const ModelSpec& m);
+// Parameters one token passes through: all but the routed experts it is not
+// sent to, num_experts - moe_router_topk per MoE layer (total_params for a
+// dense model). MoE papers' "activated parameters"; MFU's model FLOPs count these.
+std::int64_t active_params(const ModelSpec& m);
 
 // Parameters held by one GPU of pipeline rank `stage` (0-based) under tensor
 // parallelism (before any ZeRO sharding). With tied embeddings and pp > 1 the
@@ -39,7 +49,17 @@ std::int64_t embedding_params_per_gpu(const ModelSpec& m, const PlanSpec& p);
 // Output-head parameters one GPU of the last stage holds: final norm and the output
 // layer (untied, or Megatron's copy of the tied embedding when pp > 1).
 std::int64_t head_params_per_gpu(const ModelSpec& m, const PlanSpec& p);
-// Parameters of one layer held by one GPU under tensor parallelism.
+// Parameters of one dense layer held by one GPU under tensor parallelism.
 std::int64_t layer_params_per_gpu(const ModelSpec& m, int tp);
+// Of one MoE layer, held by one GPU: the part split over tp (attention, norms,
+// the router, the shared experts), and the routed experts: num_experts / ep of
+// them, each split over etp (the plan's MoE keys resolved).
+std::int64_t moe_layer_dense_params_per_gpu(const ModelSpec& m, int tp);
+std::int64_t moe_layer_expert_params_per_gpu(const ModelSpec& m, const PlanSpec& p);
+// The most parameters one layer of the model puts on one GPU (a ZeRO-3 gather's unit).
+std::int64_t max_layer_params_per_gpu(const ModelSpec& m, const PlanSpec& p);
+// Of stage_params_per_gpu, the routed experts' (0 for a dense model): sharded
+// by ZeRO over the expert data-parallel group, not dp*cp.
+std::int64_t stage_expert_params_per_gpu(const ModelSpec& m, const PlanSpec& p, int stage);
 
 }  // namespace strata

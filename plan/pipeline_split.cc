@@ -74,6 +74,12 @@ int PipelineSplit::stage_layers(int pp_rank) const {
   return n;
 }
 
+int PipelineSplit::stage_moe_layers(const ModelSpec& model, int pp_rank) const {
+  int n = 0;
+  for (int c = 0; c < vpp; ++c) n += model.moe_layers_in(chunk_first(pp_rank, c), chunk_layers(pp_rank, c));
+  return n;
+}
+
 int PipelineSplit::max_chunk_layers() const { return layers.empty() ? 0 : *std::max_element(layers.begin(), layers.end()); }
 
 bool PipelineSplit::even() const {

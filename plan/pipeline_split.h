@@ -35,6 +35,8 @@ struct PipelineSplit {
   int chunk_first(int pp_rank, int chunk) const { return first[static_cast<std::size_t>(chunk * pp + pp_rank)]; }
   // Every layer of pipeline rank pp_rank, over its chunks.
   int stage_layers(int pp_rank) const;
+  // Of those, the model's MoE layers (ModelSpec::is_moe_layer).
+  int stage_moe_layers(const ModelSpec& model, int pp_rank) const;
   // The most layers any virtual stage holds (the stride of per-layer tables).
   int max_chunk_layers() const;
   bool even() const;

@@ -7,6 +7,7 @@
 #include "core/data_paths.h"
 #include "core/error.h"
 #include "core/json_reader.h"
+#include "plan/moe_spec.h"
 
 namespace strata {
 
@@ -109,6 +110,7 @@ PlanSpec read_plan_spec(const nlohmann::json& doc, const std::string& file, cons
   if (r.has("rank_order")) p.rank_order = read_rank_order(r.string("rank_order"), file, r.path_of("rank_order"));
   p.ddp_bucket_size = r.integer_or("ddp_bucket_size", kDefaultDdpBucketSize, 1, std::int64_t{1} << 40);
   p.framework = r.string_or("framework", kDefaultFramework);
+  read_moe_plan(r, p);
   if (r.has("source")) p.source = r.string("source");
   r.allow_text("notes");
   r.finish();
@@ -265,6 +267,7 @@ void resolve_and_check_plan(PlanSpec& p, const ModelSpec& m, const PlanContext& 
          "offload_optimizer needs zero_stage >= 1 (the optimizer state is offloaded shard by shard, "
          "as in ZeRO-Offload and Megatron's distributed optimizer)");
   }
+  check_moe_plan(p, m, fail);
 }
 
 RankOrder read_rank_order(const std::string& text, const std::string& file, const std::string& json_path) {
@@ -325,6 +328,7 @@ nlohmann::ordered_json to_json(const PlanSpec& p) {
   j["rank_order"] = to_string(p.rank_order);
   j["ddp_bucket_size"] = p.ddp_bucket_size;
   j["framework"] = p.framework;
+  write_moe_plan(p, j);
   return j;
 }
 

@@ -39,6 +39,30 @@ enum class Recompute { kNone, kSelective, kFull, kSelectiveOp };
 // inside Megatron's layer).
 enum class CpCommType { kP2p, kAllGather, kA2a };
 
+// How an MoE layer moves its tokens to the experts (Megatron-Core's
+// --moe-token-dispatcher-type): kAllToAll sends each token to its experts' ranks
+// over the expert-parallel group (MoEAlltoAllTokenDispatcher); kAllGather
+// gathers every token of the etp x ep group on every rank, which keeps those
+// its local experts take (MoEAllGatherTokenDispatcher; Megatron's default).
+enum class MoeDispatcher { kAllToAll, kAllGather };
+
+// A plan's mixture-of-experts keys (plan/moe_spec.h reads, writes and checks
+// them); meaningful only for a model with experts.
+struct MoePlan {
+  bool active = false;  // resolved: the model has experts (resolve_and_check_plan)
+  int ep = 1;           // expert-model-parallel size (--expert-model-parallel-size)
+  int etp = 0;          // expert tensor-parallel size (--expert-tensor-parallel-size); 0 until resolved to tp
+  MoeDispatcher token_dispatcher = MoeDispatcher::kAllGather;
+  // Tokens an expert takes, as a multiple of its balanced share (Megatron's
+  // --moe-expert-capacity-factor; the rest are dropped); 0: dropless.
+  double expert_capacity_factor = 0.0;
+  bool grouped_gemm = false;     // --moe-grouped-gemm
+  // Expected max / mean tokens per expert (1: balanced routing). A what-if
+  // input: the busiest expert's rank holds this many times its share.
+  double router_imbalance = 1.0;
+  std::string first_key;  // the first MoE key the plan file gave ("" when none)
+};
+
 // Megatron-LM's gradient bucket floor, 40M parameters (DistributedDataParallel:
 // bucket_size = max(40000000, 1000000 * dp)); Strata uses the floor.
 inline constexpr std::int64_t kDefaultDdpBucketSize = 40000000;
@@ -94,6 +118,7 @@ struct PlanSpec {
   // (scenarios/frameworks/; costmodel/framework_profile.h), Strata's own runtime
   // unless the plan names another.
   std::string framework = kDefaultFramework;
+  MoePlan moe;
   std::string source;
 
   int num_gpus() const { return tp * cp * pp * dp; }
@@ -108,6 +133,13 @@ struct PlanSpec {
   // data-parallel groups), so within a node first.
   int zero_shard_group_of(int d) const { return d / zero_shards(); }
   int zero_shard_rank_of(int d) const { return d % zero_shards(); }
+  // The expert-data-parallel size: ranks of one pipeline stage holding the same
+  // experts, tp*cp*dp / (ep*etp) (Megatron-Core's expert_data_parallel_size:
+  // world / (etp*ep*pp), parallel_state.py). Expert gradients are reduced, and
+  // their ZeRO states sharded, over it; with hybrid sharding within groups of
+  // expert_zero_shards() of them (its intra-partial expert data-parallel groups).
+  int expert_data_parallel() const { return tp * cp * dp / (moe.ep * moe.etp); }
+  int expert_zero_shards() const { return expert_data_parallel() / zero_shard_groups(); }
   // Bytes of one gradient element as accumulated and reduced.
   int grad_bytes() const;
   // Whether the layers are split other than evenly over the stages.

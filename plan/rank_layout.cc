@@ -20,6 +20,7 @@ ParallelDim spanned(GroupKind kind) {
     case GroupKind::kTensor: return ParallelDim::kTp;
     case GroupKind::kContext: return ParallelDim::kCp;
     case GroupKind::kData: return ParallelDim::kDp;
+    case GroupKind::kExpert: return ParallelDim::kEp;
     default: return ParallelDim::kPp;
   }
 }
@@ -79,6 +80,7 @@ const char* to_string(GroupKind kind) {
     case GroupKind::kPipeline: return "pipeline";
     case GroupKind::kModel: return "model";
     case GroupKind::kEmbedding: return "embedding";
+    case GroupKind::kExpert: return "expert";
   }
   return "tensor";
 }
@@ -113,6 +115,16 @@ RankLayout::Sizes sizes_of(const PlanSpec& plan) {
 
 RankLayout::RankLayout(const PlanSpec& plan) : RankLayout(sizes_of(plan), plan.rank_order) {}
 
+RankLayout expert_rank_layout(const PlanSpec& plan) {
+  if (plan.moe.etp < 1) throw InternalError("expert_rank_layout: the plan's etp is not resolved (check_moe_plan)");
+  RankLayout::Sizes s = sizes_of(plan);
+  s.tp = plan.moe.etp;
+  s.cp = 1;
+  s.ep = plan.moe.ep;
+  s.dp = plan.expert_data_parallel();
+  return RankLayout(s, plan.rank_order);
+}
+
 RankCoord RankLayout::coord(int rank) const {
   if (rank < 0 || rank >= world_) {
     throw InternalError(fmt::format("rank {} is outside [0, {}) of layout {}", rank, world_, to_string(order_)));
@@ -144,6 +156,7 @@ std::vector<int> RankLayout::group(GroupKind kind, int rank) const {
     case GroupKind::kTensor:
     case GroupKind::kContext:
     case GroupKind::kData:
+    case GroupKind::kExpert:
     case GroupKind::kPipeline: {
       const ParallelDim dim = spanned(kind);
       RankCoord m = c;

@@ -11,9 +11,12 @@
 // divides the GPUs per node), a data-parallel group strides by tp*cp and a
 // pipeline group by tp*cp*dp. Rank r runs on GPU r.
 //
-// Expert parallelism folds inside dp (Megatron-Core's "MoE parallel folding"):
-// in this, the dense layout, ep has size 1 and only its place in the order is
-// kept; the expert layout is a second decomposition of the same ranks.
+// Expert parallelism folds inside the ranks of a pipeline stage (Megatron-Core's
+// "MoE Parallel Folding", arXiv 2504.14960): in the dense layout, RankLayout(plan),
+// ep has size 1 and only its place in the order is kept; expert_rank_layout(plan)
+// is the second decomposition of the same ranks the MoE layers use, by the same
+// formula with tp -> etp, cp -> 1, dp -> the expert data-parallel size, as
+// Megatron-Core's second RankGenerator (parallel_state.py, initialize_model_parallel).
 #pragma once
 
 #include <array>
@@ -64,6 +67,8 @@ enum class GroupKind {
                // gradient-norm and loss reductions
   kEmbedding,  // first and last stage of one pipeline (Megatron's embedding group,
                // for the tied word-embedding gradient); just the stage when pp == 1
+  kExpert,     // differs only in ep: an expert layout's expert-parallel group
+               // (the MoE layers' token all-to-all)
 };
 const char* to_string(GroupKind kind);
 
@@ -108,5 +113,11 @@ class RankLayout {
   RankOrder order_;
   int world_ = 1;
 };
+
+// The expert layout of a plan whose MoE keys are resolved (check_moe_plan): the
+// same ranks as etp x ep x edp x pp, cp 1, in the plan's order. Its kTensor
+// groups are the expert tensor-parallel groups, kExpert the expert-parallel
+// groups, kData the expert data-parallel groups.
+RankLayout expert_rank_layout(const PlanSpec& plan);
 
 }  // namespace strata
