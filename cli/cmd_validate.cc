@@ -47,11 +47,11 @@ void run_published(const ValidateArgs& args) {
     rows.push_back(sim::validate_case(c, fidelity));
   }
   progress.finish();
-  fmt::print("{:<48} {:>5} {:<17} {:<22} {:>10} {:>10} {:>8} {:>8} {:>7} {:>11}\n", "case", "GPUs", "framework",
+  fmt::print("{:<48} {:>5} {:<20} {:<22} {:>10} {:>10} {:>8} {:>8} {:>7} {:>11}\n", "case", "GPUs", "framework",
              "metric", "published", "predicted", "error", "step s", "bubble", "memory GiB");
   int over_capacity = 0;  // runs the source trained that the memory model says do not fit
   for (const sim::ValidationRow& r : rows) {
-    fmt::print("{:<48} {:>5} {:<17} {:<22} {:>10.2f} {:>10.2f} {:>+7.1f}% {:>8.2f} {:>6.1f}% {:>5.1f}/{:<3.0f}{}\n",
+    fmt::print("{:<48} {:>5} {:<20} {:<22} {:>10.2f} {:>10.2f} {:>+7.1f}% {:>8.2f} {:>6.1f}% {:>5.1f}/{:<3.0f}{}\n",
                r.id, r.num_gpus, r.framework, r.metric, r.published, r.predicted, 100 * r.relative_error,
                r.step_time_s, 100 * r.bubble_ratio, r.peak_memory_bytes / kGiB, r.memory_capacity_bytes / kGiB,
                r.fits ? "" : " over");

@@ -13,13 +13,40 @@
 namespace strata {
 namespace {
 
+ModuleGather read_module_gather(json::ObjectReader r) {
+  ModuleGather g;
+  // Element counts: at least one element, at most 2^40 (a trillion-parameter
+  // module would be one bucket).
+  constexpr std::int64_t kMax = std::int64_t{1} << 40;
+  g.prefetch_bucket_elements = r.integer("prefetch_bucket_elements", 1, kMax);
+  g.max_live_elements = r.integer("max_live_elements", 1, kMax);
+  g.max_reuse_distance_elements = r.integer("max_reuse_distance_elements", 0, kMax);
+  g.persistence_threshold_elements = r.integer("persistence_threshold_elements", 0, kMax);
+  g.reduce_bucket_elements = r.integer("reduce_bucket_elements", 1, kMax);
+  g.synchronize = r.boolean("synchronize");
+  g.copy_per_rank = r.boolean("copy_per_rank");
+  g.source = r.string("source");
+  r.allow_text("notes");
+  r.finish();
+  return g;
+}
+
 ShardedDataParallel read_sharded(json::ObjectReader r) {
   ShardedDataParallel s;
-  const std::string prefetch = r.choice("backward_prefetch", {"pre", "post", "none"});
-  s.backward_prefetch = prefetch == "pre"    ? BackwardPrefetch::kPre
-                        : prefetch == "post" ? BackwardPrefetch::kPost
-                                             : BackwardPrefetch::kNone;
-  s.unsharded_layers = static_cast<int>(r.integer("unsharded_layers", 1, 64));
+  if (r.has("module_gather")) {
+    // Per-module gathering has its own prefetch rule: the layer-level keys would
+    // say something the simulation does not do.
+    for (const char* key : {"backward_prefetch", "unsharded_layers"}) {
+      if (r.has(key)) r.fail(key, "does not apply with module_gather (modules are prefetched by its own keys)");
+    }
+    s.module_gather = read_module_gather(r.object("module_gather"));
+  } else {
+    const std::string prefetch = r.choice("backward_prefetch", {"pre", "post", "none"});
+    s.backward_prefetch = prefetch == "pre"    ? BackwardPrefetch::kPre
+                          : prefetch == "post" ? BackwardPrefetch::kPost
+                                               : BackwardPrefetch::kNone;
+    s.unsharded_layers = static_cast<int>(r.integer("unsharded_layers", 1, 64));
+  }
   s.reduce_stream = r.choice("reduce_stream", {"own", "gathers"}) == "own" ? ReduceStream::kOwn : ReduceStream::kGathers;
   s.source = r.string("source");
   r.allow_text("notes");
@@ -199,10 +226,23 @@ nlohmann::ordered_json to_json(const FrameworkProfile& f) {
   j["description"] = f.description;
   j["source"] = f.source;
   if (f.sharded) {
-    j["sharded_data_parallel"] = {{"backward_prefetch", to_string(f.sharded->backward_prefetch)},
-                                  {"unsharded_layers", f.sharded->unsharded_layers},
-                                  {"reduce_stream", to_string(f.sharded->reduce_stream)},
-                                  {"source", f.sharded->source}};
+    nlohmann::ordered_json s;
+    if (const auto& g = f.sharded->module_gather) {
+      s["module_gather"] = {{"prefetch_bucket_elements", g->prefetch_bucket_elements},
+                            {"max_live_elements", g->max_live_elements},
+                            {"max_reuse_distance_elements", g->max_reuse_distance_elements},
+                            {"persistence_threshold_elements", g->persistence_threshold_elements},
+                            {"reduce_bucket_elements", g->reduce_bucket_elements},
+                            {"synchronize", g->synchronize},
+                            {"copy_per_rank", g->copy_per_rank},
+                            {"source", g->source}};
+    } else {
+      s["backward_prefetch"] = to_string(f.sharded->backward_prefetch);
+      s["unsharded_layers"] = f.sharded->unsharded_layers;
+    }
+    s["reduce_stream"] = to_string(f.sharded->reduce_stream);
+    s["source"] = f.sharded->source;
+    j["sharded_data_parallel"] = s;
   }
   if (f.attention) {
     nlohmann::ordered_json a;

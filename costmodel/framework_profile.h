@@ -10,6 +10,7 @@
 // The schema is documented in docs/formats.md ("framework.json").
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -34,6 +35,29 @@ enum class ReduceStream {
 };
 const char* to_string(ReduceStream s);
 
+// DeepSpeed ZeRO stage 3's per-module gathering: each submodule's parameters
+// are gathered by hooks before its forward and its backward, one collective per
+// parameter, with the next modules' parameters prefetched in the recorded
+// execution order (deepspeed/runtime/zero/stage3.py's
+// PartitionedParameterCoordinator). The element counts are DeepSpeed's
+// zero_optimization keys.
+struct ModuleGather {
+  std::int64_t prefetch_bucket_elements = 50'000'000;       // stage3_prefetch_bucket_size
+  std::int64_t max_live_elements = 1'000'000'000;           // stage3_max_live_parameters
+  std::int64_t max_reuse_distance_elements = 1'000'000'000;  // stage3_max_reuse_distance
+  std::int64_t persistence_threshold_elements = 100'000;    // stage3_param_persistence_threshold
+  std::int64_t reduce_bucket_elements = 500'000'000;        // reduce_bucket_size
+  // torch.cuda.synchronize() before each parameter's all-gather and at each
+  // fetch: nothing overlaps a gather but the compute issued after it (DeepSpeed
+  // before 2021-10, PR 1188).
+  bool synchronize = false;
+  // The collectives take a list of one tensor per rank (torch.distributed's
+  // all_gather / reduce_scatter before *_base): PyTorch copies each rank's chunk
+  // with its own kernel, after the gather and before the reduce-scatter.
+  bool copy_per_rank = false;
+  std::string source;
+};
+
 // How ZeRO-3 / fully sharded data parallelism orders its collectives.
 struct ShardedDataParallel {
   BackwardPrefetch backward_prefetch = BackwardPrefetch::kPre;
@@ -42,6 +66,9 @@ struct ShardedDataParallel {
   // rate limiter, FSDP2's two all-gather outputs). At least 1.
   int unsharded_layers = 2;
   ReduceStream reduce_stream = ReduceStream::kOwn;
+  // Present: parameters are gathered per module, not per layer (DeepSpeed);
+  // backward_prefetch and unsharded_layers do not apply.
+  std::optional<ModuleGather> module_gather;
   std::string source;
 };
 

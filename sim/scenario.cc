@@ -45,6 +45,12 @@ void read_scenario_plan(Scenario& s, const nlohmann::json& doc, const std::strin
                          framework->file + ") has no sharded_data_parallel section; use zero_stage 0-2 or a "
                          "framework that has one");
   }
+  if (s.plan.zero_stage == 3 && framework->sharded && framework->sharded->module_gather && s.plan.pp > 1) {
+    throw InputError(file, path + ".pp",
+                     "framework \"" + framework->name + "\" gathers ZeRO-3 parameters per module, as DeepSpeed "
+                     "does, and DeepSpeed's ZeRO-3 does not run with pipeline parallelism: use pp 1, or zero_stage "
+                     "0-2 with pp " + std::to_string(s.plan.pp));
+  }
   PlanContext context;
   context.num_gpus = s.cluster.num_gpus();
   context.gpus_per_node = s.cluster.gpus_per_node;

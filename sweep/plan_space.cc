@@ -100,7 +100,11 @@ std::string plan_label(const PlanSpec& p) {
 std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& cluster,
                                       const PlanSpaceRequest& req, PlanSpaceCounts& counts) {
   const int gpus = cluster.num_gpus();
-  const bool framework_shards = framework_profile(req.framework).sharded.has_value();
+  const auto& sharded = framework_profile(req.framework).sharded;
+  const bool framework_shards = sharded.has_value();
+  // DeepSpeed's per-module ZeRO-3 does not run with pipeline parallelism (the
+  // scenario refuses it).
+  const bool zero3_needs_one_stage = sharded && sharded->module_gather.has_value();
   auto parse_bool = [](const std::string& v) { return v == "true"; };
   const std::vector<bool> flash = option_values<bool>(req.constraints, "flash_attention", req.flash_attention, parse_bool);
   const std::vector<bool> overlap_grad = option_values<bool>(req.constraints, "overlap_grad_reduce", true, parse_bool);
@@ -147,7 +151,8 @@ std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& clu
         }
         for (Schedule schedule : schedules) {
           // ZeRO with a single replica (dp x cp) shards nothing: only stage 0.
-          const int max_zero = g.dp * g.cp > 1 ? (framework_shards && !splits_backward(schedule) ? 3 : 2) : 0;
+          const bool zero3 = framework_shards && !splits_backward(schedule) && (g.pp == 1 || !zero3_needs_one_stage);
+          const int max_zero = g.dp * g.cp > 1 ? (zero3 ? 3 : 2) : 0;
           for (int zero = 0; zero <= max_zero; ++zero) {
             // Shard sizes of this grid: those that split its dp x cp replicas into
             // groups (one group of all is the plain plan, 0), with ZeRO only.

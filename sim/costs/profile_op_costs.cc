@@ -60,6 +60,10 @@ Duration ProfileOpCosts::host_copy(double bytes) const {
   return Duration::from_seconds(model_.host_copy_seconds(bytes));
 }
 
+Duration ProfileOpCosts::device_copy(double bytes) const {
+  return Duration::from_seconds(model_.kernel_seconds(KernelKind::kCopy, 2.0 * bytes, DType::kFp32));
+}
+
 Duration ProfileOpCosts::host_optimizer(double params) const {
   return Duration::from_seconds(params * kHostOptimizerBytesPerParam / kHostOptimizerBytesPerSecond);
 }

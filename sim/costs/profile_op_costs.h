@@ -31,6 +31,7 @@ class ProfileOpCosts : public OpCosts {
   Duration attention(const AttentionBlock& block, bool backward, DType dtype) const override;
   Duration optimizer(double bytes) const override;
   Duration host_copy(double bytes) const override;
+  Duration device_copy(double bytes) const override;
   Duration host_optimizer(double params) const override;
 
  private:

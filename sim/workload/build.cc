@@ -1,11 +1,14 @@
 #include "sim/workload/build.h"
 
+#include "sim/workload/segments.h"
+
 namespace strata::sim {
 
 WorkloadBuild::WorkloadBuild(const ModelSpec& m, const PlanSpec& p, const OpCosts& oc, const CommCosts& cc,
                              Fidelity f, const WorkloadOptions& o)
     : model(m), plan(p), layout(p), op_costs(oc), comm_costs(cc), fidelity(f), options(o), stage_split(pipeline_split(m, p)),
-      chunk_stride_(stage_split.max_chunk_layers()) {}
+      chunk_stride_(stage_split.max_chunk_layers()),
+      layer_modules_(module_hooks() ? static_cast<int>(layer_parameter_modules(m, p).size()) : 0) {}
 
 std::vector<int> WorkloadBuild::tp_group_gpus(int d, int r) const {
   std::vector<int> g;

@@ -63,6 +63,13 @@ class WorkloadBuild {
   std::vector<std::vector<Mark>> layer_marks;     // [rank][op * chunk_layers + layer]
   std::vector<std::vector<Mark>> head_marks;      // [rank][op]: the head block
   std::vector<TaskId> last_task;                  // [rank]: its program's last task
+  // With per-module ZeRO-3 gathering (module_hooks()): where each module hook of
+  // each layer of each op fell, [rank][layer slot * hook_slots() + hook slot]
+  // (layer slot: op * chunk_layers + layer; hook slot: hook_slot()): the first
+  // task after the hook, and the task before it in the rank's program (-1: the
+  // op's first, and nothing before it in the op).
+  std::vector<std::vector<TaskId>> hook_first;
+  std::vector<std::vector<TaskId>> hook_prev;
 
   // The ranks that hold the same weights of a stage and reduce their gradients:
   // dp x cp (context-parallel ranks hold different tokens of the same sequences).
@@ -127,6 +134,16 @@ class WorkloadBuild {
   void depend(TaskId before, TaskId task);
   bool has_host_dispatch() const { return options.host_dispatch.has_value(); }
 
+  // ZeRO-3 gathers each module's parameters at hooks around it (the framework's
+  // module_gather): the layer program marks where each hook falls.
+  bool module_hooks() const { return plan.zero_stage == 3 && options.sharded.module_gather.has_value(); }
+  // Modules with parameters in one layer (layer_parameter_modules); hook slots
+  // per layer and op: each module's forward hook (or, in a backward op, its
+  // recompute's) and, in a backward op, its backward hook.
+  int layer_modules() const { return layer_modules_; }
+  int hook_slots() const { return 2 * layer_modules_; }
+  int hook_slot(bool backward_hook, int module) const { return (backward_hook ? layer_modules_ : 0) + module; }
+
   // The CommSpec of a collective, interned so repeated collectives share one entry.
   std::int32_t collective(CollectiveOp op, const std::vector<int>& group, double bytes);
   // CommCosts::collective_beside, added to the graph once.
@@ -146,6 +163,7 @@ class WorkloadBuild {
   std::vector<std::vector<int>> first_forward_;  // [pipeline rank][chunk]
   std::vector<TaskId> issued_by_;                // [task]: the host task issuing its last kernel, -1: none
   int chunk_stride_ = 1;
+  int layer_modules_ = 0;
 };
 
 }  // namespace strata::sim

@@ -41,6 +41,8 @@ class OpCosts {
   virtual Duration optimizer(double bytes) const = 0;
   // A pinned host <-> device copy.
   virtual Duration host_copy(double bytes) const = 0;
+  // A copy of `bytes` within device memory, one kernel (read once, written once).
+  virtual Duration device_copy(double bytes) const = 0;
   // The optimizer update on the host (offload) for `params` parameters.
   virtual Duration host_optimizer(double params) const = 0;
 };

@@ -1,8 +1,10 @@
 #include "sim/workload/data_parallel.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "plan/params.h"
+#include "sim/workload/zero3_modules.h"
 
 namespace strata::sim {
 namespace {
@@ -138,6 +140,10 @@ class DataParallelPass {
         const std::vector<GradBucket>& buckets = b_.buckets[r];
         const auto& program = b_.programs[r];
 
+        if (p_.zero_stage == 3 && b_.module_hooks()) {
+          add_zero3_modules(rep, r, last_dp, lbl_rs, lbl_across);
+          continue;
+        }
         if (p_.zero_stage == 3) {
           add_zero3(rep, r, last_dp, lbl_ag_fwd, lbl_ag_bwd, lbl_rs, lbl_across);
           continue;
@@ -314,6 +320,32 @@ class DataParallelPass {
         if (!prefetch && step + 1 < lc) gather(step + 1);
       }
     }
+  }
+
+  // ZeRO-3 gathered per module (zero3_modules.h), on this pass's shard groups.
+  void add_zero3_modules(const Replicas& rep, int r, std::vector<TaskId>& last_dp, std::int32_t lbl_rs,
+                         std::int32_t lbl_across) {
+    std::vector<int> members;
+    std::unordered_map<int, std::size_t> index_of;  // simulated rank -> its index in members
+    for (const Member& m : rep.members) {
+      index_of[m.sim] = members.size();
+      members.push_back(m.sim);
+    }
+    const StreamKind reduce_lane =
+        b_.options.sharded.reduce_stream == ReduceStream::kOwn ? StreamKind::kDpReduce : StreamKind::kDpComm;
+    Zero3Collectives c;
+    c.group_size = p_.zero_shards();
+    c.reduce_lane = reduce_lane;
+    c.gather = [&](double bytes, std::int32_t label, const TaskInfo& info) {
+      return grouped_comm(rep.shards, StreamKind::kDpComm, CollectiveOp::kAllGather, bytes, label, info);
+    };
+    c.reduce = [&](double bytes, const TaskInfo& info, const std::function<TaskId(std::size_t)>& ready) {
+      return reduce_gradients(
+          rep, reduce_lane,
+          [&](const std::vector<int>& gpus) { return b_.collective(CollectiveOp::kReduceScatter, gpus, bytes); }, bytes,
+          lbl_rs, lbl_across, info, [&](int member) { return ready(index_of.at(member)); });
+    };
+    add_zero3_by_module(b_, r, members, c, last_dp);
   }
 
   // Tied embeddings with pp > 1: the first and last stages all-reduce the word

@@ -27,6 +27,10 @@ void place_ranks(WorkloadBuild& b) {
   b.op_marks.resize(n);
   b.layer_marks.resize(n);
   b.head_marks.resize(n);
+  if (b.module_hooks()) {
+    b.hook_first.resize(n);
+    b.hook_prev.resize(n);
+  }
   b.last_task.assign(n, -1);
 }
 

@@ -36,7 +36,11 @@ class OpEmitter {
   // One block: layer j of the chunk (j >= 0), kEmbeddingBlock or kHeadBlock.
   // Blocks are numbered in the op's order: a collapsed stretch is the range of
   // blocks [first, last] of an op of its shape, which names its detail.
-  void block(const std::vector<Segment>& segs, const SegmentIds& ids, int j, bool split_before, bool split_after) {
+  // backward_hooks: the block is a layer's backward, whose module hooks are its
+  // modules' backward hooks (WorkloadBuild::hook_slot).
+  void block(const std::vector<Segment>& segs, const SegmentIds& ids, int j, bool split_before, bool split_after,
+             bool backward_hooks = false) {
+    backward_hooks_ = backward_hooks;
     if (collapse_) {
       if (split_before) flush();
       if (stretch_first_ < 0) stretch_first_ = block_count_;
@@ -85,13 +89,26 @@ class OpEmitter {
     TaskInfo info = info_for(j);
     info.detail = ids.detail[k];
     info.bytes = s.bytes;
+    const TaskId before = prev_;
     TaskId t = b_.shared_compute(members_, Duration::from_ns(s.duration_ns), ids.label[k], info);
+    if (s.hook >= 0 && j >= 0 && b_.module_hooks()) mark_hook(t, before, j, s.hook);
     // Each op of a segment is one kernel (a GEMM's backward is its dgrad and wgrad ops).
     b_.issue(members_, t, s.ops.size(), b_.w.notes.label(ids.label[k]).phase);
     if (prev_ >= 0 && prev_comm_) b_.w.graph.add_dependency(prev_, t);
     prev_ = t;
     prev_comm_ = false;
     mark(t, j);
+  }
+
+  // The module hook before task t (its first task) of layer j; `before` is the
+  // task before it in this op (-1: none).
+  void mark_hook(TaskId t, TaskId before, int j, int module) {
+    const std::size_t slot = static_cast<std::size_t>((oi_ * b_.chunk_layers() + j) * b_.hook_slots() +
+                                                      b_.hook_slot(backward_hooks_, module));
+    for (int member : members_) {
+      b_.hook_first[member][slot] = t;
+      b_.hook_prev[member][slot] = before;
+    }
   }
 
   const std::vector<int>& group_of(const Segment& s) const {
@@ -210,12 +227,13 @@ class OpEmitter {
   int block_count_ = 0;        // blocks seen in this op
   int stretch_first_ = -1;     // the pending stretch's blocks
   int stretch_last_ = -1;
+  bool backward_hooks_ = false;  // the current block's module hooks are backward hooks
 };
 
 }  // namespace
 
 LayerProgram::LayerProgram(WorkloadBuild& b) : b_(b), stretches_(b) {
-  layer_ = layer_segments(b.model, b.plan, b.op_costs);
+  layer_ = layer_segments(b.model, b.plan, b.op_costs, b.module_hooks());
   embedding_ = embedding_segments(b.model, b.plan, b.op_costs);
   head_ = head_segments(b.model, b.plan, b.op_costs);
   if (b.plan.tp > 1) overlap_tp_comm();
@@ -309,8 +327,14 @@ void LayerProgram::emit_tp_group(int d, int r) {
     b_.op_marks[member].assign(program.size(), Mark{});
     b_.layer_marks[member].assign(program.size() * lc, Mark{});
     b_.head_marks[member].assign(program.size(), Mark{});
+    if (b_.module_hooks()) {
+      const std::size_t hooks = program.size() * static_cast<std::size_t>(lc * b_.hook_slots());
+      b_.hook_first[member].assign(hooks, -1);
+      b_.hook_prev[member].assign(hooks, -1);
+    }
   }
-  const bool collapse = b_.fidelity == Fidelity::kFolded;
+  // Per-module gathers attach to every module hook: nothing collapses.
+  const bool collapse = b_.fidelity == Fidelity::kFolded && !b_.module_hooks();
   const Boundaries bounds = collapse ? collapse_boundaries(b_, r) : Boundaries{};
   auto before = [&](std::size_t oi, int j) { return collapse && bounds.before[oi * lc + j] != 0; };
   auto after = [&](std::size_t oi, int j) { return collapse && bounds.after[oi * lc + j] != 0; };
@@ -342,7 +366,7 @@ void LayerProgram::emit_tp_group(int d, int r) {
       if (vs == last_vs) e.block(head_.backward, head_ids_.backward, kHeadBlock, false, head_after(oi));
       for (int j = layers - 1; j >= 0; --j) {
         e.block(layer_.recompute, layer_ids_.recompute, j, before(oi, j), false);
-        e.block(layer_.backward, layer_ids_.backward, j, false, after(oi, j));
+        e.block(layer_.backward, layer_ids_.backward, j, false, after(oi, j), true);
       }
       if (vs == 0) e.block(embedding_.backward, embedding_ids_.backward, kEmbeddingBlock, false, false);
     }

@@ -88,6 +88,11 @@ std::vector<DetailOp> backward_details(const LayerOp& op, const PlanSpec& p, con
 class SegmentSink {
  public:
   void add(DetailOp op) { pending_.push_back(std::move(op)); }
+  // The next compute segment starts at module `module`'s pre-hook.
+  void hook(int module) {
+    flush();
+    next_hook_ = module;
+  }
   void add_comm(CollectiveOp op, double bytes, CommGroup group = CommGroup::kTensor, bool beside_previous = false) {
     flush();
     Segment s;
@@ -110,10 +115,13 @@ class SegmentSink {
     s.ops = std::move(pending_);
     pending_.clear();
     recompute_totals(s);
+    s.hook = next_hook_;
+    next_hook_ = -1;
     out_.push_back(std::move(s));
   }
   std::vector<DetailOp> pending_;
   std::vector<Segment> out_;
+  int next_hook_ = -1;
 };
 
 // The fused attention of a context-parallel rank (segments.h says how each
@@ -209,17 +217,34 @@ std::vector<Segment> op_sac_recompute(const std::vector<Item>& items, const Mode
   return rec.take();
 }
 
-BlockSegments build(const std::vector<Item>& items, const PlanSpec& p, const OpCosts& c) {
+// A module with parameters starts at this op: a weight GEMM or a norm.
+bool has_parameters(const LayerOp& op) { return op.has_weight || op.role == OpRole::kNorm; }
+
+// module_hooks: mark where each module with parameters starts.
+BlockSegments build(const std::vector<Item>& items, const PlanSpec& p, const OpCosts& c, bool module_hooks = false) {
+  // Each item's module index (-1: the op has no parameters, or a collective point).
+  std::vector<int> module_of(items.size(), -1);
+  if (module_hooks) {
+    int next = 0;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (!items[i].is_point && has_parameters(items[i].op)) module_of[i] = next++;
+    }
+  }
   BlockSegments b;
   SegmentSink fwd;
   SegmentSink rec;
-  for (const Item& it : items) {
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const Item& it = items[i];
     if (it.is_point) {
       if (it.point.forward) {
         fwd.add_comm(*it.point.forward, it.point.bytes);
         rec.add_comm(*it.point.forward, it.point.bytes);
       }
       continue;
+    }
+    if (module_of[i] >= 0) {
+      fwd.hook(module_of[i]);
+      rec.hook(module_of[i]);
     }
     add_forward(fwd, it.op, p, c);
     add_forward(rec, it.op, p, c, "recompute ");
@@ -234,6 +259,8 @@ BlockSegments build(const std::vector<Item>& items, const PlanSpec& p, const OpC
   const bool split = splits_backward(p.schedule);
   bool core_replayed = false;
   for (auto it = items.rbegin(); it != items.rend(); ++it) {
+    const int module = module_of[static_cast<std::size_t>(items.rend() - it - 1)];
+    if (module >= 0) bwd.hook(module);
     if (it->is_point) {
       if (it->point.backward) bwd.add_comm(*it->point.backward, it->point.bytes);
       continue;
@@ -312,7 +339,35 @@ void recompute_totals(Segment& s) {
   }
 }
 
-BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs) {
+std::int64_t ParameterModule::elements() const {
+  std::int64_t n = 0;
+  for (std::int64_t e : params) n += e;
+  return n;
+}
+
+std::vector<ParameterModule> layer_parameter_modules(const ModelSpec& m, const PlanSpec& p) {
+  std::vector<ParameterModule> out;
+  for (const LayerOp& op : layer_forward_ops(m, layer_op_context(p))) {
+    if (!has_parameters(op)) continue;
+    ParameterModule mod;
+    mod.name = op.name;
+    if (op.has_weight) {
+      // The weight is k x n on this GPU (Megatron's column- and row-parallel
+      // layers split n and k over tp); the bias is as wide as the output on this
+      // GPU (split with a column-parallel layer's, whole with a row-parallel one's).
+      mod.params.push_back(op.gemm.k * op.gemm.n);
+      if (m.add_bias_linear) mod.params.push_back(op.gemm.n);
+    } else {
+      // A norm: its scale, and LayerNorm's shift.
+      mod.params.push_back(m.hidden_size);
+      if (m.normalization == Normalization::kLayerNorm) mod.params.push_back(m.hidden_size);
+    }
+    out.push_back(std::move(mod));
+  }
+  return out;
+}
+
+BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs, bool module_hooks) {
   const double bytes = stream_bytes(m, p);
   const bool tp = p.tp > 1;
   std::vector<Item> items;
@@ -323,7 +378,7 @@ BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCost
     items.push_back(column_parallel ? column_parallel_item(std::move(op), p, bytes) : op_item(std::move(op)));
     if (tp && row_parallel) items.push_back(after_row_parallel(p, bytes));
   }
-  BlockSegments b = build(items, p, costs);
+  BlockSegments b = build(items, p, costs, module_hooks);
   if (p.recompute == Recompute::kSelectiveOp) b.recompute = op_sac_recompute(items, m, p, costs);
   return b;
 }

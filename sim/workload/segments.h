@@ -48,7 +48,22 @@ struct Segment {
   // segment before it (the step that uses the K/V already received), and the
   // compute after it waits for both (LayerProgram folds it into that step).
   bool beside_previous = false;
+  // With per-module parameter gathering (ZeRO-3 as DeepSpeed does it): the
+  // module whose pre-hook fires just before this compute segment, as its index
+  // among the layer's modules with parameters (layer_parameter_modules); -1: none.
+  int hook = -1;
 };
+
+// A module of the layer that holds parameters (a norm or a weight GEMM): its
+// parameters' element counts on one GPU, each a tensor of its own (a weight, a
+// bias, a norm's scale and shift).
+struct ParameterModule {
+  std::string name;
+  std::vector<std::int64_t> params;
+  std::int64_t elements() const;
+};
+// The layer's modules with parameters in forward order: what Segment::hook indexes.
+std::vector<ParameterModule> layer_parameter_modules(const ModelSpec& m, const PlanSpec& p);
 
 // A compute segment's time, FLOPs and bytes from its ops again, and its category
 // from its longest kernel (a context-parallel ring wait is not one); for the
@@ -85,7 +100,9 @@ struct BlockSegments {
 //        whole sequence on heads/cp, all-to-all of the output back; backward the
 //        conjugate exchanges of the gradients.
 // Each rank does 1/cp of the causal attention's work in every variant.
-BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs);
+// module_hooks: split the compute segments where a module with parameters
+// starts (forward, recompute and backward), each marked with Segment::hook.
+BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs, bool module_hooks = false);
 BlockSegments embedding_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs);
 BlockSegments head_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs);
 

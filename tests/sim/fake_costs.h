@@ -19,6 +19,7 @@ class GemmCountCosts : public OpCosts {
   Duration attention(const AttentionBlock&, bool, DType) const override { return {}; }
   Duration optimizer(double) const override { return {}; }
   Duration host_copy(double) const override { return {}; }
+  Duration device_copy(double) const override { return {}; }
   Duration host_optimizer(double) const override { return {}; }
 
  private:
@@ -36,6 +37,7 @@ class UniformCosts : public OpCosts {
   Duration attention(const AttentionBlock&, bool, DType) const override { return d_; }
   Duration optimizer(double) const override { return d_; }
   Duration host_copy(double) const override { return d_; }
+  Duration device_copy(double) const override { return d_; }
   Duration host_optimizer(double) const override { return d_; }
 
  private:

@@ -297,21 +297,25 @@ TEST(Sweep, ZeroShardSizeConstraintListsTheGroupSizes) {
 }
 
 // Every plan runs with the sweep's framework; ZeRO-3 is tried only with one that
-// shards parameters (Megatron-LM of 2021 has no ZeRO-3).
+// shards parameters (Megatron-LM of 2021 has no ZeRO-3), and with DeepSpeed's
+// per-module ZeRO-3 only without pipeline parallelism.
 TEST(Sweep, PlansRunWithTheRequestedFramework) {
   SmallSpace s;
-  auto zero3_plans = [&](const std::string& framework) {
+  auto zero3_plans = [&](const std::string& framework, bool pipelined) {
     s.request.framework = framework;
     PlanSpaceCounts counts;
     int zero3 = 0;
     for (const PlanSpec& p : enumerate_plans(s.model, s.cl, s.request, counts)) {
       EXPECT_EQ(p.framework, framework);
-      zero3 += p.zero_stage == 3 ? 1 : 0;
+      zero3 += p.zero_stage == 3 && (p.pp > 1) == pipelined ? 1 : 0;
     }
     return zero3;
   };
-  EXPECT_GT(zero3_plans("pytorch-fsdp1"), 0);
-  EXPECT_EQ(zero3_plans("megatron-lm-2021"), 0);
+  EXPECT_GT(zero3_plans("pytorch-fsdp1", false), 0);
+  EXPECT_GT(zero3_plans("pytorch-fsdp1", true), 0);
+  EXPECT_EQ(zero3_plans("megatron-lm-2021", false), 0);
+  EXPECT_GT(zero3_plans("deepspeed-zero3-2021", false), 0);
+  EXPECT_EQ(zero3_plans("deepspeed-zero3-2021", true), 0);
 }
 
 TEST(Sweep, ParetoFrontIsNotDominated) {
