@@ -48,6 +48,12 @@ ShardedDataParallel read_sharded(json::ObjectReader r) {
     s.unsharded_layers = static_cast<int>(r.integer("unsharded_layers", 1, 64));
   }
   s.reduce_stream = r.choice("reduce_stream", {"own", "gathers"}) == "own" ? ReduceStream::kOwn : ReduceStream::kGathers;
+  s.gather_copy_out = r.choice_or("gather_copy_out", "none", {"none", "compute"}) == "compute";
+  s.reduce_copy_in = r.boolean_or("reduce_copy_in", false);
+  if (s.module_gather && (s.gather_copy_out || s.reduce_copy_in)) {
+    r.fail(s.gather_copy_out ? "gather_copy_out" : "reduce_copy_in",
+           "is FSDP2's, with layer granularity; module_gather says its copies with copy_per_rank");
+  }
   s.source = r.string("source");
   r.allow_text("notes");
   r.finish();
@@ -241,6 +247,8 @@ nlohmann::ordered_json to_json(const FrameworkProfile& f) {
       s["unsharded_layers"] = f.sharded->unsharded_layers;
     }
     s["reduce_stream"] = to_string(f.sharded->reduce_stream);
+    if (f.sharded->gather_copy_out) s["gather_copy_out"] = "compute";
+    if (f.sharded->reduce_copy_in) s["reduce_copy_in"] = true;
     s["source"] = f.sharded->source;
     j["sharded_data_parallel"] = s;
   }

@@ -69,6 +69,14 @@ struct ShardedDataParallel {
   // Present: parameters are gathered per module, not per layer (DeepSpeed);
   // backward_prefetch and unsharded_layers do not apply.
   std::optional<ModuleGather> module_gather;
+  // The gathered flat buffer is copied into the parameters on the compute
+  // stream before the layer runs (FSDP2's foreach_all_gather_copy_out), every
+  // gather; false: the parameters are views into it (FSDP1's flat parameter).
+  bool gather_copy_out = false;
+  // The gradients are copied (and cast to the reduction dtype) into the
+  // reduce-scatter's input on the compute stream after the layer's backward
+  // (FSDP2's foreach_reduce_scatter_copy_in).
+  bool reduce_copy_in = false;
   std::string source;
 };
 

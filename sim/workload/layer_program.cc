@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "plan/params.h"
 #include "sim/workload/cp_ring.h"
 #include "sim/workload/tp_overlap.h"
 
@@ -233,7 +234,17 @@ class OpEmitter {
 }  // namespace
 
 LayerProgram::LayerProgram(WorkloadBuild& b) : b_(b), stretches_(b) {
-  layer_ = layer_segments(b.model, b.plan, b.op_costs, b.module_hooks());
+  LayerSegmentOptions options;
+  options.module_hooks = b.module_hooks();
+  const double layer_params = static_cast<double>(layer_params_per_gpu(b.model, b.plan.tp));
+  if (b.plan.zero_stage == 3 && b.options.sharded.gather_copy_out) {
+    options.gather_copy_out_bytes = layer_params * dtype_bytes(b.plan.dtype);
+  }
+  if (b.plan.zero_stage == 3 && b.options.sharded.reduce_copy_in) {
+    options.reduce_copy_in_read_bytes = layer_params * dtype_bytes(b.plan.dtype);
+    options.reduce_copy_in_write_bytes = layer_params * b.plan.grad_bytes();
+  }
+  layer_ = layer_segments(b.model, b.plan, b.op_costs, options);
   embedding_ = embedding_segments(b.model, b.plan, b.op_costs);
   head_ = head_segments(b.model, b.plan, b.op_costs);
   if (b.plan.tp > 1) overlap_tp_comm();

@@ -367,7 +367,21 @@ std::vector<ParameterModule> layer_parameter_modules(const ModelSpec& m, const P
   return out;
 }
 
-BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs, bool module_hooks) {
+namespace {
+
+// Puts `op` first in the segments' first compute segment (a new one when they
+// start with a collective).
+void prepend(std::vector<Segment>& segs, DetailOp op) {
+  if (segs.empty() || segs.front().is_comm) segs.insert(segs.begin(), Segment{});
+  Segment& s = segs.front();
+  s.ops.insert(s.ops.begin(), std::move(op));
+  recompute_totals(s);
+}
+
+}  // namespace
+
+BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs,
+                             const LayerSegmentOptions& options) {
   const double bytes = stream_bytes(m, p);
   const bool tp = p.tp > 1;
   std::vector<Item> items;
@@ -378,8 +392,24 @@ BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCost
     items.push_back(column_parallel ? column_parallel_item(std::move(op), p, bytes) : op_item(std::move(op)));
     if (tp && row_parallel) items.push_back(after_row_parallel(p, bytes));
   }
-  BlockSegments b = build(items, p, costs, module_hooks);
+  BlockSegments b = build(items, p, costs, options.module_hooks);
   if (p.recompute == Recompute::kSelectiveOp) b.recompute = op_sac_recompute(items, m, p, costs);
+  if (options.gather_copy_out_bytes > 0.0) {
+    // One copy per gather: the forward's, and the backward's, which the
+    // recompute, when there is one, runs first.
+    const double bytes = options.gather_copy_out_bytes;
+    const DetailOp copy{"param copy-out", Category::kElementwise, costs.device_copy(bytes).ns(), 0.0, 2.0 * bytes};
+    prepend(b.forward, copy);
+    prepend(b.recompute.empty() ? b.backward : b.recompute, copy);
+  }
+  if (options.reduce_copy_in_read_bytes > 0.0) {
+    // device_copy reads and writes the same bytes: their mean moves as many.
+    const double moved = options.reduce_copy_in_read_bytes + options.reduce_copy_in_write_bytes;
+    const DetailOp copy{"grad copy-in", Category::kElementwise, costs.device_copy(moved / 2.0).ns(), 0.0, moved};
+    if (b.backward.empty() || b.backward.back().is_comm) b.backward.push_back(Segment{});
+    b.backward.back().ops.push_back(copy);
+    recompute_totals(b.backward.back());
+  }
   return b;
 }
 

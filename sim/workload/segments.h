@@ -100,9 +100,23 @@ struct BlockSegments {
 //        whole sequence on heads/cp, all-to-all of the output back; backward the
 //        conjugate exchanges of the gradients.
 // Each rank does 1/cp of the causal attention's work in every variant.
-// module_hooks: split the compute segments where a module with parameters
-// starts (forward, recompute and backward), each marked with Segment::hook.
-BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs, bool module_hooks = false);
+// What ZeRO-3's software adds to a layer's segments.
+struct LayerSegmentOptions {
+  // Split the compute segments where a module with parameters starts (forward,
+  // recompute and backward), each marked with Segment::hook (per-module gathers).
+  bool module_hooks = false;
+  // A copy of this many bytes of gathered parameters on the compute stream
+  // before the layer's forward and before its backward (or full recompute): the
+  // gathered buffer copied out into the parameters (FSDP2); 0: none.
+  double gather_copy_out_bytes = 0.0;
+  // A copy after the layer's backward of its gradients into the reduce-scatter's
+  // input on the compute stream, reading this many bytes and writing
+  // reduce_copy_in_write_bytes (cast to the reduction dtype: FSDP2); 0: none.
+  double reduce_copy_in_read_bytes = 0.0;
+  double reduce_copy_in_write_bytes = 0.0;
+};
+BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs,
+                             const LayerSegmentOptions& options = {});
 BlockSegments embedding_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs);
 BlockSegments head_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs);
 

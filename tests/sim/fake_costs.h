@@ -27,6 +27,17 @@ class GemmCountCosts : public OpCosts {
   std::int64_t vocab_;
 };
 
+// GemmCountCosts, and every copy within device memory costs `copy_ns`.
+class GemmAndCopyCosts : public GemmCountCosts {
+ public:
+  GemmAndCopyCosts(TimeNs gemm_ns, std::int64_t vocab_slice, TimeNs copy_ns)
+      : GemmCountCosts(gemm_ns, vocab_slice), copy_(Duration::from_ns(copy_ns)) {}
+  Duration device_copy(double) const override { return copy_; }
+
+ private:
+  Duration copy_;
+};
+
 // Every compute op (GEMM, memory-bound op, attention, the optimizer) costs
 // `op_ns`: a step of K ops on one GPU takes K * op_ns.
 class UniformCosts : public OpCosts {

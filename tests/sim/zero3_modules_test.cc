@@ -36,7 +36,6 @@ namespace strata::sim {
 namespace {
 
 using testing::AlphaBetaComm;
-using testing::GemmCountCosts;
 
 constexpr TimeNs kUs = 1000;
 
@@ -62,16 +61,6 @@ ShardedDataParallel per_module(bool synchronize, bool copy_per_rank = false) {
   return z;
 }
 
-// GEMMs 1 us, and each device copy `copy_ns`.
-class CopyCosts : public GemmCountCosts {
- public:
-  CopyCosts(std::int64_t vocab, TimeNs copy_ns) : GemmCountCosts(kUs, vocab), copy_(Duration::from_ns(copy_ns)) {}
-  Duration device_copy(double) const override { return copy_; }
-
- private:
-  Duration copy_;
-};
-
 struct Simulated {
   Workload w;
   RunResult r;
@@ -96,7 +85,7 @@ struct Simulated {
 
 Simulated run(const ShardedDataParallel& z, TimeNs copy_ns = 0) {
   const ModelSpec m = strata::testing::small_gpt(2);
-  const CopyCosts costs(m.vocab_size, copy_ns);
+  const testing::GemmAndCopyCosts costs(kUs, m.vocab_size, copy_ns);
   const AlphaBetaComm comm(0, 8192.0 * 1e6);  // 8192 bytes per us
   WorkloadOptions o;
   o.sharded = z;

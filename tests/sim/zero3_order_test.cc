@@ -144,6 +144,43 @@ TEST(ZeroThreeOrder, NoPrefetchOnOneStreamSerialisesTheBackward) {
 }
 
 // The shipped presets say what their sources say.
+// FSDP2 copies the gathered buffer out into the parameters on the compute
+// stream before the layer's forward and before its backward, and the gradients
+// into the reduce-scatter's input after its backward; FSDP1's flat parameter is
+// a view of the gathered buffer. With every copy costing c, layer 0's forward
+// compute grows by c and its backward by 2c.
+TEST(ZeroThreeOrder, Fsdp2CopiesGatheredWeightsOutAndGradientsIn) {
+  constexpr TimeNs kCopy = 300;
+  const ModelSpec m = strata::testing::small_gpt(kLayers);
+  PlanSpec p;
+  p.dp = 2;
+  p.zero_stage = 3;
+  p.micro_batch_size = 1;
+  p.global_batch_size = 2;
+  const testing::GemmAndCopyCosts costs(1000, m.vocab_size, kCopy);
+  const AlphaBetaComm comm(0, 1e30);
+  auto layer0 = [&](bool copies, Phase phase) {
+    WorkloadOptions o;
+    o.sharded = order(BackwardPrefetch::kPre, ReduceStream::kOwn);
+    o.sharded.gather_copy_out = copies;
+    o.sharded.reduce_copy_in = copies;
+    const Workload w = build_workload(m, p, costs, comm, Fidelity::kFull, o);
+    TimeNs sum = 0;
+    for (TaskId t : w.stream(0, StreamKind::kCompute)) {
+      if (w.notes.label_of_task(t).phase == phase && w.notes.info(t).layer == 0) sum += w.graph.duration_ns(t);
+    }
+    return sum;
+  };
+  EXPECT_EQ(layer0(true, Phase::kForward) - layer0(false, Phase::kForward), kCopy);
+  EXPECT_EQ(layer0(true, Phase::kBackward) - layer0(false, Phase::kBackward), 2 * kCopy);
+  const FrameworkProfile fsdp2 = load_framework_profile("pytorch-fsdp2");
+  EXPECT_TRUE(fsdp2.sharded->gather_copy_out);
+  EXPECT_TRUE(fsdp2.sharded->reduce_copy_in);
+  const FrameworkProfile fsdp1 = load_framework_profile("pytorch-fsdp1");
+  EXPECT_FALSE(fsdp1.sharded->gather_copy_out);
+  EXPECT_FALSE(fsdp1.sharded->reduce_copy_in);
+}
+
 TEST(ZeroThreeOrder, PresetsOrderAsTheirFrameworksDo) {
   const FrameworkProfile fsdp1 = load_framework_profile("pytorch-fsdp1");
   ASSERT_TRUE(fsdp1.sharded);
