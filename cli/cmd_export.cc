@@ -13,6 +13,8 @@
 #include "core/progress.h"
 #include "core/units.h"
 #include "export/export.h"
+#include "plan/memory_model.h"
+#include "sim/device_memory.h"
 #include "sim/simulate.h"
 
 namespace strata::cli {
@@ -37,21 +39,7 @@ std::string command_line(const std::vector<std::string>& argv) {
   return s;
 }
 
-void run_export(const ExportArgs& args) {
-  const Scenario s = load_chosen_scenario(args.scenario);
-  if (!args.backend.empty() && args.backend != "cpu" && args.backend != "cuda") {
-    throw InputError("", "--backend", "expected \"cpu\" or \"cuda\", got \"" + args.backend + "\"");
-  }
-  sim::SimulationOptions options;
-  options.fidelity = args.fidelity == "full" ? sim::Fidelity::kFull : sim::Fidelity::kFolded;
-  ProgressLine progress("export", 100);
-  options.progress = [&](std::int64_t done, std::int64_t total, std::string_view) {
-    progress.update(100 * done / total, "simulating the plan");
-    return true;
-  };
-  const sim::SimulationResult result = sim::simulate(s, options);
-  progress.finish();
-
+sim::ExportOptions export_options(const ExportArgs& args) {
   sim::ExportOptions o;
   o.training.steps = args.steps;
   o.training.timing_warmup_steps = args.warmup;
@@ -63,14 +51,56 @@ void run_export(const ExportArgs& args) {
   if (o.training.timing_warmup_steps >= o.training.steps) {
     throw InputError("", "--warmup-steps", fmt::format("must be less than --steps ({})", o.training.steps));
   }
-  const sim::ExportResult exported = sim::export_plan(s, result, o);
+  return o;
+}
 
+void write_files(const std::string& dir, const sim::ExportResult& exported) {
   OutputSet out;
-  for (const sim::ExportFile& f : exported.files) out.add(args.out_dir + "/" + f.name, f.content);
+  for (const sim::ExportFile& f : exported.files) out.add(dir + "/" + f.name, f.content);
   out.commit();
   for (const sim::ExportFile& f : exported.files) {
-    if (f.executable) chmod((args.out_dir + "/" + f.name).c_str(), 0755);
+    if (f.executable) chmod((dir + "/" + f.name).c_str(), 0755);
   }
+}
+
+// An MoE model: its Megatron-LM flags, checked against the memory model; the
+// simulator and the runtime do not take it yet (sim/scenario.h).
+void run_export_unsimulated(const ExportArgs& args, const Scenario& s) {
+  const MemoryReport memory = memory_report(s.model, s.plan, device_memory(s.profile));
+  const sim::ExportResult exported = sim::export_megatron_only(s, memory, export_options(args));
+  write_files(args.out_dir, exported);
+  fmt::print("{} with tp {} pp {} dp {} ep {} etp {} on {}: peak memory {:.2f} GiB of {:.2f} GiB (not simulated: "
+             "MoE layers)\n",
+             s.model.name, s.plan.tp, s.plan.pp, s.plan.dp, s.plan.moe.ep, s.plan.moe.etp, s.cluster.name,
+             memory.peak_bytes / kGiB, memory.capacity_bytes / kGiB);
+  fmt::print("wrote");
+  for (const sim::ExportFile& f : exported.files) fmt::print(" {}", f.name);
+  fmt::print(" to {}\n", args.out_dir);
+  for (const std::string& n : exported.notes) fmt::print("note: {}\n", n);
+  fmt::print("run it with Megatron-LM: MEGATRON=/path/to/Megatron-LM bash {}/megatron-args.sh\n", args.out_dir);
+}
+
+void run_export(const ExportArgs& args) {
+  const Scenario s = load_chosen_scenario(args.scenario);
+  if (!args.backend.empty() && args.backend != "cpu" && args.backend != "cuda") {
+    throw InputError("", "--backend", "expected \"cpu\" or \"cuda\", got \"" + args.backend + "\"");
+  }
+  if (s.model.is_moe()) {
+    run_export_unsimulated(args, s);
+    return;
+  }
+  sim::SimulationOptions options;
+  options.fidelity = args.fidelity == "full" ? sim::Fidelity::kFull : sim::Fidelity::kFolded;
+  ProgressLine progress("export", 100);
+  options.progress = [&](std::int64_t done, std::int64_t total, std::string_view) {
+    progress.update(100 * done / total, "simulating the plan");
+    return true;
+  };
+  const sim::SimulationResult result = sim::simulate(s, options);
+  progress.finish();
+
+  const sim::ExportResult exported = sim::export_plan(s, result, export_options(args));
+  write_files(args.out_dir, exported);
   fmt::print("{} with tp {} pp {} dp {} on {}: predicted step {:.4g} s, peak memory {:.2f} GiB of {:.2f} GiB\n",
              s.model.name, s.plan.tp, s.plan.pp, s.plan.dp, s.cluster.name, result.metrics.step_time_s,
              result.memory.peak_bytes / kGiB, result.memory.capacity_bytes / kGiB);

@@ -87,6 +87,7 @@ void run_simulate(const SimulateArgs& args) {
     throw InputError("", "--fidelity", "expected \"full\" or \"folded\", got \"" + args.fidelity + "\"");
   }
   Scenario s = load_chosen_scenario(args.scenario);
+  require_simulated_model(s);
   sim::SimulationOptions options;
   options.fidelity = args.fidelity == "full" ? sim::Fidelity::kFull : sim::Fidelity::kFolded;
   ProgressLine progress("simulate", 100);

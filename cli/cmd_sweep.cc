@@ -54,6 +54,7 @@ struct Loaded {
 Loaded load(const SweepArgs& a) {
   Loaded l;
   Scenario inputs = load_scenario_inputs(a.model, a.cluster, a.profile);
+  require_simulated_model(inputs);
   l.model = std::move(inputs.model);
   l.model_file = std::move(inputs.model_file);
   if (a.seq_length > 0) l.model.seq_length = a.seq_length;

@@ -1,6 +1,7 @@
 #include "export/export.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include "core/mpirun_settings.h"
 #include "core/units.h"
 #include "costmodel/framework_profile.h"
+#include "plan/moe_spec.h"
 #include "plan/params.h"
 
 namespace strata::sim {
@@ -40,6 +42,49 @@ int vocab_padding_divisor(int vocab_size, int tp) {
     if (vocab_size % (static_cast<long long>(d) * tp) == 0) return d;
   }
   return 1;
+}
+
+// An MoE model's flags (megatron/training/arguments.py _add_moe_args and
+// TransformerConfig's moe_* fields), with the plan's dispatcher, capacity and
+// grouped GEMM; every value written, Megatron's defaults included, so the run
+// does not depend on them.
+void add_moe_model_flags(const ModelSpec& m, const PlanSpec& p, std::vector<MegatronFlag>& f,
+                         std::vector<std::string>* notes) {
+  auto add = [&](const std::string& flag, const std::string& value = "") { f.push_back({flag, value}); };
+  const MoeModel& moe = m.moe;
+  add("--num-experts", std::to_string(moe.num_experts));
+  add("--moe-router-topk", std::to_string(moe.moe_router_topk));
+  // transformer_config.py:2661-2669: top-1 routing with a softmax router needs the softmax before the top-k.
+  if (moe.moe_router_topk == 1) add("--moe-router-pre-softmax");
+  add("--moe-ffn-hidden-size", std::to_string(moe.moe_ffn_hidden_size));
+  if (moe.moe_shared_expert_intermediate_size > 0) {
+    add("--moe-shared-expert-intermediate-size", std::to_string(moe.moe_shared_expert_intermediate_size));
+  }
+  add("--moe-layer-freq", megatron_moe_layer_freq(m));
+  add("--moe-router-load-balancing-type", moe.moe_router_load_balancing_type);
+  add("--moe-aux-loss-coeff", fmt::format("{}", moe.moe_aux_loss_coeff));
+  add("--moe-token-dispatcher-type", to_string(p.moe.token_dispatcher));
+  if (p.moe.grouped_gemm) add("--moe-grouped-gemm");
+  if (p.moe.expert_capacity_factor > 0.0) {
+    add("--moe-expert-capacity-factor", fmt::format("{}", p.moe.expert_capacity_factor));
+  }
+  if (notes != nullptr && p.moe.router_imbalance != 1.0 && p.moe.expert_capacity_factor == 0.0) {
+    notes->push_back(fmt::format("moe_router_imbalance {} is a what-if input of the memory model (the busiest expert "
+                                 "takes that multiple of its share); Megatron-LM has no flag for it: the routing of "
+                                 "the real run decides",
+                                 p.moe.router_imbalance));
+  }
+}
+
+// A flag's value as one shell word: as it is when it has no character the
+// shell treats specially (every dense flag), else single-quoted (Megatron's
+// --moe-layer-freq pattern "([0]*3+[1]*58)").
+std::string shell_word(const std::string& value) {
+  const bool plain = std::all_of(value.begin(), value.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || c == '+' || c == '/' ||
+           c == '=' || c == ',' || c == ':';
+  });
+  return plain ? value : "'" + value + "'";
 }
 
 }  // namespace
@@ -78,6 +123,9 @@ std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, 
   add("--hidden-dropout", fmt::format("{}", m.hidden_dropout));
   add("--attention-dropout", fmt::format("{}", m.attention_dropout));
   add("--attention-backend", p.flash_attention ? "flash" : "unfused");
+  // Megatron's --kv-channels, only where the model's head size is not h / a.
+  if (m.kv_channels > 0) add("--kv-channels", std::to_string(m.kv_channels));
+  if (m.is_moe()) add_moe_model_flags(m, p, f, notes);
   // Parallelism.
   add("--tensor-model-parallel-size", std::to_string(p.tp));
   add("--pipeline-model-parallel-size", std::to_string(p.pp));
@@ -88,6 +136,11 @@ std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, 
       note("strata run runs context parallelism with p2p or allgather; a2a (Ulysses' head exchange) is for "
            "Megatron-LM, which runs it with these flags");
     }
+  }
+  if (m.is_moe()) {
+    // Megatron-Core folds the experts over the stage's ranks (MoE Parallel Folding).
+    add("--expert-model-parallel-size", std::to_string(p.moe.ep));
+    add("--expert-tensor-parallel-size", std::to_string(p.moe.etp));
   }
   // Megatron-Core builds its groups in the order "tp-cp-ep-dp-pp", or "tp-cp-ep-pp-dp"
   // with --use-tp-pp-dp-mapping; no flag gives any other order.
@@ -319,15 +372,19 @@ nlohmann::ordered_json run_config_json(const Scenario& s, const SimulationResult
 }
 
 std::optional<std::string> does_not_fit(const Scenario& s, const SimulationResult& r) {
-  if (r.memory.fits) return std::nullopt;
+  return does_not_fit(s, r.memory);
+}
+
+std::optional<std::string> does_not_fit(const Scenario& s, const MemoryReport& memory) {
+  if (memory.fits) return std::nullopt;
   std::string why;
-  for (const StageMemory& st : r.memory.stages) {
+  for (const StageMemory& st : memory.stages) {
     if (st.fits) continue;
     if (!why.empty()) why += "; ";
     why += fmt::format("stage {} needs {} of {} (over by {}): parameters {}, gradients {}, optimizer {}, "
                        "activations {}, buffers {}, reserve {}",
-                       st.stage, gib(st.total_bytes), gib(r.memory.capacity_bytes),
-                       gib(st.total_bytes - r.memory.capacity_bytes), gib(st.params_bytes), gib(st.grads_bytes),
+                       st.stage, gib(st.total_bytes), gib(memory.capacity_bytes),
+                       gib(st.total_bytes - memory.capacity_bytes), gib(st.params_bytes), gib(st.grads_bytes),
                        gib(st.optimizer_bytes), gib(st.activations_bytes), gib(st.buffers_bytes),
                        gib(st.reserve_bytes));
   }
@@ -341,8 +398,9 @@ std::string megatron_script(const Scenario& s, const ExportOptions& o, const std
   const ModelSpec& m = s.model;
   const PlanSpec& p = s.plan;
   std::string out = "#!/usr/bin/env bash\n";
-  out += fmt::format("# Megatron-LM (pretrain_gpt.py) flags for {} with tp {} pp {} dp {}, written by strata export.\n",
-                     m.name, p.tp, p.pp, p.dp);
+  const std::string experts = p.moe.active ? fmt::format(" ep {} etp {}", p.moe.ep, p.moe.etp) : "";
+  out += fmt::format("# Megatron-LM (pretrain_gpt.py) flags for {} with tp {} pp {} dp {}{}, written by strata export.\n",
+                     m.name, p.tp, p.pp, p.dp, experts);
   out += "# Flags and values follow megatron/training/arguments.py; synthetic data (--mock-data), as `strata run` uses.\n";
   for (const std::string& n : notes) out += "# note: " + n + "\n";
   out += "# Usage: MEGATRON=/path/to/Megatron-LM bash megatron-args.sh   (one node; set NNODES, NODE_RANK,\n";
@@ -358,9 +416,14 @@ std::string megatron_script(const Scenario& s, const ExportOptions& o, const std
        {"--num-layers", "--hidden-size", "--num-attention-heads", "--group-query-attention", "--num-query-groups",
         "--ffn-hidden-size", "--swiglu", "--normalization", "--seq-length", "--max-position-embeddings",
         "--position-embedding-type", "--untie-embeddings-and-output-weights", "--disable-bias-linear",
-        "--hidden-dropout", "--attention-dropout", "--attention-backend", "--make-vocab-size-divisible-by"}},
+        "--hidden-dropout", "--attention-dropout", "--attention-backend", "--make-vocab-size-divisible-by",
+        "--kv-channels", "--num-experts", "--moe-router-topk", "--moe-router-pre-softmax", "--moe-ffn-hidden-size",
+        "--moe-shared-expert-intermediate-size", "--moe-layer-freq", "--moe-router-load-balancing-type",
+        "--moe-aux-loss-coeff", "--moe-token-dispatcher-type", "--moe-grouped-gemm",
+        "--moe-expert-capacity-factor"}},
       {"PARALLEL_ARGS",
        {"--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--context-parallel-size", "--cp-comm-type",
+        "--expert-model-parallel-size", "--expert-tensor-parallel-size",
         "--use-tp-pp-dp-mapping", "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
         "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
         "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split", "--sequence-parallel", "--tp-comm-overlap", "--use-distributed-optimizer", "--num-distributed-optimizer-instances", "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
@@ -385,7 +448,7 @@ std::string megatron_script(const Scenario& s, const ExportOptions& o, const std
       bool mine = false;
       for (const std::string& prefix : g.prefixes) mine = mine || f.flag == prefix;
       if (!mine) continue;
-      out += "  " + f.flag + (f.value.empty() ? "" : " " + f.value) + "\n";
+      out += "  " + f.flag + (f.value.empty() ? "" : " " + shell_word(f.value)) + "\n";
     }
     out += ")\n";
   }
@@ -484,6 +547,28 @@ ExportResult export_plan(const Scenario& s, const SimulationResult& r, const Exp
   out.files.push_back({"launch-mpirun.sh", mpirun_script(s, o), true});
   for (const std::string& n : megatron_notes) out.notes.push_back("megatron-args.sh: " + n);
   if (auto why = does_not_fit(s, r)) out.notes.push_back("exported with --force: " + *why);
+  return out;
+}
+
+ExportResult export_megatron_only(const Scenario& s, const MemoryReport& memory, const ExportOptions& o) {
+  if (auto why = does_not_fit(s, memory); why && !o.force) {
+    throw InputError(s.plan_file, "$", *why + "; nothing exported (pass --force to export it anyway)");
+  }
+  ExportResult out;
+  std::vector<std::string> megatron_notes;
+  const std::vector<MegatronFlag> flags = megatron_flags(s.model, s.plan, &megatron_notes);
+  out.files.push_back({"megatron-args.sh", megatron_script(s, o, flags, megatron_notes), true});
+  out.notes.push_back("megatron-args.sh only: the event simulator and strata run do not model MoE layers yet, so there "
+                      "is no prediction.json, strata-run.json, launch.slurm or launch-mpirun.sh (`strata memory` "
+                      "gives the plan's memory)");
+  // DeepSpeed-MoE is not a deepspeed.json setting (deepspeed/moe/layer.py).
+  out.notes.push_back("no deepspeed.json: DeepSpeed builds MoE layers in the model's code (deepspeed.moe.layer.MoE: "
+                      "num_experts, ep_size, k, capacity_factor, drop_tokens; Megatron-DeepSpeed's --num-experts, "
+                      "--moe-expert-parallel-size, --topk), not from its JSON config, and its expert parallelism has "
+                      "no expert tensor parallelism nor Megatron-Core's folding of experts over tp and cp: a "
+                      "deepspeed.json would describe the ZeRO and precision half of this plan only");
+  for (const std::string& n : megatron_notes) out.notes.push_back("megatron-args.sh: " + n);
+  if (auto why = does_not_fit(s, memory)) out.notes.push_back("exported with --force: " + *why);
   return out;
 }
 

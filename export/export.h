@@ -72,10 +72,17 @@ nlohmann::ordered_json run_config_json(const Scenario& scenario, const Simulatio
 // Why the plan does not fit (which stage, by how much, what takes the memory),
 // or nullopt when every stage fits.
 std::optional<std::string> does_not_fit(const Scenario& scenario, const SimulationResult& result);
+std::optional<std::string> does_not_fit(const Scenario& scenario, const MemoryReport& memory);
 
 // Every file. Throws InputError (the plan's file) when the plan does not fit in
 // memory and options.force is false.
 ExportResult export_plan(const Scenario& scenario, const SimulationResult& result, const ExportOptions& options);
+
+// The files of a plan the event simulator and `strata run` cannot take yet (an
+// MoE model, require_simulated_model): megatron-args.sh alone, checked against
+// the memory model's report (InputError when it does not fit and
+// options.force is false), with notes saying why the other files are not written.
+ExportResult export_megatron_only(const Scenario& scenario, const MemoryReport& memory, const ExportOptions& options);
 
 // The scenario of plan `rank` of a sweep (sweep.json, schema "strata-sweep/1":
 // {"request": {"model", "cluster", "profile"}, "plans": [{"rank", "plan", "result"}]}).

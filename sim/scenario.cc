@@ -73,6 +73,22 @@ Scenario load_scenario(const ScenarioArgs& args) {
   return s;
 }
 
+void require_simulated_model(const Scenario& s) {
+  if (s.model.is_moe()) {
+    throw InputError(s.model_file, "$.num_experts",
+                     "the event simulator does not model MoE layers yet (model " + s.model.name +
+                         " has " + std::to_string(s.model.moe.num_experts) +
+                         " experts): `strata memory` sizes its plans and `strata export` writes their Megatron-LM "
+                         "flags; simulate, sweep and run need a dense model");
+  }
+  if (s.model.kv_channels > 0) {
+    throw InputError(s.model_file, "$.kv_channels",
+                     "the event simulator does not model attention heads of kv_channels other than hidden_size / "
+                     "num_attention_heads yet: `strata memory` and `strata export` take this model; simulate and "
+                     "sweep need it without kv_channels");
+  }
+}
+
 nlohmann::ordered_json inputs_json(const Scenario& s) {
   nlohmann::ordered_json j;
   j["model"] = to_json(s.model);

@@ -58,6 +58,12 @@ Profile load_scenario_profile(const ClusterSpec& cluster, const std::string& clu
 void read_scenario_plan(Scenario& s, const nlohmann::json& doc, const std::string& file,
                         const std::string& path, bool allow_cross_node_tp);
 
+// Throws InputError (exit 2) when the event simulator cannot simulate the
+// scenario's model yet: MoE layers (at the model's $.num_experts) and a head
+// size other than hidden_size / num_attention_heads (its $.kv_channels). What
+// `strata memory` and `strata export` still do for such a model, the message says.
+void require_simulated_model(const Scenario& s);
+
 // The inputs echoed into outputs.
 nlohmann::ordered_json inputs_json(const Scenario& s);
 

@@ -15,6 +15,7 @@ ExportedPlan export_plan_to(const Scenario& scenario, const std::string& dir,
   sim::SimulationOptions options;
   options.fidelity = sim::Fidelity::kFull;
   options.progress = progress;
+  require_simulated_model(scenario);  // an MoE model's Megatron flags: `strata export`
   const sim::SimulationResult result = sim::simulate(scenario, options);  // Cancelled when asked
   // strata export's defaults (cli/cmd_export.cc): ExportOptions' own.
   sim::ExportOptions o;

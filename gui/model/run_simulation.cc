@@ -25,6 +25,7 @@ SimulationOutput run_simulation(const Scenario& scenario, sim::Fidelity fidelity
   sim::SimulationOptions options;
   options.fidelity = fidelity;
   options.progress = progress;
+  require_simulated_model(scenario);
   const sim::SimulationResult r = sim::simulate(scenario, options);  // Cancelled when asked
   SimulationOutput out;
   out.result_json = sim::result_json(scenario, r).dump(2) + "\n";

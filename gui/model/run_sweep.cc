@@ -18,6 +18,7 @@ namespace strata::gui {
 
 SweepOutput run_sweep(const SweepRequest& a, const ProgressFn& progress) {
   const Scenario inputs = load_scenario_inputs(a.model, a.cluster, a.profile);
+  require_simulated_model(inputs);
   const ModelSpec& model = inputs.model;
   const ClusterSpec& cluster = inputs.cluster;
   const Profile& profile = inputs.profile;

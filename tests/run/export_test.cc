@@ -17,6 +17,7 @@
 #include "plan/params.h"
 #include "plan/run_spec.h"
 #include "runtime/executor/run_config.h"
+#include "sim/device_memory.h"
 #include "sim/simulate.h"
 
 namespace strata::sim {
@@ -453,6 +454,7 @@ namespace rules {
 // deepspeed/runtime/engine.py), checked on every export of a plan matrix.
 // With MEGATRON_LM_DIR set, tests/run/export_real_tools.sh runs the real parsers.
 struct Exported {
+  ModelSpec model;
   PlanSpec plan;
   std::multimap<std::string, std::string> flags;
   std::string script;
@@ -474,6 +476,7 @@ std::vector<Exported> export_matrix(const TempDir& dir) {
       o.force = true;  // fitting is not what these rules are about
       const ExportResult r = export_plan(s, folded(s), o);
       Exported e;
+      e.model = s.model;
       e.plan = s.plan;
       e.script = file(r, "megatron-args.sh").content;
       e.flags = script_flags(e.script);
@@ -481,7 +484,28 @@ std::vector<Exported> export_matrix(const TempDir& dir) {
       out.push_back(std::move(e));
     }
   }
+  // Its MoE models and plans: megatron-args.sh alone (export_megatron_only).
+  const nlohmann::json& moe = matrix["moe"];
+  for (const nlohmann::json& model_name : moe["models"]) {
+    for (const nlohmann::json& plan_json : moe["plans"]) {
+      const Scenario s = scenario(dir, model_name.get<std::string>(), plan_json.dump(), moe["cluster"].get<std::string>());
+      ExportOptions o;
+      o.force = true;
+      const ExportResult r = export_megatron_only(s, memory_report(s.model, s.plan, device_memory(s.profile)), o);
+      Exported e;
+      e.model = s.model;
+      e.plan = s.plan;
+      e.script = file(r, "megatron-args.sh").content;
+      e.flags = script_flags(e.script);
+      out.push_back(std::move(e));
+    }
+  }
   return out;
+}
+
+int flag_int(const Exported& e, const std::string& flag, int fallback) {
+  auto it = e.flags.find(flag);
+  return it == e.flags.end() ? fallback : std::stoi(it->second);
 }
 
 TEST(ExportRules, MegatronValidateArgsAcceptsEveryExport) {
@@ -522,6 +546,55 @@ TEST(ExportRules, MegatronValidateArgsAcceptsEveryExport) {
     }
     EXPECT_FALSE(has(e, "--bf16") && has(e, "--fp16")) << plan;
   }
+}
+
+// Megatron-Core's MoE rules, on the matrix's MoE exports (its world_size).
+TEST(ExportRules, MegatronAcceptsEveryMoeExport) {
+  TempDir dir;
+  const int world = json::parse_file(data_root() + "/tests/run/export_matrix.json")["moe"]["world_size"].get<int>();
+  int checked = 0;
+  for (const Exported& e : export_matrix(dir)) {
+    if (!has(e, "--num-experts")) {
+      // arguments.py:1655-1656: expert parallelism needs experts.
+      EXPECT_FALSE(has(e, "--expert-model-parallel-size")) << e.model.name;
+      continue;
+    }
+    ++checked;
+    const std::string plan = e.model.name + " " + to_json(e.plan).dump();
+    const int experts = flag_int(e, "--num-experts", 0);
+    const int tp = flag_int(e, "--tensor-model-parallel-size", 1);
+    const int pp = flag_int(e, "--pipeline-model-parallel-size", 1);
+    const int ep = flag_int(e, "--expert-model-parallel-size", 1);
+    // arguments.py:587-588: etp defaults to tp when not given.
+    const int etp = flag_int(e, "--expert-tensor-parallel-size", tp);
+    // arguments.py:1657-1658: experts divide over ep.
+    EXPECT_EQ(experts % ep, 0) << plan;
+    // parallel_state.py:873-884: world_size % (etp * ep * pp) == 0.
+    EXPECT_EQ(world % (etp * ep * pp), 0) << plan;
+    // transformer/moe/moe_layer.py:636-640: MoE with tp > 1 trains only with sequence parallelism.
+    if (tp > 1) EXPECT_TRUE(has(e, "--sequence-parallel")) << plan;
+    // transformer_config.py:2612-2615: expert biases only with etp 1.
+    if (!has(e, "--disable-bias-linear")) EXPECT_EQ(etp, 1) << plan;
+    // transformer_config.py:1836-1860: token dropping with the aux-loss balancing kinds only.
+    if (has(e, "--moe-expert-capacity-factor")) {
+      const std::string lb = e.flags.find("--moe-router-load-balancing-type")->second;
+      EXPECT_TRUE(lb == "aux_loss" || lb == "seq_aux_loss" || lb == "global_aux_loss" || lb == "none") << plan;
+    }
+    // transformer_config.py:2661-2669: top-1 softmax routing needs the softmax first.
+    if (flag_int(e, "--moe-router-topk", 2) == 1) EXPECT_TRUE(has(e, "--moe-router-pre-softmax")) << plan;
+    // gpt_layer_specs.py:647-657: an integer N (layer i is MoE when i % N == 0) or one 0/1 per layer.
+    const std::string freq = e.flags.find("--moe-layer-freq")->second;
+    if (freq.find('[') == std::string::npos) {
+      EXPECT_EQ(freq, std::to_string(e.model.moe.moe_layer_freq)) << plan;
+    } else {
+      EXPECT_EQ(freq, "'([0]*3+[1]*58)'") << plan;  // the only pattern in the matrix: DeepSeek-V3's
+      EXPECT_EQ(e.model.num_layers, 3 + 58) << plan;
+    }
+    EXPECT_TRUE(e.flags.find("--moe-token-dispatcher-type")->second == "alltoall" ||
+                e.flags.find("--moe-token-dispatcher-type")->second == "allgather")
+        << plan;
+  }
+  EXPECT_GE(checked, 12);
 }
 
 // megatron/core/tokenizers/utils/build_tokenizer.py:133 vocab_size_with_padding:

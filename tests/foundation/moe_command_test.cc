@@ -1,0 +1,164 @@
+// MoE models from the command line: `strata memory` shows the expert part of
+// each stage, `strata export` writes the Megatron-LM flags, `strata simulate`,
+// `sweep` and `run` refuse them with exit 2 at the model's $.num_experts, and bad
+// MoE input exits 2 naming file, JSON path and what is allowed, writing nothing.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_test_util.h"
+
+namespace strata::testing {
+namespace {
+
+const char* kMixtral[] = {"--model", "mixtral-8x7b", "--plan", "mixtral-8x7b-64", "--cluster", "dgx-h100-8node"};
+
+std::vector<std::string> mixtral(std::vector<std::string> command) {
+  command.insert(command.end(), std::begin(kMixtral), std::end(kMixtral));
+  return command;
+}
+
+TEST(MoeCommand, MemoryShowsTheExpertPartPerStage) {
+  TempDir dir;
+  std::vector<std::string> args = mixtral({"memory", "--json", dir.file("m.json")});
+  const CommandResult r = run_strata(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("46.70 B parameters, 12.88 B active"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ep 8 etp 1 (alltoall dispatcher"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("expert st."), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("expert data-parallel group of 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("verdict  FITS"), std::string::npos) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(read_file(dir.file("m.json")));
+  ASSERT_EQ(j["memory"]["stages"].size(), 4u);
+  EXPECT_EQ(j["memory"]["stages"][1]["expert_params"], 1409286144);  // 8 layers x 1 expert of 176,160,768
+  EXPECT_EQ(j["memory"]["expert_data_parallel"], 2);
+  EXPECT_EQ(j["inputs"]["plan"]["ep"], 8);
+  EXPECT_EQ(j["inputs"]["model"]["num_experts"], 8);
+  // Same inputs, same bytes.
+  args[2] = dir.file("again.json");
+  EXPECT_EQ(run_strata(args).out, r.out);
+  EXPECT_EQ(read_file(dir.file("m.json")), read_file(dir.file("again.json")));
+}
+
+TEST(MoeCommand, SimulateSweepAndGuiPathsRefuseMoeLayers) {
+  TempDir dir;
+  CommandResult r = run_strata(mixtral({"simulate", "--out", dir.file("sim")}));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("mixtral-8x7b.json"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("$.num_experts"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the event simulator does not model MoE layers yet"), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(dir.file("sim/result.json")));
+  r = run_strata({"sweep", "--model", "mixtral-8x7b", "--cluster", "dgx-h100-8node", "--out", dir.file("sweep")});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("the event simulator does not model MoE layers yet"), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(dir.file("sweep/sweep.json")));
+}
+
+TEST(MoeCommand, ExportWritesTheMegatronFlagsOnly) {
+  TempDir dir;
+  const CommandResult r = run_strata(mixtral({"export", "--out", dir.file("launch")}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string script = read_file(dir.file("launch/megatron-args.sh"));
+  for (const char* line : {"  --num-experts 8\n", "  --moe-router-topk 2\n", "  --moe-ffn-hidden-size 14336\n",
+                           "  --moe-layer-freq 1\n", "  --expert-model-parallel-size 8\n",
+                           "  --expert-tensor-parallel-size 1\n", "  --moe-token-dispatcher-type alltoall\n",
+                           "  --moe-grouped-gemm\n", "  --moe-router-load-balancing-type aux_loss\n",
+                           "  --moe-aux-loss-coeff 0.02\n"}) {
+    EXPECT_NE(script.find(line), std::string::npos) << line << script;
+  }
+  EXPECT_EQ(script.find("--moe-expert-capacity-factor"), std::string::npos) << "dropless";
+  for (const char* absent : {"strata-run.json", "prediction.json", "deepspeed.json", "launch.slurm"}) {
+    EXPECT_FALSE(file_exists(dir.file(std::string("launch/") + absent))) << absent;
+  }
+  EXPECT_NE(r.out.find("no deepspeed.json: DeepSpeed builds MoE layers in the model's code"), std::string::npos)
+      << r.out;
+}
+
+TEST(MoeCommand, DeepSeekLayerPatternIsQuotedForTheShell) {
+  TempDir dir;
+  const std::string plan = dir.write("plan.json", R"({"tp": 1, "pp": 8, "ep": 8, "micro_batch_size": 1,
+      "global_batch_size": 64, "zero_stage": 1, "flash_attention": true, "moe_token_dispatcher_type": "alltoall",
+      "decoder_first_pipeline_num_layers": 5, "decoder_last_pipeline_num_layers": 8})");
+  const CommandResult r = run_strata({"export", "--model", "deepseek-v3", "--plan", plan, "--cluster", "dgx-h100-8node",
+                                      "--force", "--out", dir.file("launch")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string script = read_file(dir.file("launch/megatron-args.sh"));
+  EXPECT_NE(script.find("  --moe-layer-freq '([0]*3+[1]*58)'\n"), std::string::npos) << script;
+  EXPECT_NE(script.find("  --kv-channels 96\n"), std::string::npos) << script;
+  EXPECT_NE(script.find("  --moe-shared-expert-intermediate-size 2048\n"), std::string::npos) << script;
+}
+
+struct BadMoe {
+  const char* name;
+  const char* model;  // a path under the test's directory or a shipped name
+  const char* plan;
+  const char* file_at_fault;
+  const char* json_path;
+  const char* says;
+};
+
+void PrintTo(const BadMoe& c, std::ostream* os) { *os << c.name; }
+
+class BadMoeInput : public ::testing::TestWithParam<BadMoe> {};
+
+const char* kSmallMoe = R"({"name": "m", "num_layers": 4, "hidden_size": 256, "num_attention_heads": 8,
+  "num_query_groups": 4, "ffn_hidden_size": 512, "swiglu": true, "normalization": "rmsnorm", "seq_length": 128,
+  "vocab_size": 1024, "add_bias_linear": false, "num_experts": 8, "moe_router_topk": 2})";
+const char* kTopkTooLarge = R"({"name": "m", "num_layers": 4, "hidden_size": 256, "num_attention_heads": 8,
+  "num_query_groups": 4, "ffn_hidden_size": 512, "seq_length": 128, "vocab_size": 1024, "num_experts": 8,
+  "moe_router_topk": 9})";
+const char* kDense = R"({"name": "m", "num_layers": 4, "hidden_size": 256, "num_attention_heads": 8,
+  "num_query_groups": 4, "ffn_hidden_size": 512, "seq_length": 128, "vocab_size": 1024})";
+
+TEST_P(BadMoeInput, ExitsTwoNamesPathWritesNothing) {
+  const BadMoe c = GetParam();
+  TempDir dir;
+  const std::string model = std::string(c.model).front() == '{' ? dir.write("model.json", c.model) : c.model;
+  const CommandResult r = run_strata({"memory", "--model", model, "--plan", dir.write("plan.json", c.plan),
+                                      "--cluster", "dgx-h100-1node", "--json", dir.file("out/memory.json")});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(c.file_at_fault), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(c.json_path), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(dir.file("out/memory.json")));
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadMoeInput,
+    ::testing::Values(
+        BadMoe{"EpNotDividingExperts", kSmallMoe, R"({"tp": 1, "pp": 1, "ep": 3, "micro_batch_size": 1,
+            "global_batch_size": 8})", "plan.json", "$.ep", "must divide num_experts 8"},
+        BadMoe{"EpTimesEtpNotDividingTheStage", kSmallMoe, R"({"tp": 2, "pp": 2, "ep": 4, "sequence_parallel": true,
+            "micro_batch_size": 1, "global_batch_size": 8})", "plan.json", "$.ep",
+               "must divide the ranks of a pipeline stage, tp*cp*dp = 2*1*2 = 4"},
+        BadMoe{"TopkAboveExperts", kTopkTooLarge, R"({"tp": 1, "pp": 1, "micro_batch_size": 1,
+            "global_batch_size": 8})", "model.json", "$.moe_router_topk", "allowed 1 to 8"},
+        BadMoe{"MoeKeyOnDenseModel", kDense, R"({"tp": 1, "pp": 1, "ep": 2, "micro_batch_size": 1,
+            "global_batch_size": 8})", "plan.json", "$.ep", "model m has no experts"},
+        BadMoe{"TensorParallelWithoutSequenceParallel", kSmallMoe, R"({"tp": 2, "pp": 1, "micro_batch_size": 1,
+            "global_batch_size": 8})", "plan.json", "$.sequence_parallel", "moe_layer.py:636"},
+        BadMoe{"UnknownDispatcher", kSmallMoe, R"({"tp": 1, "pp": 1, "moe_token_dispatcher_type": "deepep",
+            "micro_batch_size": 1, "global_batch_size": 8})", "plan.json", "$.moe_token_dispatcher_type",
+               "alltoall"}),
+    [](const ::testing::TestParamInfo<BadMoe>& param) { return std::string(param.param.name); });
+
+// strata run reads strata-run.json's model like any model.json; one with
+// experts is refused up front, naming the key.
+TEST(MoeCommand, RunRefusesMoeLayers) {
+  TempDir dir;
+  const CommandResult exported = run_strata({"export", "--model", "tiny", "--plan", "tiny-2", "--cluster",
+                                             "dgx-h100-1node", "--fidelity", "folded", "--out", dir.file("launch")});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  nlohmann::json config = nlohmann::json::parse(read_file(dir.file("launch/strata-run.json")));
+  config["model"]["num_experts"] = 4;
+  const std::string file = dir.write("moe-run.json", config.dump(2));
+  const CommandResult r = run_strata({"run", file, "--out", dir.file("measured")});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("$.model.num_experts"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("strata run does not run MoE layers yet"), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(dir.file("measured/measured.json")));
+}
+
+}  // namespace
+}  // namespace strata::testing
