@@ -558,15 +558,24 @@ ExportResult export_megatron_only(const Scenario& s, const MemoryReport& memory,
   std::vector<std::string> megatron_notes;
   const std::vector<MegatronFlag> flags = megatron_flags(s.model, s.plan, &megatron_notes);
   out.files.push_back({"megatron-args.sh", megatron_script(s, o, flags, megatron_notes), true});
-  out.notes.push_back("megatron-args.sh only: the event simulator and strata run do not model MoE layers yet, so there "
-                      "is no prediction.json, strata-run.json, launch.slurm or launch-mpirun.sh (`strata memory` "
-                      "gives the plan's memory)");
-  // DeepSpeed-MoE is not a deepspeed.json setting (deepspeed/moe/layer.py).
-  out.notes.push_back("no deepspeed.json: DeepSpeed builds MoE layers in the model's code (deepspeed.moe.layer.MoE: "
-                      "num_experts, ep_size, k, capacity_factor, drop_tokens; Megatron-DeepSpeed's --num-experts, "
-                      "--moe-expert-parallel-size, --topk), not from its JSON config, and its expert parallelism has "
-                      "no expert tensor parallelism nor Megatron-Core's folding of experts over tp and cp: a "
-                      "deepspeed.json would describe the ZeRO and precision half of this plan only");
+  out.notes.push_back(fmt::format("megatron-args.sh only: the event simulator and strata run do not model {} yet, so "
+                                  "there is no prediction.json, strata-run.json, launch.slurm or launch-mpirun.sh "
+                                  "(`strata memory` gives the plan's memory)",
+                                  s.model.is_moe() ? "MoE layers" : "attention heads of their own kv_channels"));
+  if (!s.model.is_moe()) {
+    if (auto ds = deepspeed_unsupported(s.plan)) {
+      out.notes.push_back("no deepspeed.json: " + *ds);
+    } else {
+      out.files.push_back({"deepspeed.json", deepspeed_config(s.plan, o).dump(2) + "\n", false});
+    }
+  } else {
+    // DeepSpeed-MoE is not a deepspeed.json setting (deepspeed/moe/layer.py).
+    out.notes.push_back("no deepspeed.json: DeepSpeed builds MoE layers in the model's code (deepspeed.moe.layer.MoE: "
+                        "num_experts, ep_size, k, capacity_factor, drop_tokens; Megatron-DeepSpeed's --num-experts, "
+                        "--moe-expert-parallel-size, --topk), not from its JSON config, and its expert parallelism has "
+                        "no expert tensor parallelism nor Megatron-Core's folding of experts over tp and cp: a "
+                        "deepspeed.json would describe the ZeRO and precision half of this plan only");
+  }
   for (const std::string& n : megatron_notes) out.notes.push_back("megatron-args.sh: " + n);
   if (auto why = does_not_fit(s, memory)) out.notes.push_back("exported with --force: " + *why);
   return out;

@@ -79,9 +79,10 @@ std::optional<std::string> does_not_fit(const Scenario& scenario, const MemoryRe
 ExportResult export_plan(const Scenario& scenario, const SimulationResult& result, const ExportOptions& options);
 
 // The files of a plan the event simulator and `strata run` cannot take yet (an
-// MoE model, require_simulated_model): megatron-args.sh alone, checked against
-// the memory model's report (InputError when it does not fit and
-// options.force is false), with notes saying why the other files are not written.
+// MoE model or one with its own kv_channels, require_simulated_model):
+// megatron-args.sh (and for a dense model deepspeed.json), checked against the
+// memory model's report (InputError when it does not fit and options.force is
+// false), with notes saying why the other files are not written.
 ExportResult export_megatron_only(const Scenario& scenario, const MemoryReport& memory, const ExportOptions& options);
 
 // The scenario of plan `rank` of a sweep (sweep.json, schema "strata-sweep/1":

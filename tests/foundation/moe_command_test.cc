@@ -88,6 +88,30 @@ TEST(MoeCommand, DeepSeekLayerPatternIsQuotedForTheShell) {
   EXPECT_NE(script.find("  --moe-shared-expert-intermediate-size 2048\n"), std::string::npos) << script;
 }
 
+// A dense model with its own head size (kv_channels, DeepSeek-V3's stand-in for
+// MLA): the simulator refuses it at $.kv_channels; memory and export take it.
+TEST(MoeCommand, OwnHeadSizeIsSizedAndExportedNotSimulated) {
+  TempDir dir;
+  const std::string model = dir.write("model.json", R"({"name": "wide-heads", "num_layers": 4, "hidden_size": 256,
+      "num_attention_heads": 8, "num_query_groups": 4, "kv_channels": 48, "ffn_hidden_size": 512, "seq_length": 128,
+      "vocab_size": 1024})");
+  const std::string plan = dir.write("plan.json", R"({"tp": 1, "pp": 1, "micro_batch_size": 1, "global_batch_size": 8})");
+  const std::vector<std::string> scenario = {"--model", model, "--plan", plan, "--cluster", "dgx-h100-1node"};
+  auto with = [&](std::vector<std::string> command) {
+    command.insert(command.end(), scenario.begin(), scenario.end());
+    return command;
+  };
+  CommandResult r = run_strata(with({"simulate", "--out", dir.file("sim")}));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("$.kv_channels"), std::string::npos) << r.err;
+  EXPECT_EQ(run_strata(with({"memory"})).exit_code, 0);
+  r = run_strata(with({"export", "--out", dir.file("launch")}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(read_file(dir.file("launch/megatron-args.sh")).find("  --kv-channels 48\n"), std::string::npos);
+  EXPECT_TRUE(file_exists(dir.file("launch/deepspeed.json")));
+  EXPECT_FALSE(file_exists(dir.file("launch/strata-run.json")));
+}
+
 struct BadMoe {
   const char* name;
   const char* model;  // a path under the test's directory or a shipped name
