@@ -101,12 +101,17 @@ class StrictnessCheck : public nlohmann::json_sax<nlohmann::json> {
     }
     return true;
   }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+  bool parse_error(std::size_t position, const std::string& last_token, const nlohmann::detail::exception&) override {
     malformed_ = true;  // parse_text reports it, with line and column
+    // Where the offending token starts: position counts the characters read, the token's included.
+    error_offset_ = position >= last_token.size() ? position - last_token.size() : 0;
+    error_token_ = last_token;
     return false;
   }
 
   bool malformed() const { return malformed_; }
+  std::size_t error_offset() const { return error_offset_; }
+  const std::string& error_token() const { return error_token_; }
   const std::string& error_path() const { return error_path_; }
   const std::string& error() const { return error_; }
 
@@ -163,6 +168,8 @@ class StrictnessCheck : public nlohmann::json_sax<nlohmann::json> {
 
   std::vector<Frame> frames_;
   bool malformed_ = false;
+  std::size_t error_offset_ = 0;
+  std::string error_token_;
   std::string error_path_, error_;
 };
 
@@ -197,6 +204,13 @@ nlohmann::json parse_text(const std::string& text, const std::string& file_label
     std::string reason = pos == std::string::npos ? what : what.substr(pos + 2);
     throw InputError(fmt::format("{}:{}:{}", file_label, line, column), "",
                      "malformed JSON: " + reason);
+  } catch (const nlohmann::json::out_of_range&) {
+    // A number past a double's range (1e309): nlohmann reports it as out_of_range,
+    // not as a parse_error, and without its place; the first pass saw where.
+    auto [line, column] = line_and_column(text, check.error_offset());
+    throw InputError(fmt::format("{}:{}:{}", file_label, line, column), "",
+                     fmt::format("number out of range: {} is beyond a double's largest, about 1.8e308",
+                                 check.error_token()));
   }
 }
 

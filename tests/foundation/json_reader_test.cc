@@ -126,6 +126,21 @@ TEST(JsonReader, NanAndInfinitySayWhatIsWrong) {
   }
 }
 
+// Found by the fuzz targets (tests/fuzz): nlohmann reports a number past a
+// double's range as out_of_range, which escaped every loader as an internal error.
+TEST(JsonReader, NumberBeyondADoubleIsAnInputErrorAtItsPlace) {
+  try {
+    parse_text("{\n  \"tp\": 2,\n  \"pp\": 1e309\n}", "o.json");
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "o.json:3:9");
+    EXPECT_EQ(e.message(), "number out of range: 1e309 is beyond a double's largest, about 1.8e308");
+  }
+  EXPECT_THROW(parse_text("[-2e308]", "o.json"), InputError);
+  // The largest double itself is a number.
+  EXPECT_EQ(parse_text("[1.7976931348623157e308]", "o.json")[0].get<double>(), 1.7976931348623157e308);
+}
+
 TEST(JsonReader, WrongTypedContainerIsDescribedNotDumped) {
   nlohmann::json doc = nlohmann::json::parse(R"({"tp": [1, 2, 3]})");
   ObjectReader r(doc, "p.json");
