@@ -1,6 +1,8 @@
 #include "topologies/report.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <set>
@@ -42,44 +44,49 @@ const std::vector<double>& report_sizes() {
 double bisection_bandwidth(const Topology& t) {
   const int nodes = t.num_nodes();
   if (nodes < 2 || t.rails() == 0) return 0.0;
+  // Capacities in whole bytes per second, as integers, so that the flow is exact:
+  // Boost's push-relabel checks (in builds with assertions) that its result
+  // conserves flow to the last unit, which doubles do not (an "unlimited" source
+  // edge of DBL_MAX / 4 absorbed the flow pushed back into it, and the sanitizer
+  // build aborted on the inline-graph test). An edge from the source or to the
+  // sink carries at most what its NIC's fabric links carry, so no sum overflows.
+  using Capacity = std::int64_t;
   using Traits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
   using FlowGraph = boost::adjacency_list<
       boost::vecS, boost::vecS, boost::directedS, boost::no_property,
-      boost::property<boost::edge_capacity_t, double,
-                      boost::property<boost::edge_residual_capacity_t, double,
+      boost::property<boost::edge_capacity_t, Capacity,
+                      boost::property<boost::edge_residual_capacity_t, Capacity,
                                       boost::property<boost::edge_reverse_t, Traits::edge_descriptor>>>>;
   FlowGraph g(static_cast<std::size_t>(t.num_vertices() + 2));
   auto capacity = boost::get(boost::edge_capacity, g);
   auto reverse = boost::get(boost::edge_reverse, g);
-  auto add = [&](std::size_t a, std::size_t b, double c) {
+  auto add = [&](std::size_t a, std::size_t b, Capacity c) {
     auto e = boost::add_edge(a, b, g).first;
     auto r = boost::add_edge(b, a, g).first;
     capacity[e] = c;
-    capacity[r] = 0.0;
+    capacity[r] = 0;
     reverse[e] = r;
     reverse[r] = e;
   };
+  std::vector<Capacity> fabric_capacity(static_cast<std::size_t>(t.num_vertices()), 0);
   for (LinkId l = 0; l < t.num_links(); ++l) {
     const Link& link = t.link(l);
     if (!is_network(link.kind)) continue;
-    add(static_cast<std::size_t>(link.from_vertex), static_cast<std::size_t>(link.to_vertex),
-        link.bandwidth_bytes_per_s);
+    const auto c = static_cast<Capacity>(std::llround(link.bandwidth_bytes_per_s));
+    add(static_cast<std::size_t>(link.from_vertex), static_cast<std::size_t>(link.to_vertex), c);
+    fabric_capacity[static_cast<std::size_t>(link.from_vertex)] += c;
+    fabric_capacity[static_cast<std::size_t>(link.to_vertex)] += c;
   }
   const auto source = static_cast<std::size_t>(t.num_vertices());
   const auto sink = source + 1;
-  const double unlimited = std::numeric_limits<double>::max() / 4;
   for (int v = 0; v < t.num_vertices(); ++v) {
     const VertexInfo& info = t.vertex(v);
-    if (info.kind != VertexKind::kNic || info.node < 0) continue;
-    bool on_fabric = false;
-    for (auto [e, end] = boost::out_edges(static_cast<std::size_t>(v), t.graph()); e != end; ++e) {
-      on_fabric = on_fabric || is_network(t.link(t.graph()[*e].link).kind);
-    }
-    if (!on_fabric) continue;
-    if (info.node < nodes / 2) add(source, static_cast<std::size_t>(v), unlimited);
-    else if (info.node >= nodes - nodes / 2) add(static_cast<std::size_t>(v), sink, unlimited);
+    const Capacity nic = fabric_capacity[static_cast<std::size_t>(v)];
+    if (info.kind != VertexKind::kNic || info.node < 0 || nic == 0) continue;  // not on the fabric
+    if (info.node < nodes / 2) add(source, static_cast<std::size_t>(v), nic);
+    else if (info.node >= nodes - nodes / 2) add(static_cast<std::size_t>(v), sink, nic);
   }
-  return boost::push_relabel_max_flow(g, source, sink);
+  return static_cast<double>(boost::push_relabel_max_flow(g, source, sink));
 }
 
 TopologyReport make_report(const Topology& t, const CollectiveModel& model,
