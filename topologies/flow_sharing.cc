@@ -155,21 +155,21 @@ std::vector<FlowSharing::FlowId> FlowSharing::add_all(const std::vector<std::vec
   for (std::size_t i = 0; i < paths.size(); ++i) check_new_flow(paths[i], caps[i], weights_of(i));
   std::vector<FlowId> ids;
   ids.reserve(paths.size());
-  std::vector<LinkId> seeds;
-  std::vector<int> pathless;  // capped flows without links: at their cap, nothing to solve
+  std::vector<int> seeds;
   for (std::size_t i = 0; i < paths.size(); ++i) {
     const int slot = start_flow(paths[i], caps[i], weights_of(i));
     ids.push_back(id_of(slot));
-    if (paths[i].empty()) pathless.push_back(slot);
-    seeds.insert(seeds.end(), paths[i].begin(), paths[i].end());
+    if (paths[i].empty()) {
+      // A capped flow without links runs at its cap: nothing to solve.
+      flows_[static_cast<std::size_t>(slot)].rate = caps[i];
+    } else {
+      seeds.push_back(slot);
+    }
   }
-  for (int slot : pathless) flows_[static_cast<std::size_t>(slot)].rate = flows_[static_cast<std::size_t>(slot)].cap;
-  std::sort(seeds.begin(), seeds.end());
-  seeds.erase(std::unique(seeds.begin(), seeds.end()), seeds.end());
   if (seeds.empty()) {
     last_resolved_ = 0;
   } else {
-    resolve_from(seeds);
+    resolve(seeds);
   }
   return ids;
 }
@@ -207,16 +207,13 @@ FlowSharing::FlowId FlowSharing::add(const std::vector<LinkId>& path, double cap
     for (std::size_t i = 0; i < path.size(); ++i) load_[static_cast<std::size_t>(path[i])] += residual * f.w(i);
     last_resolved_ = 0;
   } else {
-    resolve_from(path);
+    resolve({slot});
   }
   return id_of(slot);
 }
 
-bool FlowSharing::end_flow(int slot, std::vector<LinkId>& links_out) {
+void FlowSharing::end_flow(int slot) {
   Flow& f = flows_[static_cast<std::size_t>(slot)];
-  bool any_saturated = false;
-  for (LinkId l : f.path) any_saturated = any_saturated || saturated(l);
-  links_out.insert(links_out.end(), f.path.begin(), f.path.end());
   detach(slot);
   f.live = false;
   f.path.clear();
@@ -224,16 +221,16 @@ bool FlowSharing::end_flow(int slot, std::vector<LinkId>& links_out) {
   f.changed = false;
   --live_;
   free_slots_.push_back(slot);
-  return any_saturated;
 }
 
 void FlowSharing::remove(FlowId id) {
   const int slot = slot_of(id);
-  std::vector<LinkId> links;
-  if (end_flow(slot, links)) {
-    resolve_from(links);
-  } else {
+  const std::vector<int> seeds = bottlenecked_beside({slot});
+  end_flow(slot);
+  if (seeds.empty()) {
     last_resolved_ = 0;
+  } else {
+    resolve(seeds);
   }
 }
 
@@ -246,15 +243,12 @@ void FlowSharing::remove_all(const std::vector<FlowId>& ids) {
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
     throw InternalError("FlowSharing::remove_all: a flow id repeats");
   }
-  std::vector<LinkId> links;
-  bool any_saturated = false;
-  for (int slot : slots) any_saturated = end_flow(slot, links) || any_saturated;
-  std::sort(links.begin(), links.end());
-  links.erase(std::unique(links.begin(), links.end()), links.end());
-  if (any_saturated) {
-    resolve_from(links);
-  } else {
+  const std::vector<int> seeds = bottlenecked_beside(slots);
+  for (int slot : slots) end_flow(slot);
+  if (seeds.empty()) {
     last_resolved_ = 0;
+  } else {
+    resolve(seeds);
   }
 }
 
@@ -273,7 +267,34 @@ std::vector<FlowSharing::FlowId> FlowSharing::take_changed() {
   return out;
 }
 
-void FlowSharing::resolve_from(const std::vector<LinkId>& seed_links) {
+std::vector<int> FlowSharing::bottlenecked_beside(const std::vector<int>& leaving) {
+  // A leaving flow frees capacity on its links; on a full one, the flows it can
+  // speed up are those bottlenecked there: the fastest on the link (the leaving
+  // flows included), and no others (a slower flow's bottleneck is elsewhere).
+  next_epoch();
+  for (int slot : leaving) flow_epoch_[static_cast<std::size_t>(slot)] = epoch_;
+  std::vector<int> out;
+  for (int slot : leaving) {
+    for (LinkId l : flows_[static_cast<std::size_t>(slot)].path) {
+      if (link_epoch_[static_cast<std::size_t>(l)] == epoch_ || !saturated(l)) continue;
+      link_epoch_[static_cast<std::size_t>(l)] = epoch_;
+      const auto& on_link = link_flows_[static_cast<std::size_t>(l)];
+      double fastest = 0.0;
+      for (int other : on_link) fastest = std::max(fastest, flows_[static_cast<std::size_t>(other)].rate);
+      for (int other : on_link) {
+        if (flow_epoch_[static_cast<std::size_t>(other)] == epoch_) continue;
+        if (flows_[static_cast<std::size_t>(other)].rate >= fastest * (1.0 - kRelTol)) {
+          flow_epoch_[static_cast<std::size_t>(other)] = epoch_;
+          out.push_back(other);
+        }
+      }
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void FlowSharing::next_epoch() {
   if (++epoch_ == 0) {  // wrapped: reset the stamps
     std::fill(link_epoch_.begin(), link_epoch_.end(), 0);
     std::fill(flow_epoch_.begin(), flow_epoch_.end(), 0);
@@ -281,54 +302,50 @@ void FlowSharing::resolve_from(const std::vector<LinkId>& seed_links) {
   }
   flow_epoch_.resize(flows_.size(), 0);
   flow_local_.resize(flows_.size(), -1);
+}
 
-  // The affected set S. Rates can only move through links that are full (a flow's
-  // bottleneck), so from the seed links S grows through full links only. Flows left
-  // out keep their rates as fixed load. After solving S, a link that was not full
-  // but is now, and carries flows outside S, pulls them in (they may now be unfair);
-  // then S is solved again. The result is the unique max-min allocation, found while
-  // touching only the flows a change can move.
+void FlowSharing::resolve(const std::vector<int>& seed_flows) {
+  next_epoch();
+  // The affected set S starts with the flows whose rate the change can move
+  // directly (new flows; those bottlenecked beside a leaving one). Flows outside S
+  // keep their rates as fixed load. After S is solved, the allocation is max-min
+  // fair unless an outside flow lost its certificate (each flow at its cap, or
+  // the fastest on a full link, its bottleneck), which can happen only on S's
+  // links in two ways:
+  //  (a) a link is full and an S flow bottlenecked there is slower than an
+  //      outside flow on it (the outside flow must give way), or
+  //  (b) on a link that was full, an outside flow was bottlenecked (the fastest
+  //      there) and S now carries less on it (the flow may speed up) or an S
+  //      flow on it is faster than the outside flow (which must then speed up).
+  // Those outside flows join S and S is solved again. S grows until neither
+  // holds, touching only flows the change can move: a tensor-parallel
+  // collective starting on one node does not re-solve the data-parallel rings
+  // that cross the node, bottlenecked at their NICs.
   std::vector<int>& flows = scratch_flows_;
   std::vector<LinkId>& links = scratch_links_;  // every link of S's flows
   flows.clear();
   links.clear();
-  std::vector<LinkId> frontier;
-  auto add_link = [&](LinkId l) {
-    if (link_epoch_[static_cast<std::size_t>(l)] == epoch_) return;
-    link_epoch_[static_cast<std::size_t>(l)] = epoch_;
-    link_local_[static_cast<std::size_t>(l)] = static_cast<int>(links.size());
-    links.push_back(l);
-  };
   auto add_flow = [&](int slot) {
     if (flow_epoch_[static_cast<std::size_t>(slot)] == epoch_) return;
     flow_epoch_[static_cast<std::size_t>(slot)] = epoch_;
     flow_local_[static_cast<std::size_t>(slot)] = static_cast<int>(flows.size());
     flows.push_back(slot);
     for (LinkId m : flows_[static_cast<std::size_t>(slot)].path) {
-      const bool fresh = link_epoch_[static_cast<std::size_t>(m)] != epoch_;
-      add_link(m);
-      if (fresh && saturated(m)) frontier.push_back(m);
+      if (link_epoch_[static_cast<std::size_t>(m)] == epoch_) continue;
+      link_epoch_[static_cast<std::size_t>(m)] = epoch_;
+      link_local_[static_cast<std::size_t>(m)] = static_cast<int>(links.size());
+      links.push_back(m);
     }
   };
-  auto grow = [&]() {
-    while (!frontier.empty()) {
-      LinkId l = frontier.back();
-      frontier.pop_back();
-      for (int slot : link_flows_[static_cast<std::size_t>(l)]) add_flow(slot);
-    }
-  };
-  for (LinkId l : seed_links) {
-    if (link_epoch_[static_cast<std::size_t>(l)] != epoch_) {
-      add_link(l);
-      frontier.push_back(l);  // seed links are always crossed
-    }
-  }
-  grow();
+  for (int slot : seed_flows) add_flow(slot);
 
   std::vector<double>& new_rate = scratch_rate_;
   std::vector<double>& avail = scratch_avail_;
   std::vector<double>& in_s_old = scratch_old_;
   std::vector<double>& in_s_new = scratch_new_;
+  std::vector<int>& bottleneck = scratch_bottleneck_;
+  std::vector<double>& fastest_bound = scratch_fastest_bound_;
+  std::vector<double>& fastest_new = scratch_fastest_new_;
   last_rounds_ = 0;
   while (true) {
     ++last_rounds_;
@@ -346,29 +363,55 @@ void FlowSharing::resolve_from(const std::vector<LinkId>& seed_links) {
       const double outside = std::max(0.0, load_[static_cast<std::size_t>(links[k])] - in_s_old[k]);
       avail[k] = std::max(0.0, capacity_[static_cast<std::size_t>(links[k])] - outside);
     }
-    fill(avail, new_rate);
+    fill(avail, new_rate, bottleneck);
 
-    // Links newly full that carry flows outside S: widen S and solve again.
-    bool widened = false;
     in_s_new.assign(nl, 0.0);
+    fastest_bound.assign(nl, -1.0);  // the fastest S flow bottlenecked on each link
+    fastest_new.assign(nl, 0.0);     // the fastest S flow on each link
     for (std::size_t i = 0; i < flows.size(); ++i) {
       const Flow& f = flows_[static_cast<std::size_t>(flows[i])];
       for (std::size_t j = 0; j < f.path.size(); ++j) {
-        in_s_new[static_cast<std::size_t>(link_local_[static_cast<std::size_t>(f.path[j])])] += new_rate[i] * f.w(j);
+        const auto k = static_cast<std::size_t>(link_local_[static_cast<std::size_t>(f.path[j])]);
+        in_s_new[k] += new_rate[i] * f.w(j);
+        fastest_new[k] = std::max(fastest_new[k], new_rate[i]);
+      }
+      if (bottleneck[i] >= 0) {
+        double& b = fastest_bound[static_cast<std::size_t>(bottleneck[i])];
+        b = std::max(b, new_rate[i]);
       }
     }
-    const std::size_t nl_now = links.size();
-    for (std::size_t k = 0; k < nl_now; ++k) {
+    bool widened = false;
+    for (std::size_t k = 0; k < nl; ++k) {
       const LinkId l = links[k];
-      if (saturated(l) || in_s_new[k] < avail[k] * (1.0 - kRelTol)) continue;
-      for (int slot : link_flows_[static_cast<std::size_t>(l)]) {
-        if (flow_epoch_[static_cast<std::size_t>(slot)] != epoch_) {
-          add_flow(slot);
-          widened = true;
+      const double c = capacity_[static_cast<std::size_t>(l)];
+      const auto& on_link = link_flows_[static_cast<std::size_t>(l)];
+      if (fastest_bound[k] >= 0.0 && in_s_new[k] >= avail[k] * (1.0 - kRelTol)) {
+        // (a) full with S flows bottlenecked here: no outside flow may be faster.
+        for (int slot : on_link) {
+          if (flow_epoch_[static_cast<std::size_t>(slot)] == epoch_) continue;
+          if (flows_[static_cast<std::size_t>(slot)].rate > fastest_bound[k] * (1.0 + kRelTol)) {
+            add_flow(slot);
+            widened = true;
+          }
+        }
+      }
+      if (saturated(l)) {
+        // (b) on a link that was full, the outside flows bottlenecked there (the
+        // fastest) lose their certificate if S left room on it or an S flow on it
+        // is now faster than they are.
+        double fastest = 0.0;
+        for (int slot : on_link) fastest = std::max(fastest, flows_[static_cast<std::size_t>(slot)].rate);
+        if (in_s_new[k] < in_s_old[k] - kRelTol * c || fastest_new[k] > fastest * (1.0 + kRelTol)) {
+          for (int slot : on_link) {
+            if (flow_epoch_[static_cast<std::size_t>(slot)] == epoch_) continue;
+            if (flows_[static_cast<std::size_t>(slot)].rate >= fastest * (1.0 - kRelTol)) {
+              add_flow(slot);
+              widened = true;
+            }
+          }
         }
       }
     }
-    grow();
     if (!widened) break;
   }
   last_resolved_ = static_cast<int>(flows.size());
@@ -382,7 +425,7 @@ void FlowSharing::resolve_from(const std::vector<LinkId>& seed_links) {
   }
 }
 
-void FlowSharing::fill(const std::vector<double>& avail, std::vector<double>& new_rate) {
+void FlowSharing::fill(const std::vector<double>& avail, std::vector<double>& new_rate, std::vector<int>& bottleneck) {
   // Progressive filling over S. Unfrozen flows share one level x; link k fills when
   // frozen_k + unfrozen_weight_k · x = avail_k (frozen_k: the frozen flows' weighted
   // rates; the weight sum is the unfrozen count for plain flows). Events sit in a heap with lazy deletion (a
@@ -390,6 +433,23 @@ void FlowSharing::fill(const std::vector<double>& avail, std::vector<double>& ne
   const std::vector<int>& flows = scratch_flows_;
   const std::vector<LinkId>& links = scratch_links_;
   const std::size_t nl = links.size();
+  if (flows.size() == 1) {
+    // One flow (most re-solves): its cap, or the tightest of its links' room.
+    const Flow& f = flows_[static_cast<std::size_t>(flows.front())];
+    double level = f.cap;
+    int at = -1;
+    for (std::size_t j = 0; j < f.path.size(); ++j) {
+      const int k = link_local_[static_cast<std::size_t>(f.path[j])];
+      const double x = avail[static_cast<std::size_t>(k)] / f.w(j);
+      if (x < level) {
+        level = x;
+        at = k;
+      }
+    }
+    new_rate.assign(1, level);
+    bottleneck.assign(1, at);
+    return;
+  }
   std::vector<double>& frozen = scratch_frozen_;
   std::vector<int>& unfrozen = scratch_unfrozen_;
   std::vector<double>& unfrozen_weight = scratch_unfrozen_weight_;
@@ -401,6 +461,7 @@ void FlowSharing::fill(const std::vector<double>& avail, std::vector<double>& ne
   version.assign(nl, 0);
   done.assign(flows.size(), 0);
   new_rate.assign(flows.size(), 0.0);
+  bottleneck.assign(flows.size(), -1);
 
   // A min-heap of events on a reused vector.
   std::vector<FillEvent>& heap = scratch_heap_;
@@ -437,9 +498,11 @@ void FlowSharing::fill(const std::vector<double>& avail, std::vector<double>& ne
   for (std::size_t k = 0; k < nl; ++k) {
     if (unfrozen[k] > 0) push(FillEvent{avail[k] / unfrozen_weight[k], 0, static_cast<int>(k), 0});
   }
-  auto freeze = [&](int i, double level) {
+  // link: the local link whose filling froze the flow (-1: its cap).
+  auto freeze = [&](int i, double level, int link) {
     done[static_cast<std::size_t>(i)] = 1;
     new_rate[static_cast<std::size_t>(i)] = level;
+    bottleneck[static_cast<std::size_t>(i)] = link;
     const Flow& f = flows_[static_cast<std::size_t>(flows[static_cast<std::size_t>(i)])];
     for (std::size_t j = 0; j < f.path.size(); ++j) {
       const auto k = static_cast<std::size_t>(link_local_[static_cast<std::size_t>(f.path[j])]);
@@ -458,7 +521,7 @@ void FlowSharing::fill(const std::vector<double>& avail, std::vector<double>& ne
     const FillEvent e = heap.back();
     heap.pop_back();
     if (e.kind == 1) {
-      if (!done[static_cast<std::size_t>(e.index)]) freeze(e.index, e.level);
+      if (!done[static_cast<std::size_t>(e.index)]) freeze(e.index, e.level, -1);
       continue;
     }
     const auto k = static_cast<std::size_t>(e.index);
@@ -466,7 +529,7 @@ void FlowSharing::fill(const std::vector<double>& avail, std::vector<double>& ne
     // Freeze every unfrozen S flow on this link at the level.
     for (int m = offset[k]; m < offset[k + 1]; ++m) {
       const int i = members[static_cast<std::size_t>(m)];
-      if (!done[static_cast<std::size_t>(i)]) freeze(i, e.level);
+      if (!done[static_cast<std::size_t>(i)]) freeze(i, e.level, static_cast<int>(k));
     }
   }
 }

@@ -17,14 +17,15 @@
 // raised together, so max-min fairness is over the flows' rates. Weight 1 on
 // every link is the plain flow, with bit-identical results.
 //
-// Incremental update: a change can only move flows connected to it through full
-// links (bottlenecks). add() first tries the cases that need no re-solve (the new
-// flow is capped below every residual on its path, or it fills a link where no
-// other flow is faster); remove() needs none when none of its links was full.
-// Otherwise only the affected flows are re-solved: those reached from the changed
-// links through full links, widened to links that fill up in the new solution
-// (see resolve_from). Flows elsewhere keep their rates. add_all() and remove_all()
-// apply a whole collective's flows with one re-solve instead of one per flow.
+// Incremental update: a change can only move flows whose bottleneck it touches.
+// add() first tries the cases that need no re-solve (the new flow is capped below
+// every residual on its path, or it fills a link where no other flow is faster);
+// remove() needs none when no other flow was bottlenecked on a full link of it.
+// Otherwise only the affected flows are re-solved: the new flows, or those
+// bottlenecked beside the removed one, widened to every outside flow whose
+// bottleneck the new solution disturbs (see resolve). Flows elsewhere keep their
+// rates. add_all() and remove_all() apply a whole collective's flows with one
+// re-solve instead of one per flow.
 //
 // Not thread-safe: one engine owns one FlowSharing.
 #pragma once
@@ -97,17 +98,23 @@ class FlowSharing {
   void check_new_flow(const std::vector<LinkId>& path, double cap, const std::vector<double>& weights) const;
   // Takes a slot for a new flow at rate 0 and attaches it to its links.
   int start_flow(const std::vector<LinkId>& path, double cap, const std::vector<double>& weights);
-  // Detaches a live flow and frees its slot; reports whether a link of it was full.
-  bool end_flow(int slot, std::vector<LinkId>& links_out);
+  // Detaches a live flow and frees its slot.
+  void end_flow(int slot);
   FlowId id_of(int slot) const;
   void attach(int slot);
   void detach(int slot);
   bool saturated(LinkId l) const;
   void set_rate(int slot, double rate);
-  // Re-solves the flows a change at these links can move (see the .cc).
-  void resolve_from(const std::vector<LinkId>& seed_links);
-  // Progressive filling of the affected flows over the capacity left to them.
-  void fill(const std::vector<double>& avail, std::vector<double>& new_rate);
+  // Re-solves from these flows, widening to every flow the change can move (see the .cc).
+  void resolve(const std::vector<int>& seed_flows);
+  // The live flows, besides `leaving`, bottlenecked on a full link of theirs:
+  // those a removal of `leaving` can speed up.
+  std::vector<int> bottlenecked_beside(const std::vector<int>& leaving);
+  // Starts a new stamp for the scratch marks.
+  void next_epoch();
+  // Progressive filling of the affected flows over the capacity left to them; each
+  // flow's bottleneck: the local link that froze it, or -1 (its cap).
+  void fill(const std::vector<double>& avail, std::vector<double>& new_rate, std::vector<int>& bottleneck);
 
   std::vector<double> capacity_;
   std::vector<double> load_;                     // sum of weight x rate per link
@@ -140,6 +147,8 @@ class FlowSharing {
   std::vector<double> scratch_rate_, scratch_avail_, scratch_old_, scratch_new_, scratch_frozen_;
   std::vector<int> scratch_unfrozen_, scratch_offset_, scratch_members_, scratch_cursor_;
   std::vector<double> scratch_unfrozen_weight_;
+  std::vector<int> scratch_bottleneck_;
+  std::vector<double> scratch_fastest_bound_, scratch_fastest_new_;
   std::vector<std::uint32_t> scratch_version_;
   std::vector<char> scratch_done_;
   std::vector<FillEvent> scratch_heap_;

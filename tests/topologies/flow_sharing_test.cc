@@ -371,6 +371,61 @@ TEST(FlowSharing, BatchesMatchFromScratch) {
   }
 }
 
+// The local re-solve against a from-scratch solve after every change, over many
+// seeds: weighted flows, caps, batches, and the shape that makes components large
+// on a cluster (long flows, as data-parallel rings, crossing many short ones'
+// links, as tensor-parallel collectives on each node's NVLink).
+TEST(FlowSharing, LocalResolvesMatchFromScratchOverManySeeds) {
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<double> capacity;
+    for (int l = 0; l < 20; ++l) capacity.push_back(1.0 + static_cast<double>(rng() % 9));
+    FlowSharing s(capacity);
+    std::map<FlowId, RefFlow> live;
+    auto random_flow = [&] {
+      RefFlow f;
+      const bool long_flow = rng() % 4 == 0;
+      const int len = long_flow ? 5 + static_cast<int>(rng() % 8) : 1 + static_cast<int>(rng() % 3);
+      for (int i = 0; i < len; ++i) {
+        const auto l = static_cast<LinkId>(rng() % capacity.size());
+        if (std::find(f.path.begin(), f.path.end(), l) != f.path.end()) continue;
+        f.path.push_back(l);
+        f.weight.push_back(rng() % 2 ? 1.0 : 0.125 * static_cast<double>(1 + rng() % 16));
+      }
+      f.cap = rng() % 3 ? FlowSharing::kNoCap : 0.25 + static_cast<double>(rng() % 8) / 2.0;
+      return f;
+    };
+    for (int op = 0; op < 120; ++op) {
+      if (live.size() < 3 || rng() % 3 != 0) {
+        std::vector<RefFlow> batch;
+        for (int k = 0, n = 1 + static_cast<int>(rng() % 3); k < n; ++k) batch.push_back(random_flow());
+        std::vector<std::vector<LinkId>> paths;
+        std::vector<double> caps;
+        std::vector<std::vector<double>> weights;
+        for (const RefFlow& f : batch) {
+          paths.push_back(f.path);
+          caps.push_back(f.cap);
+          weights.push_back(f.weight);
+        }
+        const std::vector<FlowId> ids = s.add_all(paths, caps, weights);
+        for (std::size_t k = 0; k < ids.size(); ++k) live[ids[k]] = batch[k];
+      } else {
+        std::vector<FlowId> gone;
+        for (int k = 0, n = 1 + static_cast<int>(rng() % 2); k < n && !live.empty(); ++k) {
+          auto it = live.begin();
+          std::advance(it, static_cast<long>(rng() % live.size()));
+          gone.push_back(it->first);
+          live.erase(it);
+        }
+        s.remove_all(gone);
+      }
+      for (const auto& [id, r] : weighted_reference_rates(capacity, live)) {
+        ASSERT_NEAR(s.rate(id), r, 1e-9 * std::max(1.0, r)) << "seed " << seed << ", after op " << op;
+      }
+    }
+  }
+}
+
 // On a DGX A100: GPUs 0 and 2 both send to GPU 1; the NVSwitch-to-GPU 1 link (240 GB/s
 // achievable) is shared, each gets half.
 TEST(FlowSharing, OnTheTopology) {
