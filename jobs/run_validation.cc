@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <thread>
 
 #include <fmt/format.h>
@@ -309,17 +310,28 @@ RunComparison compare_run(const std::string& dir) {
   if (!fs::exists(meas_file)) {
     throw InputError(meas_file, "", "missing: run the plan first (`mpirun -n N strata run " + dir + "/strata-run.json`)");
   }
-  const nlohmann::json pred = json::parse_file(pred_file);
-  const nlohmann::json meas = json::parse_file(meas_file);
-  RunComparison r;
+  RunComparison r = compare_run_documents(json::parse_file(pred_file), pred_file, json::parse_file(meas_file), meas_file);
   r.dir = dir;
+  return r;
+}
+
+RunComparison compare_run_documents(const nlohmann::json& pred, const std::string& pred_file,
+                                    const nlohmann::json& meas, const std::string& meas_file) {
+  RunComparison r;
   r.predicted_step_s = positive_number_at(pred, pred_file, "$", "step_time_s");
   r.measured_step_s = positive_number_at(meas, meas_file, "$", "step_time_s");
   r.predicted_peak_bytes =
       positive_number_at(member(pred, pred_file, "$", "memory"), pred_file, "$.memory", "peak_bytes");
   r.measured_peak_bytes =
       positive_number_at(member(meas, meas_file, "$", "memory"), meas_file, "$.memory", "peak_bytes");
-  r.ranks = static_cast<int>(positive_number_at(meas, meas_file, "$", "ranks"));
+  // A count of processes: a whole number an int holds (1e10 would not convert).
+  const double ranks = positive_number_at(meas, meas_file, "$", "ranks");
+  if (ranks != std::floor(ranks) || ranks > std::numeric_limits<int>::max()) {
+    throw InputError(meas_file, "$.ranks",
+                     fmt::format("expected a whole number of ranks from 1 to {}, got {}", std::numeric_limits<int>::max(),
+                                 json::describe(meas.at("ranks"))));
+  }
+  r.ranks = static_cast<int>(ranks);
   const nlohmann::json& measured_plan = member(meas, meas_file, "$", "plan");
   const nlohmann::json& predicted_plan = member(member(pred, pred_file, "$", "inputs"), pred_file, "$.inputs", "plan");
   for (const auto& [key, value] : predicted_plan.items()) {

@@ -36,6 +36,10 @@ std::vector<RunComparison> steady_host_runs(const std::vector<RunComparison>& ru
 // Reads DIR/prediction.json (strata export) and DIR/measured.json (strata run).
 // Throws InputError when one is missing, malformed, or they describe different plans.
 RunComparison compare_run(const std::string& dir);
+// The same for the two documents already read (dir left empty): measured.json's
+// loader, as its fuzz target calls it (tests/loaders/loaders.h).
+RunComparison compare_run_documents(const nlohmann::json& prediction, const std::string& prediction_file,
+                                    const nlohmann::json& measured, const std::string& measured_file);
 
 // The host's 1-minute load average and online cores (load < 0: unknown): a busy
 // host slows measured runs (a rank waiting for its peer loses its core).

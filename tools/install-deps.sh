@@ -9,6 +9,9 @@ packages=(
   libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
   qt6-base-dev xvfb xauth
+  # The sanitizer suite and the fuzz targets (the fuzz preset): clang, its
+  # sanitizer and libFuzzer runtimes, and its OpenMP for the cpu backend's threads.
+  clang libclang-rt-dev libomp-dev
 )
 
 missing=()

@@ -190,6 +190,25 @@ TEST_F(CompareRunTest, NonPositiveMeasurementsAreInputErrorsNamingThePath) {
   }
 }
 
+// A rank count is a whole number an int holds: 1e10 passed the "above 0" check and
+// was converted to int, which is undefined (UBSan in the sanitizer suite's loader test).
+TEST_F(CompareRunTest, RanksMustBeAWholeNumberAnIntHolds) {
+  write("prediction.json", kPrediction);
+  const std::string plan =
+      R"("plan": {"tp": 2, "pp": 1, "dp": 1, "micro_batch_size": 1, "global_batch_size": 4, "zero_stage": 1})";
+  for (const char* ranks : {"1e10", "2.5", "2147483648"}) {
+    write("measured.json", std::string(R"({"step_time_s": 0.02, "memory": {"peak_bytes": 1}, "ranks": )") + ranks +
+                               ", " + plan + "}");
+    try {
+      compare_run(dir());
+      ADD_FAILURE() << "accepted ranks " << ranks;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.json_path(), "$.ranks") << e.what();
+      EXPECT_NE(e.message().find("whole number of ranks from 1 to 2147483647"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST_F(CompareRunTest, MissingFilesSayWhichCommandWritesThem) {
   try {
     compare_run(dir());

@@ -82,7 +82,7 @@ TEST(MoeModel, LayerFrequencyIsMegatronsIntegerOrList) {
   EXPECT_FALSE(m.is_moe_layer(0));
   EXPECT_EQ(m.num_moe_layers(), 3);
   EXPECT_EQ(megatron_moe_layer_freq(m), "([0]*1+[1]*3)");
-  EXPECT_EQ(to_json(m)["moe_layer_freq"], nlohmann::json({0, 1, 1, 1}));
+  EXPECT_EQ(to_json(m)["moe_layer_freq"], nlohmann::ordered_json({0, 1, 1, 1}));
 }
 
 TEST(MoeModel, BadKeysNameTheirPath) {
