@@ -462,14 +462,6 @@ void FlowSharing::fill(const std::vector<double>& avail, std::vector<double>& ne
   done.assign(flows.size(), 0);
   new_rate.assign(flows.size(), 0.0);
   bottleneck.assign(flows.size(), -1);
-
-  // A min-heap of events on a reused vector.
-  std::vector<FillEvent>& heap = scratch_heap_;
-  heap.clear();
-  auto push = [&](const FillEvent& e) {
-    heap.push_back(e);
-    std::push_heap(heap.begin(), heap.end(), std::greater<FillEvent>());
-  };
   for (std::size_t i = 0; i < flows.size(); ++i) {
     const Flow& f = flows_[static_cast<std::size_t>(flows[i])];
     for (std::size_t j = 0; j < f.path.size(); ++j) {
@@ -477,7 +469,6 @@ void FlowSharing::fill(const std::vector<double>& avail, std::vector<double>& ne
       ++unfrozen[k];
       unfrozen_weight[k] += f.w(j);
     }
-    if (!std::isinf(f.cap)) push(FillEvent{f.cap, 1, static_cast<int>(i), 0});
   }
   // S's flows per link (compressed rows), so a filling link visits only them.
   std::vector<int>& offset = scratch_offset_;
@@ -495,8 +486,34 @@ void FlowSharing::fill(const std::vector<double>& avail, std::vector<double>& ne
       }
     }
   }
-  for (std::size_t k = 0; k < nl; ++k) {
-    if (unfrozen[k] > 0) push(FillEvent{avail[k] / unfrozen_weight[k], 0, static_cast<int>(k), 0});
+
+  // The events in the order progressive filling meets them: the lowest level
+  // first; at one level a link filling before a flow reaching its cap, then the
+  // lower index. A link's level is where it fills given the flows frozen so far,
+  // never below the level reached. Two ways find the next event and meet the
+  // same sequence, so the rates are bit-identical: a heap with lazy deletion (a
+  // link's entry is current while its version matches), or, for a few flows, a
+  // scan of the links that still carry an unfrozen flow. A few flows fill in a
+  // few rounds, so the scan wins when their paths are long (a data-parallel
+  // ring's hundreds of links), where the heap pushes and pops every link.
+  const bool scan = flows.size() <= static_cast<std::size_t>(scan_fill_max_flows_);
+  std::vector<FillEvent>& heap = scratch_heap_;
+  std::vector<int>& active = scratch_active_;  // scan: the links with an unfrozen flow
+  heap.clear();
+  active.clear();
+  if (scan) {
+    for (std::size_t k = 0; k < nl; ++k) {
+      if (unfrozen[k] > 0) active.push_back(static_cast<int>(k));
+    }
+  } else {
+    for (std::size_t i = 0; i < flows.size(); ++i) {
+      const double cap = flows_[static_cast<std::size_t>(flows[i])].cap;
+      if (!std::isinf(cap)) heap.push_back(FillEvent{cap, 1, static_cast<int>(i), 0});
+    }
+    for (std::size_t k = 0; k < nl; ++k) {
+      if (unfrozen[k] > 0) heap.push_back(FillEvent{avail[k] / unfrozen_weight[k], 0, static_cast<int>(k), 0});
+    }
+    std::make_heap(heap.begin(), heap.end(), std::greater<FillEvent>());
   }
   // link: the local link whose filling froze the flow (-1: its cap).
   auto freeze = [&](int i, double level, int link) {
@@ -510,16 +527,50 @@ void FlowSharing::fill(const std::vector<double>& avail, std::vector<double>& ne
       --unfrozen[k];
       unfrozen_weight[k] -= f.w(j);
       ++version[k];
-      if (unfrozen[k] > 0) {
+      if (!scan && unfrozen[k] > 0) {
         const double x = (avail[k] - frozen[k]) / unfrozen_weight[k];
-        push(FillEvent{std::max(x, level), 0, static_cast<int>(k), version[k]});
+        heap.push_back(FillEvent{std::max(x, level), 0, static_cast<int>(k), version[k]});
+        std::push_heap(heap.begin(), heap.end(), std::greater<FillEvent>());
       }
     }
   };
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), std::greater<FillEvent>());
-    const FillEvent e = heap.back();
-    heap.pop_back();
+  // The next event by scanning; false when every flow is frozen.
+  double level = 0.0;
+  auto next_by_scan = [&](FillEvent& next) {
+    bool any = false;
+    std::size_t kept = 0;
+    for (const int k : active) {
+      const auto kk = static_cast<std::size_t>(k);
+      if (unfrozen[kk] == 0) continue;
+      active[kept++] = k;
+      // Bit-equal to the link's current heap entry: frozen and the weight are as
+      // at its last update, and a level below the one reached pops at once.
+      const double x = (avail[kk] - frozen[kk]) / unfrozen_weight[kk];
+      const FillEvent candidate{std::max(x, level), 0, k, version[kk]};
+      if (!any || next > candidate) next = candidate;
+      any = true;
+    }
+    active.resize(kept);
+    for (std::size_t i = 0; i < flows.size(); ++i) {
+      const double cap = flows_[static_cast<std::size_t>(flows[i])].cap;
+      if (done[i] || std::isinf(cap)) continue;
+      const FillEvent candidate{cap, 1, static_cast<int>(i), 0};
+      if (!any || next > candidate) next = candidate;
+      any = true;
+    }
+    return any;
+  };
+  while (true) {
+    FillEvent e{};
+    if (scan) {
+      if (!next_by_scan(e)) break;
+    } else {
+      if (heap.empty()) break;
+      std::pop_heap(heap.begin(), heap.end(), std::greater<FillEvent>());
+      e = heap.back();
+      heap.pop_back();
+    }
+    level = e.level;
     if (e.kind == 1) {
       if (!done[static_cast<std::size_t>(e.index)]) freeze(e.index, e.level, -1);
       continue;

@@ -74,6 +74,12 @@ class FlowSharing {
   // ones not), sorted by id; clears the list.
   std::vector<FlowId> take_changed();
 
+  // Re-solves of at most this many flows find progressive filling's next event by
+  // scanning their links, larger ones with a heap; both give bit-identical rates
+  // (the tests set it to compare them).
+  static constexpr int kScanFillMaxFlows = 64;
+  void set_scan_fill_max_flows(int flows) { scan_fill_max_flows_ = flows; }
+
   int live_flows() const { return live_; }
   // Flows re-solved by the last add/remove (0 when a fast path applied): a measure
   // of how local the incremental update was.
@@ -152,6 +158,8 @@ class FlowSharing {
   std::vector<std::uint32_t> scratch_version_;
   std::vector<char> scratch_done_;
   std::vector<FillEvent> scratch_heap_;
+  std::vector<int> scratch_active_;
+  int scan_fill_max_flows_ = kScanFillMaxFlows;
   std::uint32_t epoch_ = 0;
 };
 
