@@ -91,8 +91,8 @@ void run_simulate(const SimulateArgs& args) {
   sim::SimulationOptions options;
   options.fidelity = args.fidelity == "full" ? sim::Fidelity::kFull : sim::Fidelity::kFolded;
   ProgressLine progress("simulate", 100);
-  options.progress = [&](std::int64_t done, std::int64_t total, std::string_view) {
-    progress.update(100 * done / total);
+  options.progress = [&](std::int64_t done, std::int64_t total, std::string_view what) {
+    progress.update(100 * done / total, std::string(what));
     return true;
   };
   const auto t0 = std::chrono::steady_clock::now();

@@ -27,6 +27,11 @@ void ProgressLine::update(std::int64_t done, const std::string& detail) {
   if (total_ > 0) {
     double pct = 100.0 * static_cast<double>(done) / static_cast<double>(total_);
     line = fmt::format("{}: {}/{} ({:.0f}%) {:.1f}s", label_, done, total_, pct, elapsed);
+    // Time left if the rest goes as fast as what is done, once there is a second
+    // of history to go by.
+    if (done > 0 && !last && elapsed >= 1.0) {
+      line += fmt::format(", about {:.0f}s left", elapsed * static_cast<double>(total_ - done) / static_cast<double>(done));
+    }
   } else {
     line = fmt::format("{}: {} {:.1f}s", label_, done, elapsed);
   }

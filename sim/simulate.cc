@@ -121,8 +121,8 @@ const Profile& Simulator::profile() const { return state_->profile; }
 
 SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
                                 const SimulationOptions& options) const {
-  auto report = [&](std::int64_t phases, std::string_view what) {
-    report_progress(options.progress, phases, kSimulationPhases, what);
+  auto report = [&](std::int64_t done, std::string_view what) {
+    report_progress(options.progress, done, kSimulationWork, what);
   };
   report(0, "building the step");
   const State& st = *state_;
@@ -157,12 +157,16 @@ SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
   workload_options.max_tasks = budget / kBytesPerEstimatedTask;
   Workload workload = build_workload(model, plan, op_costs, comm_costs, options.fidelity, workload_options);
   phase_done("workload");
-  report(3, "running the step");
+  report(300, "running the step");
   std::unique_ptr<TopologyFlowModel> network;
   if (options.fidelity == Fidelity::kFull) network = std::make_unique<TopologyFlowModel>(st.topology);
-  RunResult run = run_task_graph(workload.graph, network.get());
+  RunResult run = run_task_graph(workload.graph, network.get(),
+                                 [&](std::int64_t tasks_done, std::int64_t tasks, std::int64_t events) {
+                                   report(300 + 600 * tasks_done / std::max<std::int64_t>(tasks, 1),
+                                          fmt::format("running the step: {:.1f} M events", events / 1e6));
+                                 });
   phase_done("engine");
-  report(9, "the results");
+  report(900, "the results");
 
   r.metrics = step_metrics(workload, run);
   r.flops = step_flops(model, plan);
@@ -219,7 +223,7 @@ SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
     r.workload = std::move(workload);
     r.run = std::move(run);
   }
-  report(10, "");
+  report(kSimulationWork, "");
   return r;
 }
 

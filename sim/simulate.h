@@ -29,7 +29,9 @@ struct SimulationOptions {
   // Memory the simulation may use; 0: core/memory_budget.h's (half this
   // machine's). A step whose estimate exceeds it is refused (WorkloadTooLarge).
   double memory_budget_bytes = 0.0;
-  // Called with the phases done of kSimulationPhases (core/progress.h): returning
+  // Called with the work done of kSimulationWork (core/progress.h) and what is
+  // being done: building the step is the first 30%, running it the next 60% (by
+  // tasks finished, with the events so far), the results the rest. Returning
   // false cancels (simulate then throws Cancelled). May be empty.
   ProgressFn progress;
 };
@@ -41,8 +43,8 @@ struct SimulationOptions {
 // without a trace; with the default trace the whole run is 155 bytes per task.
 inline constexpr double kBytesPerEstimatedTask = 160.0;
 
-// Building the step, running it, the results.
-inline constexpr std::int64_t kSimulationPhases = 10;
+// The units of SimulationOptions::progress (thousandths of the simulation).
+inline constexpr std::int64_t kSimulationWork = 1000;
 
 struct LinkUse {
   std::string from;  // vertex names, "n0.gpu3", "leaf2"

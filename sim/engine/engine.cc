@@ -43,7 +43,8 @@ struct ActiveFlow {
 
 class Engine {
  public:
-  Engine(const TaskGraph& graph, FlowModel* network) : g_(graph), net_(network) {
+  Engine(const TaskGraph& graph, FlowModel* network, const EngineProgress& progress)
+      : g_(graph), net_(network), progress_(progress) {
     const int n = g_.num_tasks();
     result_.start_ns.assign(n, -1);
     result_.end_ns.assign(n, -1);
@@ -78,7 +79,9 @@ class Engine {
         Event e = queue_.top();
         queue_.pop();
         if (e.version != version_[e.task]) continue;  // superseded by a rate change
-        ++result_.events;
+        if (++result_.events % kEngineProgressEvents == 0 && progress_) {
+          progress_(tasks_done_, g_.num_tasks(), result_.events);
+        }
         if (e.type == EventType::kFlowDone) {
           flow_done(e.task);
         } else {
@@ -186,6 +189,7 @@ class Engine {
 
   void task_done(TaskId t) {
     result_.end_ns[t] = now_;
+    ++tasks_done_;
     for (const std::int32_t* s = g_.slots_begin(t); s != g_.slots_end(t); ++s) {
       const auto tasks = g_.stream_by_slot(*s);
       std::int32_t& h = head_[*s];
@@ -197,6 +201,8 @@ class Engine {
 
   const TaskGraph& g_;
   FlowModel* net_;
+  const EngineProgress& progress_;
+  std::int64_t tasks_done_ = 0;
   RunResult result_;
   std::vector<std::int32_t> pending_;
   std::vector<std::uint32_t> version_;
@@ -214,8 +220,8 @@ class Engine {
 
 }  // namespace
 
-RunResult run_task_graph(const TaskGraph& graph, FlowModel* network) {
-  return Engine(graph, network).run();
+RunResult run_task_graph(const TaskGraph& graph, FlowModel* network, const EngineProgress& progress) {
+  return Engine(graph, network, progress).run();
 }
 
 }  // namespace strata::sim

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/units.h"
@@ -27,9 +28,15 @@ struct RunResult {
   std::int64_t events = 0;
 };
 
+// How far a run is: tasks finished of the graph's, events handled so far. Called
+// every kEngineProgressEvents events (a long full-fidelity step runs millions);
+// it may throw to stop the run (Cancelled).
+using EngineProgress = std::function<void(std::int64_t tasks_done, std::int64_t tasks, std::int64_t events)>;
+inline constexpr std::int64_t kEngineProgressEvents = 1 << 16;
+
 // Runs the graph. network may be null: communications are then costed without
 // links (fixed latency + bytes / rate cap). Throws InternalError on a deadlock
 // (tasks left that can never start), which would be a workload-builder bug.
-RunResult run_task_graph(const TaskGraph& graph, FlowModel* network);
+RunResult run_task_graph(const TaskGraph& graph, FlowModel* network, const EngineProgress& progress = {});
 
 }  // namespace strata::sim

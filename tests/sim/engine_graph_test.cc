@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "sim/engine/engine.h"
 #include "sim/engine/task_graph.h"
 
@@ -133,6 +134,30 @@ TEST(EngineGraph, ADiamondWaitsForItsLongerBranch) {
   EXPECT_EQ(r.start_ns[d], 7);
   EXPECT_EQ(r.blocker[d], c);
   EXPECT_EQ(r.makespan_ns, 8);
+}
+
+// A long run reports how far it is every kEngineProgressEvents events: tasks done
+// (never more than the graph's, never going back) and the events so far; a
+// progress function that throws stops the run.
+TEST(EngineGraph, ALongRunReportsItsProgress) {
+  const int n = 3 * static_cast<int>(kEngineProgressEvents) + 5;
+  TaskGraph g(1, 1);
+  for (int i = 0; i < n; ++i) g.add_compute(0, 0, Duration::from_ns(1));
+  g.finalize();
+  std::vector<std::int64_t> done;
+  const RunResult r = run_task_graph(g, nullptr, [&](std::int64_t tasks_done, std::int64_t tasks, std::int64_t events) {
+    EXPECT_EQ(tasks, n);
+    EXPECT_EQ(events % kEngineProgressEvents, 0);
+    done.push_back(tasks_done);
+  });
+  EXPECT_EQ(r.events, n);
+  // One event per task here: reports after 2^16, 2^17 and 3 * 2^16 tasks, the
+  // report made before the event it counts is handled.
+  ASSERT_EQ(done.size(), 3u);
+  EXPECT_EQ(done[0], kEngineProgressEvents - 1);
+  EXPECT_EQ(done[2], 3 * kEngineProgressEvents - 1);
+  EXPECT_THROW(run_task_graph(g, nullptr, [](std::int64_t, std::int64_t, std::int64_t) { throw Cancelled(); }),
+               Cancelled);
 }
 
 // A shared task holds every stream it runs on: the next task of either waits.
