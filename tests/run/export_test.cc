@@ -572,16 +572,22 @@ TEST(ExportRules, MegatronAcceptsEveryMoeExport) {
     // parallel_state.py:873-884: world_size % (etp * ep * pp) == 0.
     EXPECT_EQ(world % (etp * ep * pp), 0) << plan;
     // transformer/moe/moe_layer.py:636-640: MoE with tp > 1 trains only with sequence parallelism.
-    if (tp > 1) EXPECT_TRUE(has(e, "--sequence-parallel")) << plan;
+    if (tp > 1) {
+      EXPECT_TRUE(has(e, "--sequence-parallel")) << plan;
+    }
     // transformer_config.py:2612-2615: expert biases only with etp 1.
-    if (!has(e, "--disable-bias-linear")) EXPECT_EQ(etp, 1) << plan;
+    if (!has(e, "--disable-bias-linear")) {
+      EXPECT_EQ(etp, 1) << plan;
+    }
     // transformer_config.py:1836-1860: token dropping with the aux-loss balancing kinds only.
     if (has(e, "--moe-expert-capacity-factor")) {
       const std::string lb = e.flags.find("--moe-router-load-balancing-type")->second;
       EXPECT_TRUE(lb == "aux_loss" || lb == "seq_aux_loss" || lb == "global_aux_loss" || lb == "none") << plan;
     }
     // transformer_config.py:2661-2669: top-1 softmax routing needs the softmax first.
-    if (flag_int(e, "--moe-router-topk", 2) == 1) EXPECT_TRUE(has(e, "--moe-router-pre-softmax")) << plan;
+    if (flag_int(e, "--moe-router-topk", 2) == 1) {
+      EXPECT_TRUE(has(e, "--moe-router-pre-softmax")) << plan;
+    }
     // gpt_layer_specs.py:647-657: an integer N (layer i is MoE when i % N == 0) or one 0/1 per layer.
     const std::string freq = e.flags.find("--moe-layer-freq")->second;
     if (freq.find('[') == std::string::npos) {
