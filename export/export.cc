@@ -268,6 +268,19 @@ std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, 
   return f;
 }
 
+// The dtype DeepSpeed accumulates a half-precision plan's gradients in. With ZeRO
+// any mix runs, so the plan's choice. Without ZeRO (DeepSpeed v0.16, engine.py
+// _do_optimizer_sanity_check, lines 1300-1350): fp16 only in fp16 (its FP16
+// wrapper; fp32 is "unsupported mix of model dtype and gradient accumulation
+// type"), bf16 only in fp32 (its BF16 wrapper; bf16 "must use a gradient
+// accumulation type of fp32" unless the pipeline engine runs it).
+DType deepspeed_grad_accum_dtype(const PlanSpec& p) {
+  const DType plans = p.accumulate_allreduce_grads_in_fp32 ? DType::kFp32 : p.dtype;
+  if (p.zero_stage >= 1) return plans;
+  if (p.dtype == DType::kFp16) return DType::kFp16;
+  return p.pp > 1 ? plans : DType::kFp32;
+}
+
 std::optional<std::string> deepspeed_unsupported(const PlanSpec& p) {
   if (p.pp > 1 && p.uneven_stages()) {
     return "uneven pipeline stages: DeepSpeed's PipelineModule splits the layers itself (its partition_method, "
@@ -331,13 +344,7 @@ nlohmann::ordered_json deepspeed_config(const PlanSpec& p, const ExportOptions& 
   } else {
     j["fp16"] = {{"enabled", false}};
   }
-  // DeepSpeed without ZeRO accepts only gradients accumulated in the model's
-  // own dtype (engine.py _do_optimizer_sanity_check: "unsupported mix of
-  // model_dtype and grad_accum_dtype"); with ZeRO any mix.
-  if (p.dtype != DType::kFp32) {
-    const bool fp32_grads = p.accumulate_allreduce_grads_in_fp32 && p.zero_stage >= 1;
-    j["data_types"] = {{"grad_accum_dtype", fp32_grads ? "fp32" : to_string(p.dtype)}};
-  }
+  if (p.dtype != DType::kFp32) j["data_types"] = {{"grad_accum_dtype", to_string(deepspeed_grad_accum_dtype(p))}};
   j["wall_clock_breakdown"] = false;
   return j;
 }
@@ -448,7 +455,15 @@ std::string megatron_script(const Scenario& s, const ExportOptions& o, const std
       bool mine = false;
       for (const std::string& prefix : g.prefixes) mine = mine || f.flag == prefix;
       if (!mine) continue;
-      out += "  " + f.flag + (f.value.empty() ? "" : " " + shell_word(f.value)) + "\n";
+      // Appended piece by piece: the one-expression form trips GCC 12's false
+      // -Wstringop-overflow in std::string's operator+ chain.
+      out += "  ";
+      out += f.flag;
+      if (!f.value.empty()) {
+        out += ' ';
+        out += shell_word(f.value);
+      }
+      out += '\n';
     }
     out += ")\n";
   }
@@ -535,12 +550,14 @@ ExportResult export_plan(const Scenario& s, const SimulationResult& r, const Exp
     out.notes.push_back("no deepspeed.json: " + *ds);
   } else {
     out.files.push_back({"deepspeed.json", deepspeed_config(s.plan, o).dump(2) + "\n", false});
-    if (s.plan.zero_stage == 0 && s.plan.dtype != DType::kFp32 && s.plan.accumulate_allreduce_grads_in_fp32) {
+    const DType plans = s.plan.accumulate_allreduce_grads_in_fp32 ? DType::kFp32 : s.plan.dtype;
+    if (s.plan.dtype != DType::kFp32 && deepspeed_grad_accum_dtype(s.plan) != plans) {
       out.notes.push_back(fmt::format(
-          "deepspeed.json: without ZeRO DeepSpeed accumulates gradients only in the model dtype {} (engine.py "
-          "_do_optimizer_sanity_check), not in fp32 as the plan does: its gradient all-reduce carries half the "
-          "bytes the prediction has",
-          to_string(s.plan.dtype)));
+          "deepspeed.json: without ZeRO DeepSpeed accumulates {} gradients only in {} (engine.py "
+          "_do_optimizer_sanity_check), not in {} as the plan does: its gradient all-reduce carries {} the bytes "
+          "the prediction has",
+          to_string(s.plan.dtype), to_string(deepspeed_grad_accum_dtype(s.plan)), to_string(plans),
+          deepspeed_grad_accum_dtype(s.plan) == DType::kFp32 ? "twice" : "half"));
     }
   }
   out.files.push_back({"launch.slurm", slurm_script(s, o), true});

@@ -62,6 +62,9 @@ std::vector<MegatronFlag> megatron_flags(const ModelSpec& model, const PlanSpec&
 // Why the plan does not map to DeepSpeed (its config cannot express it), or
 // nullopt when it does.
 std::optional<std::string> deepspeed_unsupported(const PlanSpec& plan);
+// The dtype deepspeed.json accumulates a half-precision plan's gradients in: the
+// plan's where DeepSpeed's engine allows it, else the one it requires (export.cc).
+DType deepspeed_grad_accum_dtype(const PlanSpec& plan);
 // The DeepSpeed config; requires !deepspeed_unsupported(plan).
 nlohmann::ordered_json deepspeed_config(const PlanSpec& plan, const ExportOptions& options);
 

@@ -57,7 +57,7 @@ for model in "${models[@]}"; do
       failed=1
     fi
     if [[ -n "${DEEPSPEED_DIR:-}" && -f "$d/deepspeed.json" ]]; then
-      out=$(python3 "$tools/ds_check.py" "$d/deepspeed.json" "$world" 1 2>&1 || true)
+      out=$(python3 "$src/tests/run/deepspeed_check.py" "$tools/ds_check.py" "$d/deepspeed.json" "$world" 1 2>&1 || true)
       if grep -q 'RAISED\|Error' <<<"$out"; then
         echo "FAILED  deepspeed $model $(cat "$work/plan.json")"
         grep -E 'RAISED|Error' <<<"$out" | head -3
