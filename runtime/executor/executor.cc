@@ -41,6 +41,7 @@ struct PendingSend {
   const char* name = "";
   EventContext context;
   double bytes = 0.0;
+  std::int64_t transfer = -1;  // pipeline_transfer_id
 };
 
 ProcessGroups checked_groups(const RunConfig& c, Communicator& world) {
@@ -152,8 +153,11 @@ struct Executor::Impl {
       recvs[i].request->wait();
       Tensor t = std::move(recvs[i].buffer);
       recvs.erase(recvs.begin() + static_cast<std::ptrdiff_t>(i));
-      recorder.add(op.phase == PipelinePhase::kForward ? "recv activations" : "recv gradients", EventCategory::kPp,
-                   Lane::kPpRecv, static_cast<double>(t.view().bytes()), start, recorder.now_ns());
+      const bool forward = op.phase == PipelinePhase::kForward;
+      const int from_vs = virtual_stage_of(op) + (forward ? -1 : 1);
+      recorder.add(forward ? "recv activations" : "recv gradients", EventCategory::kPp, Lane::kPpRecv,
+                   static_cast<double>(t.view().bytes()), start, recorder.now_ns(), recorder.context(),
+                   transfer_id(forward ? LinkKind::kActivations : LinkKind::kGradients, op.microbatch, from_vs));
       return t;
     }
     throw InternalError("pipeline: a receive was not posted");
@@ -167,11 +171,18 @@ struct Executor::Impl {
     s.buffer = std::move(x);
     s.name = kind == LinkKind::kActivations ? "send activations" : "send gradients";
     s.context = recorder.context();
+    s.transfer = transfer_id(kind, microbatch, from_vs);
     sends.push_back(std::move(s));
   }
 
+  std::int64_t transfer_id(LinkKind kind, int microbatch, int from_vs) const {
+    return pipeline_transfer_id(config.plan, groups.coord.tp, groups.coord.cp, groups.coord.dp, kind, microbatch,
+                                from_vs);
+  }
+
   void finish_send(PendingSend& s) {
-    recorder.add(s.name, EventCategory::kPp, Lane::kPpSend, s.bytes, s.start_ns, recorder.now_ns(), s.context);
+    recorder.add(s.name, EventCategory::kPp, Lane::kPpSend, s.bytes, s.start_ns, recorder.now_ns(), s.context,
+                 s.transfer);
   }
 
   void pump() {

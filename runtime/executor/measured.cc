@@ -77,6 +77,21 @@ std::string trace_events_json(const Recorder& recorder, int rank) {
     append_trace_us(out, e.duration_ns);
     out += fmt::format(",\"args\":{{\"mb\":{},\"layer\":{},\"chunk\":{},\"phase\":\"{}\",\"flops\":{},\"bytes\":{}}}}}",
                        e.microbatch, e.layer, e.chunk, to_string(e.phase), e.flops, e.bytes);
+    // A pipeline transfer as a flow (Chrome trace "s" on the send, "f" on the
+    // receive, bound to their slices), as the predicted trace draws it: Perfetto
+    // follows a micro-batch from rank to rank.
+    if (e.transfer >= 0 && e.duration_ns > 0) {
+      const bool send = e.lane == Lane::kPpSend;
+      out += fmt::format(",\n{{\"ph\":\"{}\",{}\"id\":{},\"name\":\"", send ? "s" : "f", send ? "" : "\"bp\":\"e\",",
+                         e.transfer);
+      // Named by what it carries ("send activations" and "recv activations" make
+      // "activations"): Perfetto pairs a flow's ends by id, category and name.
+      const std::string& slice = recorder.names()[e.name];
+      append_json_escaped(out, slice.substr(slice.find(' ') + 1));
+      out += fmt::format("\",\"cat\":\"pp\",\"pid\":{},\"tid\":{},\"ts\":", rank, tid);
+      append_trace_us(out, e.start_ns);
+      out += "}";
+    }
   }
   return out;
 }

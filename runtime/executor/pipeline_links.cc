@@ -46,6 +46,15 @@ std::vector<Transfer> received_transfers(const PlanSpec& p, LinkKind kind, int f
   return out;
 }
 
+std::int64_t pipeline_transfer_id(const PlanSpec& plan, int tp_rank, int cp_rank, int dp_rank, LinkKind kind,
+                                  int microbatch, int from_vs) {
+  const std::int64_t pipeline = (static_cast<std::int64_t>(dp_rank) * plan.cp + cp_rank) * plan.tp + tp_rank;
+  const std::int64_t stages = static_cast<std::int64_t>(plan.pp) * plan.vpp;
+  const std::int64_t per_pipeline = 2 * static_cast<std::int64_t>(plan.num_microbatches()) * stages;
+  return pipeline * per_pipeline + (static_cast<std::int64_t>(kind == LinkKind::kGradients) * plan.num_microbatches() +
+                                    microbatch) * stages + from_vs;
+}
+
 PipelineLinks::PipelineLinks(Communicator& pp, const PlanSpec& plan) : plan_(plan), rank_(pp.rank()) {
   if (plan.pp == 1) return;
   // Every directed link that carries something, in a fixed order on every rank.

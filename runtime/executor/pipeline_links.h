@@ -11,6 +11,7 @@
 // (checked when the links are built). MPI matches the same way and also gets a tag.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -33,6 +34,13 @@ struct Transfer {
 // sender's program makes them (sender) or the receiver's program needs them.
 std::vector<Transfer> sent_transfers(const PlanSpec& plan, LinkKind kind, int from, int to);
 std::vector<Transfer> received_transfers(const PlanSpec& plan, LinkKind kind, int from, int to);
+
+// One id per pipeline transfer in the whole job, computed alike by its sender and
+// its receiver so that the measured trace can draw it as a flow: the pipeline
+// (its ranks' tp, cp and dp coordinates), the kind, the micro-batch and the
+// virtual stage that sends it.
+std::int64_t pipeline_transfer_id(const PlanSpec& plan, int tp_rank, int cp_rank, int dp_rank, LinkKind kind,
+                                  int microbatch, int from_vs);
 
 class PipelineLinks {
  public:

@@ -48,7 +48,7 @@ std::int32_t Recorder::intern(std::string_view name) {
 }
 
 void Recorder::add(std::string_view name, EventCategory category, Lane lane, double bytes, TimeNs start_ns,
-                   TimeNs end_ns, const EventContext& context) {
+                   TimeNs end_ns, const EventContext& context, std::int64_t transfer) {
   MeasuredEvent e;
   e.name = intern(name);
   e.category = category;
@@ -60,6 +60,7 @@ void Recorder::add(std::string_view name, EventCategory category, Lane lane, dou
   e.bytes = bytes;
   e.start_ns = start_ns;
   e.duration_ns = end_ns > start_ns ? end_ns - start_ns : 0;
+  e.transfer = transfer;
   current_.push_back(e);
 }
 

@@ -44,6 +44,10 @@ struct MeasuredEvent {
   double bytes = 0.0;
   TimeNs start_ns = 0;     // since the step's start
   TimeNs duration_ns = 0;
+  // A pipeline transfer's id, the same on the sending and the receiving rank
+  // (pipeline_transfer_id), which the trace draws as a flow from one to the
+  // other; -1 for every other event.
+  std::int64_t transfer = -1;
 };
 
 // Where in the program the rank is: attached to every event recorded.
@@ -83,7 +87,7 @@ class Recorder {
   TimeNs now_ns() const;
   // A communication (or any host-timed) event on a lane.
   void add(std::string_view name, EventCategory category, Lane lane, double bytes, TimeNs start_ns,
-           TimeNs end_ns, const EventContext& context);
+           TimeNs end_ns, const EventContext& context, std::int64_t transfer = -1);
   void add(std::string_view name, EventCategory category, Lane lane, double bytes, TimeNs start_ns,
            TimeNs end_ns) {
     add(name, category, lane, bytes, start_ns, end_ns, context_);

@@ -3,6 +3,7 @@
 // thread holds overlapping events (issue 22 T1: Perfetto's importer dropped one
 // of two in-flight "send activations" on rank 0's pp-send thread).
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 
 #include "runtime/cpu/cpu_device.h"
 #include "runtime/executor/measured.h"
+#include "runtime/executor/pipeline_links.h"
 #include "runtime/executor/recorder.h"
 
 namespace strata::rt {
@@ -52,6 +54,39 @@ TEST(MeasuredTrace, InFlightSendsTakeTracksOfTheirOwn) {
   EXPECT_EQ(spans[recv], (std::vector<std::pair<double, double>>{{1.5, 2.5}}));
   EXPECT_EQ(spans.size(), 3u);
   EXPECT_EQ(names[second], std::string(trace::to_string(Lane::kPpSend)) + " (2)");
+}
+
+// A transfer's id is what pairs its send with its receive across ranks: distinct
+// for every pipeline, kind, micro-batch and sending virtual stage of a job.
+TEST(MeasuredTrace, PipelineTransferIdsAreUniqueInTheJob) {
+  PlanSpec p;
+  p.tp = 2;
+  p.cp = 2;
+  p.dp = 3;
+  p.pp = 2;
+  p.vpp = 2;
+  p.micro_batch_size = 1;
+  p.global_batch_size = 12;  // 4 micro-batches per pipeline
+  std::set<std::int64_t> ids;
+  int n = 0;
+  for (int tp = 0; tp < p.tp; ++tp) {
+    for (int cp = 0; cp < p.cp; ++cp) {
+      for (int dp = 0; dp < p.dp; ++dp) {
+        for (LinkKind kind : {LinkKind::kActivations, LinkKind::kGradients}) {
+          for (int mb = 0; mb < p.num_microbatches(); ++mb) {
+            for (int vs = 0; vs < p.pp * p.vpp; ++vs) {
+              const std::int64_t id = pipeline_transfer_id(p, tp, cp, dp, kind, mb, vs);
+              EXPECT_GE(id, 0);
+              ids.insert(id);
+              ++n;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(static_cast<int>(ids.size()), n);
+  EXPECT_EQ(n, 2 * 2 * 3 * 2 * 4 * 4);
 }
 
 }  // namespace

@@ -13,13 +13,17 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
+#include "core/trace_vocabulary.h"
 #include "runtime/launch/mpi_launch.h"
 
 extern char** environ;
@@ -127,6 +131,53 @@ TEST(RunCommand, TwoRanksUnderMpirunThenValidateRun) {
   const nlohmann::json vj = nlohmann::json::parse(read_file(dir.file("v.json")));
   ASSERT_EQ(vj["runs"].size(), 1u);
   EXPECT_DOUBLE_EQ(vj["runs"][0]["measured_step_time_s"].get<double>(), m["step_time_s"].get<double>());
+}
+
+// pp 2 under mpirun: the measured trace draws every pipeline transfer as a flow
+// from the sender's send slice to the receiver's receive slice, as the predicted
+// trace does: one "s" on rank 0's pp-send track and one "f" on rank 1's pp-recv
+// track per forward micro-batch (the other way for the backward), paired by id,
+// category and name, each inside a slice of its own rank and track.
+TEST(RunCommand, MeasuredPipelineTransfersAreFlowsFromSendToReceive) {
+  TempDir dir;
+  const std::string config = export_tiny(dir, 2, R"({"tp": 1, "pp": 2, "micro_batch_size": 1,
+    "global_batch_size": 4, "dtype": "bf16"})", 2);
+  const CommandResult r = shell(mpirun_command(2, {"run", config}), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const nlohmann::json trace = nlohmann::json::parse(read_file(dir.file("out/measured-trace.json")));
+  std::map<std::tuple<std::int64_t, std::string, std::string>, std::vector<nlohmann::json>> ends;
+  std::vector<nlohmann::json> slices;
+  for (const auto& e : trace["traceEvents"]) {
+    const std::string ph = e.value("ph", "");
+    if (ph == "X") slices.push_back(e);
+    if (ph == "s" || ph == "f") ends[{e["id"].get<std::int64_t>(), e["cat"], e["name"]}].push_back(e);
+  }
+  const int send = static_cast<int>(trace::Lane::kPpSend), recv = static_cast<int>(trace::Lane::kPpRecv);
+  std::map<std::string, int> flows;  // name -> count
+  for (const auto& [key, pair] : ends) {
+    ASSERT_EQ(pair.size(), 2u) << std::get<0>(key);
+    const nlohmann::json& s = pair[0]["ph"] == "s" ? pair[0] : pair[1];
+    const nlohmann::json& f = pair[0]["ph"] == "s" ? pair[1] : pair[0];
+    ASSERT_EQ(s["ph"], "s");
+    ASSERT_EQ(f["ph"], "f");
+    EXPECT_EQ(f["bp"], "e");
+    EXPECT_NE(s["pid"], f["pid"]);
+    EXPECT_EQ(s["tid"].get<int>() % trace::kNumLanes, send);
+    EXPECT_EQ(f["tid"].get<int>() % trace::kNumLanes, recv);
+    // activations go from rank 0 to rank 1, gradients back
+    EXPECT_EQ(s["pid"].get<int>(), std::get<2>(key) == "activations" ? 0 : 1) << std::get<2>(key);
+    for (const nlohmann::json* end : {&s, &f}) {
+      bool bound = false;
+      for (const auto& x : slices) {
+        bound = bound || (x["pid"] == (*end)["pid"] && x["tid"] == (*end)["tid"] && x["ts"] == (*end)["ts"]);
+      }
+      EXPECT_TRUE(bound) << end->dump();
+    }
+    ++flows[std::get<2>(key)];
+  }
+  // 4 micro-batches on one pipeline, each once forward and once backward
+  EXPECT_EQ(flows["activations"], 4);
+  EXPECT_EQ(flows["gradients"], 4);
 }
 
 // The loop from a sweep: `strata sweep` ranks the plans of tiny on 2 GPUs,
