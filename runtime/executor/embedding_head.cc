@@ -82,12 +82,15 @@ void EmbeddingHead::head_forward(const TensorView& norm_weight, const TensorView
 
 Tensor EmbeddingHead::head_backward(const TensorView& norm_weight, const TensorView& output_weight,
                                     HeadActivations& a, const TensorView& d_norm_weight,
-                                    const TensorView& d_norm_bias, const TensorView& d_output_weight) {
+                                    const TensorView& d_norm_bias, const TensorView& d_output_weight,
+                                    DeferredWgrad* deferred) {
   const Shapes& s = k_.shapes();
   const i64 rows = s.local_tokens;
   Tensor d_norm_full = k_.activation(s.tokens * s.h);
   k_.column_dgrad("logits dgrad", a.dlogits.view(), output_weight, s.tokens, s.h, s.vocab, d_norm_full.view());
-  {
+  if (deferred != nullptr) {
+    *deferred = {"logits wgrad", true, std::move(a.dlogits), std::move(a.norm), s.tokens, s.h, s.vocab};
+  } else {
     Tensor gathered;
     const TensorView in = k_.gather_column_input(a.norm.view(), gathered);
     k_.column_wgrad("logits wgrad", a.dlogits.view(), in, s.tokens, s.h, s.vocab, d_output_weight, {});

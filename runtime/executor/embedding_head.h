@@ -38,10 +38,12 @@ class EmbeddingHead {
                     HeadActivations& a, const IndexView& labels, float grad_scale, const TensorView& loss_sum,
                     const TensorView& tmp);
   // -> gradient of the head's input [local_tokens, h]; accumulates the
-  // norm's and the output layer's gradients; frees a.
+  // norm's and the output layer's gradients; frees a. With `deferred` (a
+  // zero-bubble schedule's B) the output layer's weight gradient is left there
+  // for W (Kernels::deferred_wgrad into the output weight's gradient).
   Tensor head_backward(const TensorView& norm_weight, const TensorView& output_weight, HeadActivations& a,
                        const TensorView& d_norm_weight, const TensorView& d_norm_bias,
-                       const TensorView& d_output_weight);
+                       const TensorView& d_output_weight, DeferredWgrad* deferred = nullptr);
 
  private:
   Kernels& k_;

@@ -28,6 +28,13 @@ struct MicrobatchState {
   IndexTensor ids;
 };
 
+// What a zero-bubble schedule's B leaves to its W, for one micro-batch on one
+// model chunk: the weight-gradient GEMMs and what they need.
+struct DeferredWeightGrads {
+  std::vector<std::vector<LayerWgrad>> layers;  // by layer in the chunk
+  DeferredWgrad head;                           // the output layer's (last stage)
+};
+
 struct PendingRecv {
   PipelineOp op;
   Tensor buffer;
@@ -96,16 +103,22 @@ struct Executor::Impl {
     program = pipeline_program(p.schedule, p.pp, p.vpp, p.num_microbatches(), groups.coord.pp);
     split = pipeline_split(config.model, p);
     last_vs = p.pp * p.vpp - 1;
+    // The op after which each chunk's gradients are final: its last backward,
+    // or its last W when the schedule splits the backward.
     last_backward.assign(program.size(), 0);
     for (int chunk = 0; chunk < p.vpp; ++chunk) {
       int at = -1;
       for (int i = 0; i < static_cast<int>(program.size()); ++i) {
-        if (program[i].phase == PipelinePhase::kBackward && program[i].chunk == chunk) at = i;
+        if (computes_weight_grads(program[i], p.schedule) && program[i].chunk == chunk) at = i;
       }
       if (at >= 0) last_backward[at] = 1;
     }
     state.resize(p.vpp);
     for (auto& chunk_state : state) chunk_state.resize(p.num_microbatches());
+    if (splits_backward(p.schedule)) {
+      deferred.resize(p.vpp);
+      for (auto& chunk_deferred : deferred) chunk_deferred.resize(p.num_microbatches());
+    }
     // Positions of this rank's tokens ([b, s] rows of its context-parallel
     // chunks; a contiguous slice of those with sequence parallelism).
     local_positions = context_parallel_positions(shapes.seq, p.cp, groups.coord.cp);
@@ -129,7 +142,12 @@ struct Executor::Impl {
 
   bool needs_recv(const PipelineOp& op) const {
     const int vs = virtual_stage_of(op);
-    return op.phase == PipelinePhase::kForward ? vs > 0 : vs < last_vs;
+    switch (op.phase) {
+      case PipelinePhase::kForward: return vs > 0;
+      case PipelinePhase::kBackward: return vs < last_vs;
+      case PipelinePhase::kWeightGrad: return false;  // W needs nothing from another stage
+    }
+    return false;
   }
 
   void post_recv(const PipelineOp& op) {
@@ -291,12 +309,20 @@ struct Executor::Impl {
     }
   }
 
+  // The backward of op; under a zero-bubble schedule its B only: the weight
+  // GEMMs' gradients are left to weight_grad (W), which then also marks the
+  // units' gradients done (so a bucket is reduced once all its gradients are in).
   void backward(const PipelineOp& op, bool last) {
     const int c = op.chunk;
     const int vs = virtual_stage_of(op);
     EventContext& ctx = recorder.context();
     ctx = {op.microbatch, -1, c, EventPhase::kBackward};
     MicrobatchState& st = state[c][op.microbatch];
+    DeferredWeightGrads* later = deferred.empty() ? nullptr : &deferred[c][op.microbatch];
+    if (later != nullptr) {
+      later->layers.clear();
+      later->layers.resize(static_cast<std::size_t>(split.chunk_layers(groups.coord.pp, c)));
+    }
     Tensor dy;
     if (vs == last_vs) {
       const int fu = layout.final_norm_unit[c];
@@ -306,14 +332,12 @@ struct Executor::Impl {
       const TensorView gf = store->acquire_grads(fu);
       const TensorView go = store->acquire_grads(ou);
       dy = embedding_head.head_backward(param(fu, wf, 0), param(ou, wo, 0), st.head, param(fu, gf, 0),
-                                        param(fu, gf, 1), param(ou, go, 0));
+                                        param(fu, gf, 1), param(ou, go, 0), later != nullptr ? &later->head : nullptr);
       store->release_grads(ou);
       store->release_grads(fu);
       store->release_weights(ou);
       store->release_weights(fu);
-      store->unit_backward_done(fu, last);
-      // The tied word embedding (pp == 1) is done after the embedding's backward.
-      if (ou != layout.word_embedding_unit[c]) store->unit_backward_done(ou, last);
+      if (later == nullptr) head_units_done(c, last);
     } else {
       dy = take_recv(op);
     }
@@ -325,10 +349,11 @@ struct Executor::Impl {
       if (j > 0) store->prefetch_weights(units[j - 1]);
       const TensorView g = store->acquire_grads(units[j]);
       const Unit& unit = layout.units[units[j]];
-      dy = layer.backward(layer_params(unit, w), layer_params(unit, g), st.layers[j], std::move(dy));
+      dy = layer.backward(layer_params(unit, w), layer_params(unit, g), st.layers[j], std::move(dy),
+                          later != nullptr ? &later->layers[static_cast<std::size_t>(j)] : nullptr);
       store->release_grads(units[j]);
       store->release_weights(units[j]);
-      store->unit_backward_done(units[j], last);
+      if (later == nullptr) store->unit_backward_done(units[j], last);
       pump();
     }
     ctx.layer = -1;
@@ -338,17 +363,60 @@ struct Executor::Impl {
       const TensorView gw = store->acquire_grads(wu);
       const TensorView gp = pu >= 0 ? param(pu, store->acquire_grads(pu), 0) : TensorView{};
       embedding_head.embedding_backward(dy.view(), st.ids.view(), position_ids.view(), param(wu, gw, 0), gp);
-      if (pu >= 0) {
-        store->release_grads(pu);
-        store->unit_backward_done(pu, last);
-      }
+      if (pu >= 0) store->release_grads(pu);
       store->release_grads(wu);
-      store->unit_backward_done(wu, last);
+      if (later == nullptr) embedding_units_done(c, last);
     } else {
       send(LinkKind::kGradients, std::move(dy), op.microbatch, vs);
     }
-    store->backward_op_done(c, last);
+    if (later == nullptr) store->backward_op_done(c, last);
     st = MicrobatchState{};
+  }
+
+  // W of a zero-bubble schedule: the weight gradients B deferred, in the order
+  // the backward would have computed them (so each gradient sums its micro-
+  // batches in 1F1B's order), then the units' gradients marked done.
+  void weight_grad(const PipelineOp& op, bool last) {
+    const int c = op.chunk;
+    const int vs = virtual_stage_of(op);
+    EventContext& ctx = recorder.context();
+    ctx = {op.microbatch, -1, c, EventPhase::kWeightGrad};
+    DeferredWeightGrads& later = deferred[c][op.microbatch];
+    if (vs == last_vs) {
+      const int ou = output_unit(c);
+      const TensorView go = store->acquire_grads(ou);
+      kernels.deferred_wgrad(later.head, param(ou, go, 0), {});
+      later.head = DeferredWgrad{};
+      store->release_grads(ou);
+      head_units_done(c, last);
+    }
+    const std::vector<int>& units = layout.layer_units[c];
+    for (int j = static_cast<int>(later.layers.size()) - 1; j >= 0; --j) {
+      ctx.layer = split.chunk_first(groups.coord.pp, c) + j;
+      const TensorView g = store->acquire_grads(units[j]);
+      layer.weight_grads(layer_params(layout.units[units[j]], g), later.layers[static_cast<std::size_t>(j)]);
+      store->release_grads(units[j]);
+      store->unit_backward_done(units[j], last);
+      pump();
+    }
+    ctx.layer = -1;
+    if (vs == 0) embedding_units_done(c, last);
+    store->backward_op_done(c, last);
+    later = DeferredWeightGrads{};
+  }
+
+  // The last stage's final norm and output layer have their gradients of this op.
+  void head_units_done(int c, bool last) {
+    store->unit_backward_done(layout.final_norm_unit[c], last);
+    // The tied word embedding (pp == 1) is done after the embedding's backward.
+    const int ou = output_unit(c);
+    if (ou != layout.word_embedding_unit[c]) store->unit_backward_done(ou, last);
+  }
+
+  // The first stage's embeddings have their gradients of this op.
+  void embedding_units_done(int c, bool last) {
+    if (layout.position_embedding_unit[c] >= 0) store->unit_backward_done(layout.position_embedding_unit[c], last);
+    store->unit_backward_done(layout.word_embedding_unit[c], last);
   }
 
   StepResult step() {
@@ -362,10 +430,10 @@ struct Executor::Impl {
       post_recv(program[i]);
       // Receive one op ahead, so the transfer overlaps this op's compute.
       if (i + 1 < program.size()) post_recv(program[i + 1]);
-      if (program[i].phase == PipelinePhase::kForward) {
-        forward(program[i]);
-      } else {
-        backward(program[i], last_backward[i] != 0);
+      switch (program[i].phase) {
+        case PipelinePhase::kForward: forward(program[i]); break;
+        case PipelinePhase::kBackward: backward(program[i], last_backward[i] != 0); break;
+        case PipelinePhase::kWeightGrad: weight_grad(program[i], last_backward[i] != 0); break;
       }
       pump();
     }
@@ -451,6 +519,7 @@ struct Executor::Impl {
   std::vector<PipelineOp> program;
   std::vector<char> last_backward;
   std::vector<std::vector<MicrobatchState>> state;
+  std::vector<std::vector<DeferredWeightGrads>> deferred;  // [chunk][micro-batch], zero-bubble schedules only
   std::vector<PendingRecv> recvs;
   std::vector<PendingSend> sends;
   std::vector<std::int32_t> local_positions;  // the sequence positions of this cp rank's s/cp tokens

@@ -94,6 +94,16 @@ void Kernels::row_wgrad(const char* name, const TensorView& dy, const TensorView
   gemm(name, EventCategory::kGemm, args(T, N, in, out, rows, x, in, dy, out, dw, out, 1.0f));
 }
 
+void Kernels::deferred_wgrad(const DeferredWgrad& w, const TensorView& dw, const TensorView& dbias) {
+  if (!w.column) {
+    row_wgrad(w.name, w.dy.view(), w.x.view(), w.rows, w.in, w.out, dw);
+    return;
+  }
+  Tensor gathered;
+  const TensorView x = gather_column_input(w.x.view(), gathered);
+  column_wgrad(w.name, w.dy.view(), x, w.rows, w.in, w.out, dw, dbias);
+}
+
 void Kernels::norm_forward(const char* name, const TensorView& x, const TensorView& gamma, const TensorView& beta,
                            std::int64_t rows, const TensorView& y, const TensorView& mean, const TensorView& rstd) {
   const double bytes = 2.0 * static_cast<double>(x.bytes());

@@ -52,6 +52,21 @@ Shapes make_shapes(const ModelSpec& model, const PlanSpec& plan, int tp_rank, DT
 // Norm epsilon: Megatron-LM's --norm-epsilon default.
 inline constexpr float kNormEpsilon = 1e-5f;
 
+// A linear layer's weight-gradient GEMM that a zero-bubble schedule's B leaves
+// to its W (Qi et al. 2024, section 2.1), with what the GEMM needs kept until
+// then: the output gradient whole, and the input as the backward had it. A
+// column-parallel layer's input is kept as the residual stream's rows on this
+// rank, which W gathers again with sequence parallelism (sail-sg's zero-bubble
+// Megatron-LM, WeightGradStore.put), as the memory model counts it
+// (plan/memory_model.h: weight_grad_input_bytes).
+struct DeferredWgrad {
+  const char* name = "";
+  bool column = true;  // column-parallel: dW += dy^T x; row-parallel: dW += x^T dy
+  Tensor dy;           // [rows, out]
+  Tensor x;            // column: the stream [local_tokens, in]; row: [rows, in]
+  std::int64_t rows = 0, in = 0, out = 0;
+};
+
 class Kernels {
  public:
   Kernels(Device& device, Communicator& tp, Recorder& recorder, const Shapes& shapes);
@@ -77,6 +92,9 @@ class Kernels {
                  std::int64_t in, std::int64_t out, const TensorView& dx);
   void row_wgrad(const char* name, const TensorView& dy, const TensorView& x, std::int64_t rows,
                  std::int64_t in, std::int64_t out, const TensorView& dw);
+  // A deferred weight gradient (W): dw (and a column layer's dbias, may be empty)
+  // accumulated as column_wgrad / row_wgrad would have in the backward.
+  void deferred_wgrad(const DeferredWgrad& w, const TensorView& dw, const TensorView& dbias);
 
   // Norm over rows of width h: layernorm (beta may be empty) or rmsnorm by the model.
   // mean is unused (may be empty) for rmsnorm.

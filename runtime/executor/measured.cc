@@ -119,6 +119,12 @@ std::vector<std::string> runtime_notes(const RunConfig& c, const Device& device)
                                 "moves twice the bytes the prediction assumed",
                                 to_string(c.plan.dtype)));
   }
+  if (c.plan.schedule == Schedule::kZbH2 && c.plan.pp > 1) {
+    notes.push_back("zb-h2 runs here with the optimizer step synchronised over every rank (the global gradient "
+                    "norm, then the update): the prediction assumes the paper's optimizer post-validation (Qi et "
+                    "al. 2024, section 4), under which each stage starts the next step alone, so the measured step "
+                    "also holds the pipeline's fill and drain that the predicted period overlaps");
+  }
   const DType stored = device.storage_dtype(c.plan.dtype);
   if (stored != c.plan.dtype) {
     notes.push_back(fmt::format("{} tensors are stored and computed in {} on the {} backend", to_string(c.plan.dtype),

@@ -55,13 +55,6 @@ RunConfig read_run_config(const nlohmann::json& doc, const std::string& file) {
                      "\"a2a\" (Ulysses' head exchange) is costed by `strata simulate` and run by Megatron-LM "
                      "from megatron-args.sh, not here");
   }
-  if (splits_backward(c.plan.schedule)) {
-    throw InputError(file, "$.parallel.pipeline_schedule",
-                     fmt::format("strata run does not split the backward into B and W yet; \"{}\" is costed by "
-                                 "`strata simulate` and `strata memory`: run it here as \"1f1b\" (the same "
-                                 "gradients, another order)",
-                                 to_string(c.plan.schedule)));
-  }
   if (c.model.vocab_size % c.plan.tp != 0) {
     throw InputError(file, "$.model.vocab_size",
                      fmt::format("vocab_size {} must be divisible by tensor_model_parallel_size {} "

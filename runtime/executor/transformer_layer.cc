@@ -19,6 +19,13 @@ TensorView role_view(const Unit& unit, const TensorView& flat, LayerRole role) {
 // The rest of a tensor from element `offset` (a strided GEMM operand's start).
 TensorView from(const TensorView& v, i64 offset) { return v.slice(offset, v.numel - offset); }
 
+// A deferred row-parallel wgrad whose output gradient was not gathered takes the
+// residual stream's gradient itself, once the backward is done with it.
+void hand_over_stream_grad(std::vector<LayerWgrad>* deferred, std::size_t at, Tensor& grad) {
+  if (deferred != nullptr && (*deferred)[at].gemm.dy.numel() == 0) (*deferred)[at].gemm.dy = std::move(grad);
+  grad = Tensor();
+}
+
 constexpr Transpose N = Transpose::kNo;
 constexpr Transpose T = Transpose::kYes;
 
@@ -190,7 +197,49 @@ Tensor TransformerLayer::forward(const LayerParams& w, LayerActivations& a) {
   return out;
 }
 
-Tensor TransformerLayer::backward(const LayerParams& w, const LayerParams& g, LayerActivations& a, Tensor dy) {
+void TransformerLayer::row_wgrad(const char* name, const TensorView& dy_full, Tensor& gathered, Tensor& x, i64 in,
+                                 const TensorView& dw, TensorView LayerParams::*weight,
+                                 std::vector<LayerWgrad>* deferred) {
+  const Shapes& s = k_.shapes();
+  if (deferred == nullptr) {
+    k_.row_wgrad(name, dy_full, x.view(), s.tokens, in, s.h, dw);
+    return;
+  }
+  LayerWgrad later;
+  later.gemm = {name, false, std::move(gathered), std::move(x), s.tokens, in, s.h};
+  later.weight = weight;
+  deferred->push_back(std::move(later));
+}
+
+// A column-parallel layer's wgrad now (its input gathered again with sequence
+// parallelism), or deferred with its output gradient and stream input.
+void TransformerLayer::column_wgrad(const char* name, Tensor& dy, Tensor& stream_x, i64 out, const TensorView& dw,
+                                    const TensorView& dbias, TensorView LayerParams::*weight,
+                                    TensorView LayerParams::*bias, std::vector<LayerWgrad>* deferred) {
+  const Shapes& s = k_.shapes();
+  if (deferred == nullptr) {
+    Tensor gathered;
+    const TensorView in = k_.gather_column_input(stream_x.view(), gathered);
+    k_.column_wgrad(name, dy.view(), in, s.tokens, s.h, out, dw, dbias);
+    return;
+  }
+  LayerWgrad later;
+  later.gemm = {name, true, std::move(dy), std::move(stream_x), s.tokens, s.h, out};
+  later.weight = weight;
+  later.bias = bias;
+  deferred->push_back(std::move(later));
+}
+
+void TransformerLayer::weight_grads(const LayerParams& g, std::vector<LayerWgrad>& deferred) {
+  for (LayerWgrad& later : deferred) {
+    k_.deferred_wgrad(later.gemm, g.*later.weight, later.bias != nullptr ? g.*later.bias : TensorView{});
+    later.gemm = DeferredWgrad{};  // what it kept is freed as soon as it is used
+  }
+  deferred.clear();
+}
+
+Tensor TransformerLayer::backward(const LayerParams& w, const LayerParams& g, LayerActivations& a, Tensor dy,
+                                  std::vector<LayerWgrad>* deferred) {
   const Shapes& s = k_.shapes();
   Device& dev = k_.device();
   Recorder& rec = k_.recorder();
@@ -205,6 +254,7 @@ Tensor TransformerLayer::backward(const LayerParams& w, const LayerParams& g, La
   }
 
   // MLP half: out = x2 + fc2(act(fc1(norm2(x2)))).
+  const std::size_t fc2_at = deferred != nullptr ? deferred->size() : 0;
   Tensor d_act = k_.activation(s.tokens * s.ffn);
   {
     Tensor gathered;
@@ -213,7 +263,7 @@ Tensor TransformerLayer::backward(const LayerParams& w, const LayerParams& g, La
       if (g.fc2_bias.numel > 0) dev.bias_backward(dy.view(), rows, s.h, g.fc2_bias);
     });
     k_.row_dgrad("fc2 dgrad", dy_full, w.fc2_weight, s.tokens, s.ffn, s.h, d_act.view());
-    k_.row_wgrad("fc2 wgrad", dy_full, a.act_out.view(), s.tokens, s.ffn, s.h, g.fc2_weight);
+    row_wgrad("fc2 wgrad", dy_full, gathered, a.act_out, s.ffn, g.fc2_weight, &LayerParams::fc2_weight, deferred);
   }
   a.act_out = Tensor();
   Tensor d_fc1 = k_.activation(s.tokens * s.fc1_width);
@@ -229,13 +279,10 @@ Tensor TransformerLayer::backward(const LayerParams& w, const LayerParams& g, La
   a.fc1_out = Tensor();
   Tensor d_norm2_full = k_.activation(s.tokens * s.h);
   k_.column_dgrad("fc1 dgrad", d_fc1.view(), w.fc1_weight, s.tokens, s.h, s.fc1_width, d_norm2_full.view());
-  {
-    // With sequence parallelism the norm output is gathered again (Megatron keeps
-    // only this rank's tokens for the weight gradient).
-    Tensor gathered;
-    const TensorView in = k_.gather_column_input(a.norm2.view(), gathered);
-    k_.column_wgrad("fc1 wgrad", d_fc1.view(), in, s.tokens, s.h, s.fc1_width, g.fc1_weight, g.fc1_bias);
-  }
+  // With sequence parallelism the norm output is gathered again (Megatron keeps
+  // only this rank's tokens for the weight gradient).
+  column_wgrad("fc1 wgrad", d_fc1, a.norm2, s.fc1_width, g.fc1_weight, g.fc1_bias, &LayerParams::fc1_weight,
+               &LayerParams::fc1_bias, deferred);
   d_fc1 = Tensor();
   Tensor d_norm2 = k_.reduce_column_input_grad(std::move(d_norm2_full));
   Tensor dx2 = k_.activation(rows * s.h);
@@ -243,7 +290,7 @@ Tensor TransformerLayer::backward(const LayerParams& w, const LayerParams& g, La
                    a.norm2_rstd.view(), rows, dx2.view(), g.norm2_weight, g.norm2_bias);
   rec.compute("residual_mlp bwd", EventCategory::kElementwise, 0.0, 3.0 * static_cast<double>(dx2.view().bytes()),
               [&] { dev.add(dx2.view(), dy.view(), dx2.view()); });
-  dy = Tensor();
+  hand_over_stream_grad(deferred, fc2_at, dy);
   d_norm2 = Tensor();
   a.norm2 = Tensor();
   a.norm2_mean = Tensor();
@@ -251,6 +298,7 @@ Tensor TransformerLayer::backward(const LayerParams& w, const LayerParams& g, La
   a.x2 = Tensor();
 
   // Attention half: x2 = x + proj(attention(qkv(norm1(x)))).
+  const std::size_t proj_at = deferred != nullptr ? deferred->size() : 0;
   Tensor d_context = k_.activation(s.tokens * s.q_width);
   {
     Tensor gathered;
@@ -259,7 +307,8 @@ Tensor TransformerLayer::backward(const LayerParams& w, const LayerParams& g, La
       if (g.proj_bias.numel > 0) dev.bias_backward(dx2.view(), rows, s.h, g.proj_bias);
     });
     k_.row_dgrad("proj dgrad", d_full, w.proj_weight, s.tokens, s.q_width, s.h, d_context.view());
-    k_.row_wgrad("proj wgrad", d_full, a.context.view(), s.tokens, s.q_width, s.h, g.proj_weight);
+    row_wgrad("proj wgrad", d_full, gathered, a.context, s.q_width, g.proj_weight, &LayerParams::proj_weight,
+              deferred);
   }
   a.context = Tensor();
   if (!a.probs.buffer().data()) {
@@ -291,7 +340,9 @@ Tensor TransformerLayer::backward(const LayerParams& w, const LayerParams& g, La
                 dev.permute_0213(d_qkv4.view(), core_batch(), s.heads + 2 * s.groups, core_seq(), s.d, d_qkv.view());
               });
   d_qkv4 = Tensor();
-  return finish_attention_backward(w, g, a, std::move(d_qkv), std::move(dx2));
+  Tensor dx = finish_attention_backward(w, g, a, std::move(d_qkv), dx2.view(), deferred);
+  hand_over_stream_grad(deferred, proj_at, dx2);
+  return dx;
 }
 
 // The attention core's backward without context parallelism: d_qkv4 from the
@@ -354,25 +405,23 @@ void TransformerLayer::core_backward(LayerActivations& a, Tensor& d_context4, Te
 // The attention half's backward from the QKV GEMM's output gradient d_qkv down
 // to the layer's input: dx = d(norm1(x)) + dx2.
 Tensor TransformerLayer::finish_attention_backward(const LayerParams& w, const LayerParams& g, LayerActivations& a,
-                                                   Tensor d_qkv, Tensor dx2) {
+                                                   Tensor d_qkv, const TensorView& dx2,
+                                                   std::vector<LayerWgrad>* deferred) {
   const Shapes& s = k_.shapes();
   Device& dev = k_.device();
   Recorder& rec = k_.recorder();
   const i64 rows = s.local_tokens;
   Tensor d_norm1_full = k_.activation(s.tokens * s.h);
   k_.column_dgrad("qkv dgrad", d_qkv.view(), w.qkv_weight, s.tokens, s.h, s.qkv_width, d_norm1_full.view());
-  {
-    Tensor gathered;
-    const TensorView in = k_.gather_column_input(a.norm1.view(), gathered);
-    k_.column_wgrad("qkv wgrad", d_qkv.view(), in, s.tokens, s.h, s.qkv_width, g.qkv_weight, g.qkv_bias);
-  }
+  column_wgrad("qkv wgrad", d_qkv, a.norm1, s.qkv_width, g.qkv_weight, g.qkv_bias, &LayerParams::qkv_weight,
+               &LayerParams::qkv_bias, deferred);
   d_qkv = Tensor();
   Tensor d_norm1 = k_.reduce_column_input_grad(std::move(d_norm1_full));
   Tensor dx = k_.activation(rows * s.h);
   k_.norm_backward("input_norm bwd", d_norm1.view(), a.x.view(), w.norm1_weight, a.norm1_mean.view(),
                    a.norm1_rstd.view(), rows, dx.view(), g.norm1_weight, g.norm1_bias);
   rec.compute("residual_attn bwd", EventCategory::kElementwise, 0.0, 3.0 * static_cast<double>(dx.view().bytes()),
-              [&] { dev.add(dx.view(), dx2.view(), dx.view()); });
+              [&] { dev.add(dx.view(), dx2, dx.view()); });
   a = LayerActivations{};
   return dx;
 }

@@ -13,6 +13,8 @@
 // (with its collectives) before the backward.
 #pragma once
 
+#include <vector>
+
 #include "runtime/executor/context_parallel.h"
 #include "runtime/executor/kernels.h"
 #include "runtime/executor/param_layout.h"
@@ -42,6 +44,13 @@ struct LayerActivations {
   bool complete = false;                      // false: only x is kept (full recompute)
 };
 
+// One of a layer's weight gradients deferred to W, and where it accumulates.
+struct LayerWgrad {
+  DeferredWgrad gemm;
+  TensorView LayerParams::*weight = nullptr;
+  TensorView LayerParams::*bias = nullptr;  // a column layer's bias (summed with its weight), or none
+};
+
 class TransformerLayer {
  public:
   // cp: the context-parallel attention core when cp > 1 (else null).
@@ -51,8 +60,14 @@ class TransformerLayer {
   // returns the layer's output [local_tokens, h].
   Tensor forward(const LayerParams& w, LayerActivations& a);
   // Backward: dy [local_tokens, h] -> dx; accumulates into g; frees a.
-  // Recomputes what the forward dropped first.
-  Tensor backward(const LayerParams& w, const LayerParams& g, LayerActivations& a, Tensor dy);
+  // Recomputes what the forward dropped first. With `deferred` (a zero-bubble
+  // schedule's B) the four weight GEMMs' gradients are not computed but
+  // appended there, with what they need, for weight_grads (W).
+  Tensor backward(const LayerParams& w, const LayerParams& g, LayerActivations& a, Tensor dy,
+                  std::vector<LayerWgrad>* deferred = nullptr);
+  // W: accumulates the deferred weight gradients into g, in the order the
+  // backward would have (fc2, fc1, proj, qkv), and frees what they kept.
+  void weight_grads(const LayerParams& g, std::vector<LayerWgrad>& deferred);
 
  private:
   Tensor run_forward(const LayerParams& w, LayerActivations& a, bool keep_probs);
@@ -71,7 +86,15 @@ class TransformerLayer {
   std::int64_t probs_numel() const;
   void core_backward(LayerActivations& a, Tensor& d_context4, Tensor& d_qkv4);
   Tensor finish_attention_backward(const LayerParams& w, const LayerParams& g, LayerActivations& a, Tensor d_qkv,
-                                   Tensor dx2);
+                                   const TensorView& dx2, std::vector<LayerWgrad>* deferred);
+  // A row-parallel layer's wgrad now, or deferred: dy_full is the whole output
+  // gradient, `gathered` its tensor when gathered (sequence parallelism), else
+  // empty: the caller then hands the stream gradient over with keep_stream_grad.
+  void row_wgrad(const char* name, const TensorView& dy_full, Tensor& gathered, Tensor& x, std::int64_t in,
+                 const TensorView& dw, TensorView LayerParams::*weight, std::vector<LayerWgrad>* deferred);
+  void column_wgrad(const char* name, Tensor& dy, Tensor& stream_x, std::int64_t out, const TensorView& dw,
+                    const TensorView& dbias, TensorView LayerParams::*weight, TensorView LayerParams::*bias,
+                    std::vector<LayerWgrad>* deferred);
 
   Kernels& k_;
   Recompute recompute_;

@@ -59,6 +59,8 @@ constexpr auto kFull = Recompute::kFull;
 constexpr auto k1F1B = Schedule::kOneFOneB;
 constexpr auto kGpipe = Schedule::kGpipe;
 constexpr auto kInter = Schedule::kInterleaved;
+constexpr auto kZbH1 = Schedule::kZbH1;
+constexpr auto kZbH2 = Schedule::kZbH2;
 constexpr auto kP2p = CpCommType::kP2p;
 constexpr auto kAllGather = CpCommType::kAllGather;
 
@@ -91,7 +93,14 @@ const Case kCases[] = {
     // uneven pipeline stages: 1 and 3 of the 4 layers (tied embeddings), 3 and 1 with dp 2
     {"gpt_pp2_uneven_1_3_tied", false, 1, 2, 1, 1, 1, 4, k1F1B, 0, kNone, false, true, 40000000, 0, 1, kP2p, 1, 0},
     {"llama_pp2_dp2_uneven_3_1_zero1", true, 1, 2, 2, 1, 1, 2, k1F1B, 1, kSel, false, true, 6000, 0, 1, kP2p, 0, 1},
+    // zero-bubble schedules: B and W apart, W's GEMMs deferred with their inputs
+    {"gpt_pp2_zbh1_tied", false, 1, 2, 1, 1, 1, 4, kZbH1, 0, kNone, false},
+    {"llama_pp2_zbh2_selective", true, 1, 2, 1, 1, 2, 4, kZbH2, 0, kSel, false},
     // 4 ranks
+    {"gpt_pp4_zbh1_full", false, 1, 4, 1, 1, 1, 8, kZbH1, 0, kFull, false},
+    {"llama_tp2_pp2_sp_zbh2", true, 2, 2, 1, 1, 1, 4, kZbH2, 0, kNone, true},
+    {"gpt_pp2_dp2_zero2_zbh1_buckets", false, 1, 2, 2, 1, 1, 4, kZbH1, 2, kNone, false, true, 15000},
+    {"gpt_cp2_pp2_zbh1_ring", false, 1, 2, 1, 1, 1, 4, kZbH1, 0, kNone, false, true, 40000000, 0, 2, kP2p},
     {"gpt_tp2_pp2_sp_interleaved", false, 2, 2, 1, 2, 1, 4, kInter, 0, kNone, true},
     {"llama_tp2_dp2_zero2_sp", true, 2, 1, 2, 1, 1, 2, k1F1B, 2, kNone, true},
     {"gpt_pp2_dp2_zero1_gpipe", false, 1, 2, 2, 1, 1, 2, kGpipe, 1, kSel, false},
@@ -100,6 +109,7 @@ const Case kCases[] = {
     {"gpt_dp4_zero2_hybrid2", false, 1, 1, 4, 1, 2, 2, k1F1B, 2, kNone, false, true, 15000, 2},
     {"llama_dp4_zero3_hybrid2_full", true, 1, 1, 4, 1, 1, 2, k1F1B, 3, kFull, false, true, 40000000, 2},
     // 8 ranks: every ZeRO stage with tp 2, pp 2, dp 2
+    {"llama_tp2_pp2_dp2_zero1_sp_zbh1", true, 2, 2, 2, 1, 1, 4, kZbH1, 1, kSel, true},
     {"gpt_tp2_pp2_dp2_zero0", false, 2, 2, 2, 1, 1, 2, k1F1B, 0, kNone, false, true, 15000},
     {"llama_tp2_pp2_dp2_zero1_sp_selective", true, 2, 2, 2, 1, 1, 2, k1F1B, 1, kSel, true},
     {"gpt_tp2_pp2_dp2_zero2_interleaved", false, 2, 2, 2, 2, 1, 2, kInter, 2, kNone, false, false},
@@ -256,6 +266,48 @@ TEST(CorrectnessReference, LossFalls) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Plans, Correctness, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<Case>& param) { return std::string(param.param.name); });
+
+// A zero-bubble schedule computes 1F1B's gradients in another order of ops but
+// not of sums: W runs a stage's micro-batches oldest first, as 1F1B's backwards
+// do, so every gradient element adds the same terms in the same order, and the
+// data-parallel reductions (ZeRO 0 and 1: once per step) see the same values.
+// The runs are then equal bit for bit: losses, gradient norms, parameters.
+const Case kZeroBubbleRuns[] = {
+    {"gpt_pp2_zbh1", false, 1, 2, 1, 1, 1, 4, kZbH1, 0, kNone, false},
+    {"llama_pp2_zbh2_selective", true, 1, 2, 1, 1, 2, 4, kZbH2, 0, kSel, false},
+    {"llama_pp4_zbh1", true, 1, 4, 1, 1, 1, 8, kZbH1, 0, kNone, false},
+    {"gpt_tp2_pp2_sp_zbh2_full", false, 2, 2, 1, 1, 1, 4, kZbH2, 0, kFull, true},
+    {"llama_pp2_dp2_zero1_zbh1", true, 1, 2, 2, 1, 1, 4, kZbH1, 1, kNone, false, true, 6000},
+};
+
+class ZeroBubble : public Correctness {};
+
+TEST_P(ZeroBubble, EqualsIts1F1BTwinBitForBit) {
+  const Case& c = GetParam();
+  const int ranks = c.tp * c.cp * c.pp * c.dp;
+  if (world_->size() != ranks) {
+    GTEST_SKIP() << c.name << " runs on " << ranks << " ranks; this world has " << world_->size();
+  }
+  Case twin = c;
+  twin.schedule = k1F1B;
+  const Trained one_f_one_b = train(config_of(twin, false), *device_, *world_);
+  const Trained zero_bubble = train(config_of(c, false), *device_, *world_);
+  for (int s = 0; s < kSteps; ++s) {
+    EXPECT_EQ(zero_bubble.steps[s].loss, one_f_one_b.steps[s].loss) << "step " << s;
+    EXPECT_EQ(zero_bubble.steps[s].grad_norm, one_f_one_b.steps[s].grad_norm) << "step " << s;
+  }
+  for (const auto& [name, want] : one_f_one_b.params) {
+    const std::vector<float>& got = zero_bubble.params.at(name);
+    ASSERT_EQ(got.size(), want.size()) << name;
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) differ += got[i] != want[i];
+    EXPECT_EQ(differ, 0u) << c.name << ": " << name << " differs from 1F1B's in " << differ << " of " << want.size()
+                          << " elements";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Plans, ZeroBubble, ::testing::ValuesIn(kZeroBubbleRuns),
                          [](const ::testing::TestParamInfo<Case>& param) { return std::string(param.param.name); });
 
 }  // namespace

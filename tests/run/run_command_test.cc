@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -178,6 +179,48 @@ TEST(RunCommand, MeasuredPipelineTransfersAreFlowsFromSendToReceive) {
   // 4 micro-batches on one pipeline, each once forward and once backward
   EXPECT_EQ(flows["activations"], 4);
   EXPECT_EQ(flows["gradients"], 4);
+}
+
+// A zero-bubble plan runs: every linear layer's weight-gradient GEMM of every
+// micro-batch runs in a W op (phase "wgrad"), after the B of its micro-batch,
+// and none runs in B; the attention core's GEMMs (no weights) stay in B.
+TEST(RunCommand, ZeroBubblePlanRunsItsWeightGradientsInW) {
+  TempDir dir;
+  const std::string config = export_tiny(dir, 2, R"({"tp": 1, "pp": 2, "micro_batch_size": 1,
+    "global_batch_size": 4, "dtype": "bf16", "schedule": "zb-h1"})", 2);
+  const CommandResult r = shell(mpirun_command(2, {"run", config}), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const nlohmann::json trace = nlohmann::json::parse(read_file(dir.file("out/measured-trace.json")));
+  const std::set<std::string> weight_gemms = {"qkv wgrad", "proj wgrad", "fc1 wgrad", "fc2 wgrad", "logits wgrad"};
+  std::map<int, std::set<int>> layers;                  // rank -> layers it runs
+  std::map<int, int> in_w, in_b;                         // rank -> weight GEMMs in W / in B
+  std::map<std::pair<int, int>, double> b_end, w_start;  // (rank, mb) -> last B end, first W start
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("ph", "") != "X" || !e.contains("args")) continue;
+    const int rank = e["pid"], mb = e["args"]["mb"], layer = e["args"]["layer"];
+    const std::string phase = e["args"]["phase"];
+    const double ts = e["ts"], end = ts + e["dur"].get<double>();
+    if (phase == "fwd" && layer >= 0) layers[rank].insert(layer);
+    // B's compute (a send it posted may still be in flight while W runs)
+    if (phase == "bwd" && mb >= 0 && e["cat"] != "pp") b_end[{rank, mb}] = std::max(b_end[{rank, mb}], end);
+    if (phase == "wgrad") {
+      const auto at = w_start.find({rank, mb});
+      w_start[{rank, mb}] = at == w_start.end() ? ts : std::min(at->second, ts);
+    }
+    if (!weight_gemms.count(e["name"])) continue;
+    ++(phase == "wgrad" ? in_w : in_b)[rank];
+  }
+  ASSERT_EQ(layers.size(), 2u);
+  for (const auto& [rank, held] : layers) {
+    // 4 micro-batches; 4 weight GEMMs a layer, and the output layer's on the last stage
+    const int expected = 4 * (4 * static_cast<int>(held.size()) + (rank == 1 ? 1 : 0));
+    EXPECT_EQ(in_w[rank], expected) << "rank " << rank;
+    EXPECT_EQ(in_b[rank], 0) << "rank " << rank;
+  }
+  ASSERT_EQ(w_start.size(), 8u);
+  for (const auto& [key, start] : w_start) {
+    EXPECT_GE(start, b_end.at(key)) << "rank " << key.first << " mb " << key.second << ": W before its B ended";
+  }
 }
 
 // The loop from a sweep: `strata sweep` ranks the plans of tiny on 2 GPUs,
