@@ -22,5 +22,7 @@ void add_validate_command(CLI::App& app);
 void add_export_command(CLI::App& app, int argc, char** argv);
 // strata run (cmd_run.cc).
 void add_run_command(CLI::App& app);
+// strata import calculon (cmd_import.cc).
+void add_import_command(CLI::App& app);
 
 }  // namespace strata::cli

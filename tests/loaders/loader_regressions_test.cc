@@ -48,6 +48,7 @@ const Accepted kAccepted[] = {
     {"constraints", "tests/fuzz/seeds/constraints/every-kind.json"},
     {"run_config", "tests/fuzz/seeds/strata-run/tiny-tp2-pp2-zero1.json"},
     {"measured", "tests/fuzz/seeds/measured/tiny-tp2-pp2-zero1.json"},
+    {"calculon", "tests/fuzz/seeds/calculon/gpt3-175b-64-a100.json"},
 };
 
 TEST(Loaders, EachAcceptsItsShippedFile) {

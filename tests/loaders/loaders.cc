@@ -5,6 +5,7 @@
 #include "core/json_reader.h"
 #include "costmodel/framework_profile.h"
 #include "costmodel/profile.h"
+#include "importers/calculon.h"
 #include "jobs/run_validation.h"
 #include "plan/model_spec.h"
 #include "plan/plan_spec.h"
@@ -71,6 +72,18 @@ void load_measured(const nlohmann::json& doc, const std::string& file) {
   (void)jobs::compare_run_documents(prediction, prediction_file, doc, file);
 }
 
+// strata import calculon: one document holding Calculon's three files (its
+// members application, execution and system), each read as the command reads
+// its file, then imported (matching the shipped profiles and node presets).
+void load_calculon(const nlohmann::json& doc, const std::string& file) {
+  json::ObjectReader r(doc, file);
+  const auto application = importers::read_calculon_application(r.raw("application"), file, "application");
+  const auto execution = importers::read_calculon_execution(r.raw("execution"), file, "execution");
+  const auto system = importers::read_calculon_system(r.raw("system"), file, "system");
+  r.finish();
+  (void)importers::import_calculon(application, execution, system, {file, file, file}, {}).model.dump();
+}
+
 }  // namespace
 
 const std::vector<Loader>& loaders() {
@@ -83,6 +96,7 @@ const std::vector<Loader>& loaders() {
       {"constraints", "constraints.json", load_constraints},
       {"run_config", "strata-run.json", load_run_config},
       {"measured", "measured.json", load_measured},
+      {"calculon", "calculon.json", load_calculon},
   };
   return all;
 }

@@ -18,7 +18,7 @@ struct Loader {
   void (*load)(const nlohmann::json& doc, const std::string& file);
 };
 
-// model, plan, cluster, device_profile, framework_profile, constraints, run_config, measured.
+// model, plan, cluster, device_profile, framework_profile, constraints, run_config, measured, calculon.
 const std::vector<Loader>& loaders();
 // Throws std::out_of_range for an unknown name.
 const Loader& loader(const std::string& name);
