@@ -10,6 +10,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/json_reader.h"
+#include "core/units.h"
 #include "costmodel/profile.h"
 #include "plan/model_spec.h"
 #include "plan/plan_spec.h"
@@ -25,7 +26,6 @@ constexpr int kBig = 1 << 24;
 // 1000 (1.1%); a different part is tens of percent away (A100 312, H100 989, H200 989
 // with 141 GB, told apart by memory).
 constexpr double kSamePartTolerance = 0.05;
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Calculon's vocabulary: llm.py's parameter count, (51200 + seq_size) * hidden
 // for the embeddings (learned positions, one matrix shared with the output layer).
@@ -332,15 +332,14 @@ ImportedScenario import_calculon(const CalculonApplication& a, const CalculonExe
   }
 
   // --- cluster.json (System) ---
-  std::string matrix_key = e.datatype;
   const auto rate = std::find_if(s.matrix_tflops.begin(), s.matrix_tflops.end(),
-                                 [&](const auto& entry) { return entry.first == matrix_key; });
+                                 [&](const auto& entry) { return entry.first == e.datatype; });
   if (rate == s.matrix_tflops.end()) {
     throw InputError(files.system, "$.matrix",
                      fmt::format("has no \"{}\" entry, which the execution's datatype ({}: $.datatype) needs",
-                                 matrix_key, files.execution));
+                                 e.datatype, files.execution));
   }
-  const ProfileMatch profile = match_profile(s, dtype, rate->second, choices.profile, files.system, matrix_key);
+  const ProfileMatch profile = match_profile(s, dtype, rate->second, choices.profile, files.system, e.datatype);
   out.profile = profile.name;
   note(fmt::format("system $.matrix and $.vector (peak {:g} TFLOP/s with Calculon's efficiency tables): costed "
                    "with profile {} ({:g} TFLOP/s {}, datasheet efficiencies with their sources); `strata calibrate` "
