@@ -17,7 +17,7 @@ void add_shared_options(CLI::App& command, ScenarioArgs& args) {
   command.add_option("--seq-length", args.seq_length, "override the model's sequence length (e.g. a long-context stage)")
       ->check(CLI::Range(1, kMaxSeqLength));
   command.add_option("--schedule", args.schedule,
-                     "override the plan's pipeline schedule (any but interleaved-1f1b sets vpp 1)")
+                     "override the plan's pipeline schedule (zb-v sets vpp 2, any but interleaved-1f1b vpp 1)")
       ->check(CLI::IsMember(schedule_names()));
 }
 

@@ -167,7 +167,20 @@ std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, 
          "(forward_backward_pipelining_without_interleaving), which has the same bubble and holds fewer "
          "micro-batches' activations");
   }
-  if (splits_backward(p.schedule)) {
+  if (p.schedule == Schedule::kZbV) {
+    // The authors' fork asserts 2 virtual stages with --zero-bubble-v-schedule
+    // (megatron/training/arguments.py), which the flag above gives; mainline
+    // Megatron-LM reads the same flags as its interleaved schedule.
+    note(fmt::format("zb-v: Megatron-LM runs these flags as interleaved 1F1B with 2 virtual stages per rank "
+                     "(the same gradients, another order and layer placement; the prediction's bubble and memory "
+                     "are zb-v's){}. For the V schedule run sail-sg's zero-bubble-pipeline-parallelism fork with "
+                     "--zero-bubble-v-schedule --enable-optimizer-post-validation, or PyTorch's "
+                     "ScheduleZBVZeroBubble (torchtitan: pipeline_parallel_schedule ZBVZeroBubble)",
+                     p.num_microbatches() % p.pp != 0
+                         ? fmt::format("; its interleaving wants the {} micro-batches divisible by pp {}",
+                                       p.num_microbatches(), p.pp)
+                         : ""));
+  } else if (splits_backward(p.schedule)) {
     // Mainline Megatron-LM has no split backward; the paper's authors' fork
     // (sail-sg/zero-bubble-pipeline-parallelism, megatron/core/zbpp_utils.py)
     // adds these flags, which mainline's parser would reject.

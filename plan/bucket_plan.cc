@@ -27,7 +27,7 @@ bool GradBucket::holds(ParamBlock kind) const {
 }
 
 std::vector<BlockRef> chunk_blocks(const ModelSpec& model, const PlanSpec& plan, int pp_rank, int chunk) {
-  const int vs = virtual_stage(plan.pp, pp_rank, chunk);
+  const int vs = virtual_stage(plan, pp_rank, chunk);
   const int last_vs = plan.pp * plan.vpp - 1;
   const int layers = pipeline_split(model, plan).chunk_layers(pp_rank, chunk);
   std::vector<BlockRef> blocks;
@@ -41,8 +41,11 @@ std::vector<BlockRef> chunk_blocks(const ModelSpec& model, const PlanSpec& plan,
   if (vs == last_vs) {
     blocks.push_back({ParamBlock::kFinalNorm});
     // Untied: its own output layer. Tied with pp > 1: Megatron's copy of the word
-    // embedding on the last stage. Tied with pp == 1: the word embedding itself.
-    if (model.untie_embeddings_and_output_weights || plan.pp > 1) blocks.push_back({ParamBlock::kOutputLayer});
+    // embedding on the last stage. Tied with pp == 1 (or zb-v's V, whose last
+    // stage is on rank 0 too): the word embedding itself.
+    if (model.untie_embeddings_and_output_weights || !embedding_on_head_rank(plan)) {
+      blocks.push_back({ParamBlock::kOutputLayer});
+    }
   }
   return blocks;
 }
@@ -60,7 +63,7 @@ std::int64_t block_params_per_gpu(const ModelSpec& model, const PlanSpec& plan, 
 
 bool is_shared_embedding(const ModelSpec& model, const PlanSpec& plan, const BlockRef& block) {
   const bool embedding = block.kind == ParamBlock::kWordEmbedding || block.kind == ParamBlock::kOutputLayer;
-  return embedding && !model.untie_embeddings_and_output_weights && plan.pp > 1;
+  return embedding && !model.untie_embeddings_and_output_weights && !embedding_on_head_rank(plan);
 }
 
 std::vector<int> chunks_by_last_backward(const std::vector<PipelineOp>& program, int vpp) {

@@ -50,7 +50,8 @@ std::vector<BlockRef> chunk_blocks(const ModelSpec& model, const PlanSpec& plan,
 // One GPU's parameters of a block under the plan's tensor parallelism.
 std::int64_t block_params_per_gpu(const ModelSpec& model, const PlanSpec& plan, const BlockRef& block);
 
-// Whether a block is the word embedding the first and last stage share (tied, pp > 1).
+// Whether a block is the word embedding the first and last stage share on two
+// ranks (tied, pp > 1, not zb-v's V).
 bool is_shared_embedding(const ModelSpec& model, const PlanSpec& plan, const BlockRef& block);
 
 // The chunks of a pipeline rank ordered by when their last backward (or W) runs in its

@@ -120,7 +120,7 @@ double weight_grad_input_bytes(const ModelSpec& m, const PlanSpec& p) {
 ZeroBubbleHeld zero_bubble_held(const PlanSpec& p, int stage, double full_bytes, double weight_grad_bytes) {
   ZeroBubbleHeld peak;
   double peak_bytes = -1.0;
-  int forwards = 0, input_grads = 0, weight_grads = 0;
+  int forwards = 0, input_grads = 0, weight_grads = 0, head_waiting = 0;
   // Warm-up and cool-down are at most 2pp - 1 micro-batches long and the steady
   // phase between them repeats one pattern, so from a few pp on, more
   // micro-batches lengthen the steady phase without a new peak: walking
@@ -132,11 +132,12 @@ ZeroBubbleHeld zero_bubble_held(const PlanSpec& p, int stage, double full_bytes,
     forwards += op.phase == PipelinePhase::kForward;
     input_grads += op.phase == PipelinePhase::kBackward;
     weight_grads += op.phase == PipelinePhase::kWeightGrad;
+    head_waiting += op.chunk == p.vpp - 1 ? (op.phase == PipelinePhase::kBackward) - (op.phase == PipelinePhase::kWeightGrad) : 0;
     const int full = forwards - input_grads, waiting = input_grads - weight_grads;
     const double bytes = full * full_bytes + waiting * weight_grad_bytes;
     if (bytes > peak_bytes) {
       peak_bytes = bytes;
-      peak = {full, waiting};
+      peak = {full, waiting, head_waiting};
     }
   }
   return peak;
@@ -154,9 +155,11 @@ double layer_microbatches_in_flight(const ModelSpec& m, const PlanSpec& p, int s
       return chunks * layers_per_stage / p.vpp;
     }
     case Schedule::kZbH1:
-    case Schedule::kZbH2: {
+    case Schedule::kZbH2:
+    case Schedule::kZbV: {
+      // zb-v counts chunk micro-batches, each of a chunk's (half the stage's) layers.
       const double full = layer_activation_bytes(m, p).total();
-      return zero_bubble_held(p, stage, full, weight_grad_input_bytes(m, p)).full * layers_per_stage;
+      return zero_bubble_held(p, stage, full, weight_grad_input_bytes(m, p)).full * layers_per_stage / p.vpp;
     }
   }
   return 0.0;
@@ -249,9 +252,12 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const DeviceMe
       // until W (the peak of the program's walk, zero_bubble_held); on the last
       // stage the output layer's too: its input and the logits' gradient.
       const double w_layer = weight_grad_input_bytes(m, p);
-      const int waiting = zero_bubble_held(p, stage, per_layer, w_layer).waiting_weight_grads;
-      double w_bytes = waiting * w_layer * layers_per_stage;
-      if (stage == p.pp - 1) w_bytes += waiting * e * (sbh / rep + tokens * p.micro_batch_size * static_cast<double>(vocab_rows_per_gpu(m, p)));
+      const ZeroBubbleHeld held = zero_bubble_held(p, stage, per_layer, w_layer);
+      double w_bytes = held.waiting_weight_grads * w_layer * layers_per_stage / p.vpp;
+      if (stage == head_rank(p)) {
+        w_bytes += held.waiting_last_chunk * e *
+                   (sbh / rep + tokens * p.micro_batch_size * static_cast<double>(vocab_rows_per_gpu(m, p)));
+      }
       st.weight_grad_bytes = w_bytes;
       activations += w_bytes;
     }
@@ -274,7 +280,7 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const DeviceMe
     if (stage == 0 && m.hidden_dropout > 0.0) {
       activations += sbh / rep * microbatches_in_flight;  // embedding dropout mask
     }
-    if (stage == p.pp - 1) {
+    if (stage == head_rank(p)) {
       // Final norm input and output-layer input per micro-batch in flight, and the
       // logits of the micro-batch in its loss: 16-bit logits plus fp32 softmax.
       activations += 2.0 * e * sbh / rep * std::max(1.0, microbatches_in_flight / p.vpp);

@@ -94,7 +94,7 @@ LayerActivations layer_activation_bytes(const ModelSpec& m, const PlanSpec& p);
 // Layer-micro-batches whose activations a pipeline rank stores at its peak:
 // GPipe all m; 1F1B min(p - stage, m); interleaved min(m*v, 2(p-stage-1) + (v-1)p + 1)
 // chunks of L/(p*v) layers (Megatron-LM's warm-up count plus the one in steady state).
-// Zero-bubble schedules (kZbH1, kZbH2) walk the rank's program instead: a
+// Zero-bubble schedules (kZbH1, kZbH2, kZbV) walk the rank's program instead: a
 // micro-batch holds its full activations from F to B, then only what W needs.
 double layer_microbatches_in_flight(const ModelSpec& m, const PlanSpec& p, int stage);
 
@@ -107,9 +107,13 @@ double weight_grad_input_bytes(const ModelSpec& m, const PlanSpec& p);
 // full * full_bytes + waiting * weight_grad_bytes: with full activations (F
 // done, B not) and with only W's inputs (B done, W not). ZB-H1's peak is p full
 // ones on stage 0; ZB-H2's 2p - 1 (the paper's section 2.3).
+// zb-v counts chunk micro-batches (half a stage's layers each);
+// waiting_last_chunk are those of the chunk with the last virtual stage (with
+// the output layer's W inputs on the rank that holds it).
 struct ZeroBubbleHeld {
   int full = 0;
   int waiting_weight_grads = 0;
+  int waiting_last_chunk = 0;
 };
 ZeroBubbleHeld zero_bubble_held(const PlanSpec& p, int stage, double full_bytes, double weight_grad_bytes);
 

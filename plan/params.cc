@@ -1,6 +1,7 @@
 #include "plan/params.h"
 
 #include "plan/pipeline_split.h"
+#include "plan/stage_map.h"
 
 #include <algorithm>
 
@@ -151,7 +152,7 @@ std::int64_t embedding_params_per_gpu(const ModelSpec& m, const PlanSpec& p) {
 
 std::int64_t head_params_per_gpu(const ModelSpec& m, const PlanSpec& p) {
   i64 params = final_norm_params(m);
-  if (m.untie_embeddings_and_output_weights || p.pp > 1) {
+  if (m.untie_embeddings_and_output_weights || !embedding_on_head_rank(p)) {
     params += vocab_rows_per_gpu(m, p) * m.hidden_size;  // untied output layer, or Megatron's tied copy
   }
   return params;
@@ -173,7 +174,7 @@ std::int64_t stage_params_per_gpu(const ModelSpec& m, const PlanSpec& p, int sta
     params = layers_per_stage * layer_params_per_gpu(m, p.tp);
   }
   if (stage == 0) params += embedding_params_per_gpu(m, p);
-  if (stage == p.pp - 1) params += head_params_per_gpu(m, p);
+  if (stage == head_rank(p)) params += head_params_per_gpu(m, p);
   return params;
 }
 

@@ -112,6 +112,55 @@ std::vector<PipelineOp> zb_h2(int pp, int microbatches, int rank) {
   return ops;
 }
 
+// ZB-V's order for one rank (pipeline_schedule.h), its phases written for at
+// least 2pp - 1 micro-batches; with fewer, the ops of micro-batches that do not
+// exist are left out (the order of the rest keeps every dependency).
+std::vector<PipelineOp> zb_v(int pp, int microbatches, int rank) {
+  const int n = std::max(microbatches, 2 * pp - 1);
+  std::vector<PipelineOp> ops;
+  // Next micro-batch of each phase, per chunk (0 runs down the V, 1 back up).
+  int next[3][2] = {};
+  auto run = [&](PipelinePhase phase, int chunk) {
+    const int mb = next[static_cast<int>(phase)][chunk]++;
+    if (mb < microbatches) ops.push_back({phase, mb, chunk});
+  };
+  const auto F = PipelinePhase::kForward, B = PipelinePhase::kBackward, W = PipelinePhase::kWeightGrad;
+  // Warm-up: chunk 0's forwards fill the way down; the deeper the rank, the
+  // sooner chunk 1's forwards (and their B and W) come back up.
+  for (int i = 0; i < 2 * (pp - rank) - 1; ++i) run(F, 0);
+  for (int i = 0; i < rank; ++i) {
+    run(F, 1);
+    run(F, 0);
+  }
+  for (int i = 0; i < pp - rank; ++i) {
+    run(F, 1);
+    run(B, 1);
+    run(W, 1);
+  }
+  // Steady state: F B W of each chunk in turn, until chunk 1 has run every forward.
+  while (next[0][1] < n) {
+    if (next[0][0] < n) run(F, 0);
+    run(B, 0);
+    run(W, 0);
+    run(F, 1);
+    run(B, 1);
+    run(W, 1);
+  }
+  // Cool-down: the remaining B's (the W's of the first ones deferred into the
+  // tail), then every W left, chunk 1's first.
+  for (int i = 0; i < rank; ++i) {
+    run(B, 0);
+    run(B, 1);
+  }
+  while (next[1][0] < n) {
+    run(B, 0);
+    run(W, 0);
+  }
+  while (next[2][1] < n) run(W, 1);
+  while (next[2][0] < n) run(W, 0);
+  return ops;
+}
+
 }  // namespace
 
 int peak_in_flight(const std::vector<PipelineOp>& program, Schedule schedule) {
@@ -131,8 +180,22 @@ std::vector<PipelineOp> pipeline_program(Schedule schedule, int pp, int vpp, int
     case Schedule::kInterleaved: return interleaved(pp, vpp, microbatches, rank);
     case Schedule::kZbH1: return zb_h1(pp, microbatches, rank);
     case Schedule::kZbH2: return zb_h2(pp, microbatches, rank);
+    case Schedule::kZbV: return zb_v(pp, microbatches, rank);
   }
   return {};
+}
+
+double analytic_bubble_ratio(Schedule schedule, int pp, int vpp, int microbatches) {
+  const double p = pp, m = microbatches;
+  switch (schedule) {
+    case Schedule::kZbH1: return (p - 1.0) / (3.0 * m + p - 1.0);
+    case Schedule::kZbH2: return 0.0;
+    case Schedule::kZbV: return (p - 1.0) / (6.0 * m + p - 1.0);
+    case Schedule::kGpipe:
+    case Schedule::kOneFOneB:
+    case Schedule::kInterleaved: break;
+  }
+  return (p - 1.0) / (vpp * m + p - 1.0);
 }
 
 std::string to_string(const PipelineOp& op, int vpp) {

@@ -3,8 +3,8 @@
 // the runtime, so what is predicted and what is run are the same plan.
 //
 // A rank's program is a list of PipelineOps in execution order. Virtual stage
-// s = chunk * pp + rank holds the layers plan/pipeline_split.h gives it (L/(pp*vpp)
-// of them when the split is even); the
+// s (plan/stage_map.h: chunk * pp + rank, or the V of zb-v) holds the layers
+// plan/pipeline_split.h gives it (L/(pp*vpp) of them when the split is even); the
 // forward of (micro-batch, s) needs the forward of (micro-batch, s-1), and the
 // backward of (micro-batch, s) needs the backward of (micro-batch, s+1), or the
 // forward of (micro-batch, s) on the last virtual stage.
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "plan/plan_spec.h"
+#include "plan/stage_map.h"
 
 namespace strata {
 
@@ -51,6 +52,14 @@ struct PipelineOp {
 //     back to back (a parallelogram). The order is the one a unit-time list
 //     schedule gives (free rank: a ready B first, else a forward while fewer than
 //     2pp - 1 micro-batches are in flight, else the oldest W); peak 2pp - 1 in flight.
+//   ZB-V (section 6, figure 8; PyTorch's ScheduleZBVZeroBubble orders it the same
+//     way): two chunks per rank on a V (plan/stage_map.h). Rank r warms up with
+//     2(pp - r) - 1 forwards of chunk 0, then r pairs of forwards (chunk 1, then
+//     0), then pp - r triples F B W of chunk 1; in the steady state F B W of
+//     chunk 0, then of chunk 1; the cool-down runs the last B's and fills the
+//     tail with the W's. At most 2pp chunk micro-batches in flight, each half a
+//     stage: 1F1B's peak activation memory; with equal F, B and W times and no
+//     transfer time, no bubble but the pp - 1 units of the ramp.
 std::vector<PipelineOp> pipeline_program(Schedule schedule, int pp, int vpp, int microbatches,
                                          int rank);
 
@@ -63,8 +72,17 @@ inline bool computes_weight_grads(const PipelineOp& op, Schedule schedule) {
 // backward (and, when the schedule splits it, W) has not run yet.
 int peak_in_flight(const std::vector<PipelineOp>& program, Schedule schedule);
 
-// Virtual stage index of (rank, chunk): chunk * pp + rank.
-inline int virtual_stage(int pp, int rank, int chunk) { return chunk * pp + rank; }
+// The bubble's share of the step in the papers' unit-time model, for comparing
+// the simulated bubble with:
+//   GPipe, 1F1B, interleaved: (p - 1) / (v*m + p - 1) (Narayanan et al. 2021,
+//     section 2.2, with a backward twice a forward);
+//   ZB-H1: (p - 1) / (3m + p - 1), F, B and W one unit each (Qi et al. 2024,
+//     section 3.1: p - 1 units against 1F1B's 3(p - 1));
+//   ZB-H2: 0 (its parallelogram, once the optimizer step's post-validation lets
+//     each stage start the next step as soon as it is done, section 4);
+//   ZB-V: (p - 1) / (6m + p - 1), each chunk's F, B and W half a unit: only the
+//     ramp of p - 1 chunk units is left (PipelineSchedule.ZbVRampIsItsOnlyBubble).
+double analytic_bubble_ratio(Schedule schedule, int pp, int vpp, int microbatches);
 
 // "F3.1" / "B0" / "W2" style label for tests and traces (chunk shown when vpp > 1).
 std::string to_string(const PipelineOp& op, int vpp);

@@ -121,10 +121,11 @@ PipelineSplit pipeline_split(const ModelSpec& m, const PlanSpec& p) {
   PipelineSplit s;
   s.pp = p.pp;
   s.vpp = p.vpp;
+  s.schedule = p.schedule;
   const int stages = p.pp * p.vpp;
   s.layers.assign(static_cast<std::size_t>(stages), 0);
   s.first.assign(static_cast<std::size_t>(stages), 0);
-  for (int vs = 0; vs < stages; ++vs) s.layers[static_cast<std::size_t>(vs)] = per_stage[static_cast<std::size_t>(vs % p.pp)] / p.vpp;
+  for (int vs = 0; vs < stages; ++vs) s.layers[static_cast<std::size_t>(vs)] = per_stage[static_cast<std::size_t>(stage_place(p, vs).rank)] / p.vpp;
   if (p.account_for_embedding) --s.layers.front();
   if (p.account_for_loss) --s.layers.back();
   std::partial_sum(s.layers.begin(), s.layers.end() - 1, s.first.begin() + 1);

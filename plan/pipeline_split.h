@@ -12,8 +12,8 @@
 //                      (BLOOM's 70 layers on 12 stages: 5 / 6 x 10 / 5).
 // The two forms exclude each other, as in Megatron-Core.
 //
-// Virtual stage vs = chunk * pp + pp_rank (pipeline_schedule.h) holds layers
-// [first[vs], first[vs] + layers[vs]) of the model, in that order.
+// Virtual stage vs (plan/stage_map.h: chunk * pp + pp_rank, or zb-v's V) holds
+// layers [first[vs], first[vs] + layers[vs]) of the model, in that order.
 #pragma once
 
 #include <optional>
@@ -22,6 +22,7 @@
 
 #include "plan/model_spec.h"
 #include "plan/plan_spec.h"
+#include "plan/stage_map.h"
 
 namespace strata {
 
@@ -30,9 +31,10 @@ struct PipelineSplit {
   std::vector<int> first;   // [virtual stage] its first layer's global index
   int pp = 1;
   int vpp = 1;
+  Schedule schedule = Schedule::kOneFOneB;  // places the virtual stages (plan/stage_map.h)
 
-  int chunk_layers(int pp_rank, int chunk) const { return layers[static_cast<std::size_t>(chunk * pp + pp_rank)]; }
-  int chunk_first(int pp_rank, int chunk) const { return first[static_cast<std::size_t>(chunk * pp + pp_rank)]; }
+  int chunk_layers(int pp_rank, int chunk) const { return layers[stage_index(pp_rank, chunk)]; }
+  int chunk_first(int pp_rank, int chunk) const { return first[stage_index(pp_rank, chunk)]; }
   // Every layer of pipeline rank pp_rank, over its chunks.
   int stage_layers(int pp_rank) const;
   // Of those, the model's MoE layers (ModelSpec::is_moe_layer).
@@ -40,6 +42,11 @@ struct PipelineSplit {
   // The most layers any virtual stage holds (the stride of per-layer tables).
   int max_chunk_layers() const;
   bool even() const;
+
+ private:
+  std::size_t stage_index(int pp_rank, int chunk) const {
+    return static_cast<std::size_t>(virtual_stage(schedule, pp, pp_rank, chunk));
+  }
 };
 
 // Why the plan's split cannot be made, with the plan key to name, or nullopt.

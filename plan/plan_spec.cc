@@ -18,6 +18,7 @@ const char* to_string(Schedule s) {
     case Schedule::kInterleaved: return "interleaved-1f1b";
     case Schedule::kZbH1: return "zb-h1";
     case Schedule::kZbH2: return "zb-h2";
+    case Schedule::kZbV: return "zb-v";
   }
   return "1f1b";
 }
@@ -25,19 +26,19 @@ const char* to_string(Schedule s) {
 const std::vector<std::string>& schedule_names() {
   static const std::vector<std::string> names = {
       to_string(Schedule::kGpipe), to_string(Schedule::kOneFOneB), to_string(Schedule::kInterleaved),
-      to_string(Schedule::kZbH1), to_string(Schedule::kZbH2)};
+      to_string(Schedule::kZbH1), to_string(Schedule::kZbH2), to_string(Schedule::kZbV)};
   return names;
 }
 
 std::optional<Schedule> parse_schedule(const std::string& name) {
   for (Schedule s : {Schedule::kGpipe, Schedule::kOneFOneB, Schedule::kInterleaved, Schedule::kZbH1,
-                     Schedule::kZbH2}) {
+                     Schedule::kZbH2, Schedule::kZbV}) {
     if (name == to_string(s)) return s;
   }
   return std::nullopt;
 }
 
-bool splits_backward(Schedule s) { return s == Schedule::kZbH1 || s == Schedule::kZbH2; }
+bool splits_backward(Schedule s) { return s == Schedule::kZbH1 || s == Schedule::kZbH2 || s == Schedule::kZbV; }
 
 const char* to_string(Recompute r) {
   switch (r) {
@@ -79,11 +80,12 @@ PlanSpec read_plan_spec(const nlohmann::json& doc, const std::string& file, cons
   p.dp = static_cast<int>(r.integer_or("dp", 0, 1, 1 << 24));
   p.cp = static_cast<int>(r.integer_or("cp", 1, 1, 1 << 16));
   p.cp_comm_type = *parse_cp_comm_type(r.choice_or("cp_comm_type", "p2p", cp_comm_type_names()));
-  p.vpp = static_cast<int>(r.integer_or("vpp", 1, 1, 1024));
+  p.schedule = *parse_schedule(r.choice_or("schedule", "1f1b", schedule_names()));
+  // zb-v always runs two chunks per rank: vpp may be left out.
+  p.vpp = static_cast<int>(r.integer_or("vpp", p.schedule == Schedule::kZbV ? 2 : 1, 1, 1024));
   read_stage_split(r, p);
   p.micro_batch_size = static_cast<int>(r.integer("micro_batch_size", 1, 1 << 20));
   p.global_batch_size = static_cast<int>(r.integer("global_batch_size", 1, 1 << 30));
-  p.schedule = *parse_schedule(r.choice_or("schedule", "1f1b", schedule_names()));
   p.zero_stage = static_cast<int>(r.integer_or("zero_stage", 0, 0, 3));
   p.zero_shard_size = static_cast<int>(r.integer_or("zero_shard_size", 0, 1, 1 << 24));
   p.offload_optimizer = r.boolean_or("offload_optimizer", false);
@@ -210,8 +212,25 @@ void resolve_and_check_plan(PlanSpec& p, const ModelSpec& m, const PlanContext& 
     fail("$.tp", fmt::format("ffn_hidden_size {} of model {} must be divisible by tp {}",
                              m.ffn_hidden_size, m.name, p.tp));
   }
-  if (p.vpp > 1 && p.schedule != Schedule::kInterleaved) {
-    fail("$.schedule", fmt::format("vpp {} > 1 needs schedule \"interleaved-1f1b\", got \"{}\"",
+  if (p.schedule == Schedule::kZbV) {
+    if (p.vpp != 2) {
+      fail("$.vpp", fmt::format("schedule \"zb-v\" runs exactly 2 model chunks per pipeline rank (the V); vpp "
+                                "must be 2 or left out, got {}",
+                                p.vpp));
+    }
+    if (p.uneven_stages()) {
+      // The V puts the first and the last virtual stage on rank 0, so Megatron-Core's
+      // per-rank first/last counts do not say which chunk they mean.
+      fail(p.first_stage_layers > 0                ? "$.decoder_first_pipeline_num_layers"
+           : p.last_stage_layers > 0               ? "$.decoder_last_pipeline_num_layers"
+           : p.account_for_embedding               ? "$.account_for_embedding_in_pipeline_split"
+                                                   : "$.account_for_loss_in_pipeline_split",
+           "schedule \"zb-v\" splits the layers evenly over its 2*pp virtual stages (rank 0 holds both the "
+           "first and the last, so the embedding and the loss share it); uneven stages go with the other "
+           "schedules");
+    }
+  } else if (p.vpp > 1 && p.schedule != Schedule::kInterleaved) {
+    fail("$.schedule", fmt::format("vpp {} > 1 needs schedule \"interleaved-1f1b\" or \"zb-v\", got \"{}\"",
                                    p.vpp, to_string(p.schedule)));
   }
   if (p.schedule == Schedule::kInterleaved && p.vpp < 2) {

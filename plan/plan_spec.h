@@ -24,7 +24,11 @@ class ObjectReader;
 // (input gradients) and W (weight gradients), W deferred into the bubbles.
 // ZB-H1 keeps 1F1B's peak of p micro-batches in flight; ZB-H2 holds up to 2p - 1
 // and needs the optimizer step's post-validation (section 4) to reach zero bubble.
-enum class Schedule { kGpipe, kOneFOneB, kInterleaved, kZbH1, kZbH2 };
+// kZbV: the V-shaped zero-bubble schedule (the same paper, section 6; Qi et al.,
+// "Pipeline Parallelism with Controllable Memory", arXiv 2405.15362): two model
+// chunks per rank placed as a V (plan/stage_map.h), 1F1B's peak activation memory
+// and, with equal F, B and W times, no bubble.
+enum class Schedule { kGpipe, kOneFOneB, kInterleaved, kZbH1, kZbH2, kZbV };
 // kSelectiveOp: torchtitan's op-level selective activation checkpointing
 // (activation_checkpoint.mode "selective", selective_ac_option "op"): every
 // op's output is recomputed except the fused attention's and every other matmul's.
@@ -181,7 +185,7 @@ void write_stage_split(const PlanSpec& plan, nlohmann::ordered_json& j);
 // parallel.rank_order); InputError naming file and json_path when it is not one.
 RankOrder read_rank_order(const std::string& text, const std::string& file, const std::string& json_path);
 
-const char* to_string(Schedule s);  // "gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2"
+const char* to_string(Schedule s);  // "gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-v"
 // Every Schedule's name, in enum order; the schedule a name names, if any.
 const std::vector<std::string>& schedule_names();
 std::optional<Schedule> parse_schedule(const std::string& name);

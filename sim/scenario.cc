@@ -64,10 +64,14 @@ Scenario load_scenario(const ScenarioArgs& args) {
   const std::string plan_file = resolve_data_file(args.plan, "scenarios/plans", "plan");
   nlohmann::json doc = json::parse_file(plan_file);
   if (!args.schedule.empty() && doc.is_object()) {
-    // Only the interleaved schedule has virtual stages: another one runs the
-    // plan's pipeline ranks with one chunk each.
+    // The interleaved schedule keeps the plan's virtual stages and zb-v runs two
+    // chunks per rank; another one runs the pipeline ranks with one chunk each.
     doc["schedule"] = args.schedule;
-    if (args.schedule != to_string(Schedule::kInterleaved)) doc["vpp"] = 1;
+    if (args.schedule == to_string(Schedule::kZbV)) {
+      doc["vpp"] = 2;
+    } else if (args.schedule != to_string(Schedule::kInterleaved)) {
+      doc["vpp"] = 1;
+    }
   }
   read_scenario_plan(s, doc, plan_file, "$", args.allow_cross_node_tp);
   return s;

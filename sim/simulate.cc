@@ -10,6 +10,7 @@
 #include "core/data_paths.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
+#include "plan/pipeline_schedule.h"
 #include "sim/costs/profile_op_costs.h"
 #include "sim/costs/topology_comm_costs.h"
 #include "sim/trace_writer.h"
@@ -180,8 +181,7 @@ SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
   r.tflops_per_gpu = r.flops.model_flops / step / gpus / 1e12;
   r.hw_tflops_per_gpu = r.flops.hardware_flops / step / gpus / 1e12;
   r.tokens_per_s = static_cast<double>(plan.global_batch_size) * model.seq_length / step;
-  const double p = plan.pp;
-  r.bubble_ratio_analytic = (p - 1.0) / (plan.vpp * plan.num_microbatches() + p - 1.0);
+  r.bubble_ratio_analytic = analytic_bubble_ratio(plan.schedule, plan.pp, plan.vpp, plan.num_microbatches());
   if (options.fidelity == Fidelity::kFull && options.keep_timeline) {
     r.links = link_usage(st.topology, workload, run);
   } else if (options.keep_timeline) {

@@ -139,10 +139,12 @@ std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& clu
       for (int mbs = 1; mbs <= req.max_micro_batch_size; mbs *= 2) {
         if (req.global_batch_size % (mbs * g.dp) != 0) continue;
         const int microbatches = req.global_batch_size / (mbs * g.dp);
-        if (vpp > 1 && microbatches % g.pp != 0) continue;
         std::vector<Schedule> schedules;
         if (vpp > 1) {
-          schedules = {Schedule::kInterleaved};
+          // Megatron-LM's interleaving needs m divisible by pp; zb-v's V runs
+          // exactly two chunks per rank, any m.
+          if (microbatches % g.pp == 0) schedules.push_back(Schedule::kInterleaved);
+          if (vpp == 2) schedules.push_back(Schedule::kZbV);
         } else {
           schedules = {Schedule::kOneFOneB, Schedule::kGpipe};
           // The zero-bubble schedules fill a pipeline's bubbles (ZeRO-3 excluded

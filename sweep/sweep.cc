@@ -171,6 +171,7 @@ std::string against_1f1b(const PlanOutcome& o, const std::map<std::string, const
   if (!splits_backward(o.plan.schedule)) return "";
   PlanSpec twin = o.plan;
   twin.schedule = Schedule::kOneFOneB;
+  twin.vpp = 1;  // zb-v's two chunks are one stage under 1F1B
   auto it = by_plan.find(to_json(twin).dump());
   // The split search tries the best even pipelines only: an uneven split's
   // 1F1B twin may be there with the even split alone.
@@ -289,7 +290,10 @@ bool balance_stages(SweepResult& sweep, const ModelSpec& model, const Simulator&
   int tried = 0;
   for (const PlanOutcome& o : sweep.plans) {
     if (tried >= options.top_k || !o.simulated) break;
-    if (o.plan.pp < 2 || o.plan.uneven_stages() || model.num_layers % o.plan.pp != 0) continue;
+    // zb-v's V splits evenly only (resolve_and_check_plan).
+    if (o.plan.pp < 2 || o.plan.uneven_stages() || v_shaped(o.plan.schedule) || model.num_layers % o.plan.pp != 0) {
+      continue;
+    }
     ++tried;
     // Steps of one layer per model chunk (a stage's layers split evenly over its vpp chunks).
     const int even = model.num_layers / o.plan.pp;

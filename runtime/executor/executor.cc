@@ -137,17 +137,26 @@ struct Executor::Impl {
   }
 
   int virtual_stage_of(const PipelineOp& op) const {
-    return virtual_stage(config.plan.pp, groups.coord.pp, op.chunk);
+    return virtual_stage(config.plan, groups.coord.pp, op.chunk);
   }
 
-  bool needs_recv(const PipelineOp& op) const {
+  // The virtual stage op's input comes from (its forward's previous stage, its
+  // backward's next), or -1: the first stage's forward, the last stage's backward, W.
+  int source_stage(const PipelineOp& op) const {
     const int vs = virtual_stage_of(op);
     switch (op.phase) {
-      case PipelinePhase::kForward: return vs > 0;
-      case PipelinePhase::kBackward: return vs < last_vs;
-      case PipelinePhase::kWeightGrad: return false;  // W needs nothing from another stage
+      case PipelinePhase::kForward: return vs > 0 ? vs - 1 : -1;
+      case PipelinePhase::kBackward: return vs < last_vs ? vs + 1 : -1;
+      case PipelinePhase::kWeightGrad: return -1;  // W needs nothing from another stage
     }
-    return false;
+    return -1;
+  }
+
+  // Whether op's input comes over a pipeline link (not from this rank's other
+  // chunk, as at the bottom of zb-v's V).
+  bool needs_recv(const PipelineOp& op) const {
+    const int from = source_stage(op);
+    return from >= 0 && stage_place(config.plan, from).rank != groups.coord.pp;
   }
 
   void post_recv(const PipelineOp& op) {
@@ -164,6 +173,14 @@ struct Executor::Impl {
   }
 
   Tensor take_recv(const PipelineOp& op) {
+    if (!needs_recv(op)) {
+      // Handed over by this rank's other chunk (send below).
+      const auto it = handoffs.find({op.phase == PipelinePhase::kForward, op.microbatch});
+      if (it == handoffs.end()) throw InternalError("pipeline: a chunk's input was not handed over on its rank");
+      Tensor t = std::move(it->second);
+      handoffs.erase(it);
+      return t;
+    }
     post_recv(op);
     for (std::size_t i = 0; i < recvs.size(); ++i) {
       if (!(recvs[i].op == op)) continue;
@@ -182,6 +199,11 @@ struct Executor::Impl {
   }
 
   void send(LinkKind kind, Tensor x, int microbatch, int from_vs) {
+    const int to_vs = kind == LinkKind::kActivations ? from_vs + 1 : from_vs - 1;
+    if (stage_place(config.plan, to_vs).rank == groups.coord.pp) {
+      handoffs[{kind == LinkKind::kActivations, microbatch}] = std::move(x);
+      return;
+    }
     PendingSend s;
     s.start_ns = recorder.now_ns();
     s.request = links->start_send(kind, x.view(), microbatch, from_vs);
@@ -245,7 +267,7 @@ struct Executor::Impl {
   // The unit holding the output layer of chunk c: untied output, the tied copy,
   // or (pp == 1, tied) the word embedding itself.
   int output_unit(int c) const {
-    return layout.output_unit[c] >= 0 ? layout.output_unit[c] : layout.word_embedding_unit[c];
+    return layout.output_unit[c] >= 0 ? layout.output_unit[c] : layout.word_embedding_unit[0];
   }
 
   TensorView param(int unit, const TensorView& flat, std::size_t index) const {
@@ -408,9 +430,10 @@ struct Executor::Impl {
   // The last stage's final norm and output layer have their gradients of this op.
   void head_units_done(int c, bool last) {
     store->unit_backward_done(layout.final_norm_unit[c], last);
-    // The tied word embedding (pp == 1) is done after the embedding's backward.
+    // The tied word embedding on this rank (pp == 1, zb-v) is done after the
+    // embedding's backward (on zb-v's rank 0 chunk 0's last, after chunk 1's).
     const int ou = output_unit(c);
-    if (ou != layout.word_embedding_unit[c]) store->unit_backward_done(ou, last);
+    if (ou != layout.word_embedding_unit[0]) store->unit_backward_done(ou, last);
   }
 
   // The first stage's embeddings have their gradients of this op.
@@ -447,7 +470,7 @@ struct Executor::Impl {
     // every replica and context-parallel rank: each holds its tokens' part).
     device.fill(scalars.view(), 0.0f);
     store->add_grad_norm_squares(scalars.view().slice(0, 1), tmp.view());
-    if (groups.coord.pp == config.plan.pp - 1 && groups.coord.tp == 0) {
+    if (groups.coord.pp == head_rank(config.plan) && groups.coord.tp == 0) {
       device.axpy(1.0f, loss_sum.view(), scalars.view().slice(1, 1));
     }
     const TimeNs start = recorder.now_ns();
@@ -521,6 +544,9 @@ struct Executor::Impl {
   std::vector<std::vector<MicrobatchState>> state;
   std::vector<std::vector<DeferredWeightGrads>> deferred;  // [chunk][micro-batch], zero-bubble schedules only
   std::vector<PendingRecv> recvs;
+  // zb-v's turn at the bottom of the V: (activations?, micro-batch) -> the tensor
+  // chunk 0 passes to chunk 1 (activations) or chunk 1 back to chunk 0.
+  std::map<std::pair<bool, int>, Tensor> handoffs;
   std::vector<PendingSend> sends;
   std::vector<std::int32_t> local_positions;  // the sequence positions of this cp rank's s/cp tokens
   IndexTensor position_ids;

@@ -51,7 +51,7 @@ class LayoutBuilder {
     out_.final_norm_unit.assign(chunks, -1);
     out_.output_unit.assign(chunks, -1);
     for (int c = 0; c < chunks; ++c) {
-      const int vs = virtual_stage(p_.pp, r_, c);
+      const int vs = virtual_stage(p_, r_, c);
       if (vs == 0) {
         out_.word_embedding_unit[c] = add_unit(word_embedding(c, false));
         if (m_.position_embedding_type == PositionEmbedding::kLearnedAbsolute) {
@@ -65,7 +65,7 @@ class LayoutBuilder {
         out_.final_norm_unit[c] = add_unit(final_norm(c));
         if (!tied) {
           out_.output_unit[c] = add_unit(output_layer(c));
-        } else if (p_.pp > 1) {
+        } else if (!embedding_on_head_rank(p_)) {
           out_.output_unit[c] = add_unit(word_embedding(c, true));
         }
       }

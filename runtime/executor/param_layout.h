@@ -95,7 +95,7 @@ struct ParamLayout {
   std::vector<int> word_embedding_unit;
   std::vector<int> position_embedding_unit;
   std::vector<int> final_norm_unit;
-  std::vector<int> output_unit;  // untied output layer or the tied copy; -1 with pp == 1 and tied
+  std::vector<int> output_unit;  // untied output layer or the tied copy; -1 tied with pp == 1 or zb-v (chunk 0's word embedding)
 
   std::int64_t total_numel() const;
 };

@@ -17,12 +17,13 @@ std::vector<Transfer> sent_transfers(const PlanSpec& p, LinkKind kind, int from,
   const int last = p.pp * p.vpp - 1;
   std::vector<Transfer> out;
   for (const PipelineOp& op : program_of(p, from)) {
-    const int vs = virtual_stage(p.pp, from, op.chunk);
+    const int vs = virtual_stage(p, from, op.chunk);
     if (kind == LinkKind::kActivations && op.phase == PipelinePhase::kForward && vs < last &&
-        (vs + 1) % p.pp == to) {
+        stage_place(p, vs + 1).rank == to) {
       out.push_back({op.microbatch, vs + 1});
     }
-    if (kind == LinkKind::kGradients && op.phase == PipelinePhase::kBackward && vs > 0 && (vs - 1) % p.pp == to) {
+    if (kind == LinkKind::kGradients && op.phase == PipelinePhase::kBackward && vs > 0 &&
+        stage_place(p, vs - 1).rank == to) {
       out.push_back({op.microbatch, vs - 1});
     }
   }
@@ -33,13 +34,13 @@ std::vector<Transfer> received_transfers(const PlanSpec& p, LinkKind kind, int f
   const int last = p.pp * p.vpp - 1;
   std::vector<Transfer> out;
   for (const PipelineOp& op : program_of(p, to)) {
-    const int vs = virtual_stage(p.pp, to, op.chunk);
+    const int vs = virtual_stage(p, to, op.chunk);
     if (kind == LinkKind::kActivations && op.phase == PipelinePhase::kForward && vs > 0 &&
-        (vs - 1) % p.pp == from) {
+        stage_place(p, vs - 1).rank == from) {
       out.push_back({op.microbatch, vs});
     }
     if (kind == LinkKind::kGradients && op.phase == PipelinePhase::kBackward && vs < last &&
-        (vs + 1) % p.pp == from) {
+        stage_place(p, vs + 1).rank == from) {
       out.push_back({op.microbatch, vs});
     }
   }
@@ -121,13 +122,13 @@ int PipelineLinks::tag(int microbatch, int to_vs) const {
 
 std::unique_ptr<Request> PipelineLinks::start_send(LinkKind kind, const TensorView& x, int microbatch, int from_vs) {
   const int to_vs = kind == LinkKind::kActivations ? from_vs + 1 : from_vs - 1;
-  Communicator* c = link(kind, rank_, to_vs % plan_.pp);
+  Communicator* c = link(kind, rank_, stage_place(plan_, to_vs).rank);
   return c->start_send(x, 1, tag(microbatch, to_vs));
 }
 
 std::unique_ptr<Request> PipelineLinks::start_recv(LinkKind kind, const TensorView& x, int microbatch, int to_vs) {
   const int from_vs = kind == LinkKind::kActivations ? to_vs - 1 : to_vs + 1;
-  Communicator* c = link(kind, from_vs % plan_.pp, rank_);
+  Communicator* c = link(kind, stage_place(plan_, from_vs).rank, rank_);
   return c->start_recv(x, 0, tag(microbatch, to_vs));
 }
 

@@ -1,6 +1,8 @@
 // Point-to-point links between pipeline stages: activations flow from pipeline
 // rank r to r+1 (and, with virtual stages, from the last rank back to the
-// first), gradients the other way.
+// first; under zb-v's V back up from r+1 to r), gradients the other way. A
+// stage whose neighbour is on its own rank (the bottom of the V) has no link:
+// the executor hands the tensor over itself.
 //
 // Each direction of each link is a two-rank communicator of its own (sender
 // rank 0, receiver rank 1). NCCL matches sends and receives between two ranks

@@ -275,7 +275,7 @@ class DataParallelPass {
       const PipelineOp& op = program[oi];
       const bool forward = op.phase == PipelinePhase::kForward;
       const int live = forward ? forward_live : backward_live;
-      const int vs = virtual_stage(p_.pp, r, op.chunk);
+      const int vs = virtual_stage(p_, r, op.chunk);
       const int lc = b_.layers_of(vs);
       // The layer of execution step `step` within this op, and its marks.
       auto layer_of = [&](int step) { return forward ? step : lc - 1 - step; };
@@ -351,17 +351,17 @@ class DataParallelPass {
   // Tied embeddings with pp > 1: the first and last stages all-reduce the word
   // embedding's gradient (Megatron-LM's embedding group).
   void add_embedding_sync(std::vector<TaskId>& last_dp) {
-    if (m_.untie_embeddings_and_output_weights || p_.pp == 1) return;
+    if (m_.untie_embeddings_and_output_weights || embedding_on_head_rank(p_)) return;
     const double bytes = static_cast<double>(vocab_rows_per_gpu(m_, p_)) * m_.hidden_size * p_.grad_bytes();
     const std::int32_t lbl = b_.label("embedding grad all_reduce", Category::kDp, Phase::kBackward);
     for (int d = 0; d < p_.grad_replicas(); ++d) {
       for (int t = 0; t < p_.tp; ++t) {
         const int a = b_.sim_index(b_.global(t, d, 0));
-        const int b = b_.sim_index(b_.global(t, d, p_.pp - 1));
+        const int b = b_.sim_index(b_.global(t, d, head_rank(p_)));
         if (a < 0 || b < 0) continue;
         TaskInfo info;
         info.bytes = bytes;
-        std::int32_t comm = b_.collective(CollectiveOp::kAllReduce, {b_.global(t, d, 0), b_.global(t, d, p_.pp - 1)},
+        std::int32_t comm = b_.collective(CollectiveOp::kAllReduce, {b_.global(t, d, 0), b_.global(t, d, head_rank(p_))},
                                        bytes);
         TaskId task = b_.comm_task({{a, stream_index(StreamKind::kDpComm)}, {b, stream_index(StreamKind::kDpComm)}}, comm, lbl, info);
         for (int s : {a, b}) {

@@ -355,7 +355,7 @@ void LayerProgram::emit_tp_group(int d, int r) {
   TaskId carried_comm = -1;
   for (std::size_t oi = 0; oi < program.size(); ++oi) {
     const PipelineOp& op = program[oi];
-    const int vs = virtual_stage(p.pp, r, op.chunk);
+    const int vs = virtual_stage(p, r, op.chunk);
     const int shape = (op.phase == PipelinePhase::kForward ? 1 : 0) | (vs == 0 ? 2 : 0) | (vs == last_vs ? 4 : 0) |
                       (op.phase == PipelinePhase::kWeightGrad ? 8 : 0);
     OpEmitter e(b_, stretches_, pending_blocks_, pending_layers_, members, group, cp_group, static_cast<int>(oi), op,

@@ -59,17 +59,21 @@ void add_pipeline_transfers(WorkloadBuild& b) {
     const auto& program = b.programs[r];
     for (std::size_t oi = 0; oi < program.size(); ++oi) {
       const PipelineOp& op = program[oi];
-      const int vs = virtual_stage(p.pp, r, op.chunk);
+      const int vs = virtual_stage(p, r, op.chunk);
       const bool forward = op.phase == PipelinePhase::kForward;
       if (op.phase == PipelinePhase::kWeightGrad) continue;  // W sends nothing
       if ((forward && vs == last_vs) || (!forward && vs == 0)) continue;
       const int to_vs = forward ? vs + 1 : vs - 1;
-      const int to_stage = to_vs % p.pp;
-      const int to_chunk = to_vs / p.pp;
-      const int to_global = b.global(b.w.tp_rank[i], b.w.dp_rank[i], to_stage);
+      const StagePlace to = stage_place(p, to_vs);
+      const int to_op = b.op_index[to.rank][b.op_key(op.phase, to.chunk, op.microbatch)];
+      if (to.rank == r) {
+        // zb-v's turn at the bottom of the V: the next stage is this rank's other chunk.
+        b.w.graph.add_dependency(b.op_marks[i][oi].last, b.op_marks[i][to_op].first);
+        continue;
+      }
+      const int to_global = b.global(b.w.tp_rank[i], b.w.dp_rank[i], to.rank);
       const int j = b.sim_index(to_global);
       if (j < 0) continue;
-      const int to_op = b.op_index[to_stage][b.op_key(op.phase, to_chunk, op.microbatch)];
       TaskInfo info;
       info.microbatch = op.microbatch;
       info.chunk = op.chunk;

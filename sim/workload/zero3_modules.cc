@@ -50,7 +50,7 @@ class ModuleZero3 {
     return static_cast<std::size_t>((op * b_.chunk_layers() + layer) * b_.hook_slots() + slot);
   }
   int module_id(const HookAt& h) const {
-    const int vs = virtual_stage(p_.pp, r_, b_.programs[r_][h.op].chunk);
+    const int vs = virtual_stage(p_, r_, b_.programs[r_][h.op].chunk);
     return (b_.first_layer_of(vs) + h.layer) * static_cast<int>(modules_.size()) + h.module;
   }
 
@@ -75,7 +75,7 @@ class ModuleZero3 {
     };
     for (std::size_t oi = 0; oi < program.size(); ++oi) {
       const PipelineOp& op = program[oi];
-      const int lc = b_.layers_of(virtual_stage(p_.pp, r_, op.chunk));
+      const int lc = b_.layers_of(virtual_stage(p_, r_, op.chunk));
       const int o = static_cast<int>(oi);
       if (op.phase == PipelinePhase::kForward) {
         for (int j = 0; j < lc; ++j) {
@@ -95,7 +95,7 @@ class ModuleZero3 {
     TaskInfo info;
     info.microbatch = op.microbatch;
     info.chunk = op.chunk;
-    info.layer = b_.first_layer_of(virtual_stage(p_.pp, r_, op.chunk)) + h.layer;
+    info.layer = b_.first_layer_of(virtual_stage(p_, r_, op.chunk)) + h.layer;
     info.bytes = bytes;
     return info;
   }

@@ -144,6 +144,37 @@ TEST(MemoryModel, ZeroBubbleActivationsPerStage) {
   }
 }
 
+// ZB-V (Qi et al. 2024, section 6): 2p chunk micro-batches of half a stage in
+// flight on each rank, 1F1B's p micro-batches of rank 0's stage; rank 0 also holds
+// the output layer and the loss (the V's last stage), so the tied word embedding
+// is one tensor there: the ranks hold the model's parameters once.
+TEST(MemoryModel, ZeroBubbleVHoldsOneFOneBsActivationsAndTheHeadOnRankZero) {
+  ModelSpec m = gpt3_175b();  // tied embeddings
+  PlanSpec p = plan(1, 8, 1, 1, 64);
+  const MemoryReport base = memory_report(m, p, bare_device(800e9));
+  p.schedule = Schedule::kZbV;
+  p.vpp = 2;
+  const MemoryReport v = memory_report(m, p, bare_device(800e9));
+  EXPECT_DOUBLE_EQ(v.stages[0].layer_microbatches_in_flight, base.stages[0].layer_microbatches_in_flight);
+  EXPECT_DOUBLE_EQ(v.stages[0].layer_microbatches_in_flight, 8 * 12);
+  std::int64_t sum = 0;
+  for (int s = 0; s < 8; ++s) sum += stage_params_per_gpu(m, p, s);
+  EXPECT_EQ(sum, total_params(m));
+  EXPECT_EQ(stage_params_per_gpu(m, p, 0) - stage_params_per_gpu(m, p, 1),
+            embedding_params_per_gpu(m, p) + final_norm_params(m));
+  // The logits of the micro-batch in its loss are on rank 0 now, not rank 7.
+  const double logits = (2.0 + 4.0) * m.seq_length * static_cast<double>(m.vocab_size);
+  EXPECT_GT(v.stages[0].activations_bytes - base.stages[0].activations_bytes, logits);
+  EXPECT_GT(v.stages[0].activations_bytes - v.stages[1].activations_bytes, logits);
+  // Unlike 1F1B's p - i, every rank of the V holds p micro-batches: chunk 0's
+  // forwards of the ranks below it come back up through its chunk 1.
+  for (int s = 1; s < 8; ++s) {
+    EXPECT_DOUBLE_EQ(v.stages[s].layer_microbatches_in_flight, 8 * 12) << s;
+    EXPECT_DOUBLE_EQ(base.stages[s].layer_microbatches_in_flight, (8 - s) * 12) << s;
+    EXPECT_LT(v.stages[s].activations_bytes, v.stages[0].activations_bytes) << s;
+  }
+}
+
 // Megatron-LM's distributed optimizer with bf16 weights and fp32 gradients keeps
 // 6 + 12/d bytes per parameter (Megatron-LM docs, "Distributed Optimizer" table).
 TEST(MemoryModel, MegatronDistributedOptimizerBf16) {
@@ -250,16 +281,17 @@ TEST(Params, StagesPartitionTheModel) {
 // the whole walk, for every stage, both schedules, every length up to 16pp, and
 // weights that put the peak on full activations or on W inputs.
 TEST(MemoryModel, ZeroBubblePeakOfFewMicroBatchesIsThePeakOfAny) {
-  for (Schedule schedule : {Schedule::kZbH1, Schedule::kZbH2}) {
+  for (Schedule schedule : {Schedule::kZbH1, Schedule::kZbH2, Schedule::kZbV}) {
     for (int pp = 2; pp <= 8; ++pp) {
       for (int m = 1; m <= 16 * pp; ++m) {
         PlanSpec p = plan(1, pp, 1, 1, m);
         p.schedule = schedule;
+        p.vpp = schedule == Schedule::kZbV ? 2 : 1;
         for (const auto& [full_bytes, w_bytes] : {std::pair{1.0, 0.3}, std::pair{1.0, 0.9}, std::pair{1.0, 3.0}}) {
           for (int stage = 0; stage < pp; ++stage) {
             double peak = -1.0;
             int forwards = 0, input_grads = 0, weight_grads = 0;
-            for (const PipelineOp& op : pipeline_program(schedule, pp, 1, m, stage)) {
+            for (const PipelineOp& op : pipeline_program(schedule, pp, p.vpp, m, stage)) {
               forwards += op.phase == PipelinePhase::kForward;
               input_grads += op.phase == PipelinePhase::kBackward;
               weight_grads += op.phase == PipelinePhase::kWeightGrad;

@@ -61,6 +61,7 @@ constexpr auto kGpipe = Schedule::kGpipe;
 constexpr auto kInter = Schedule::kInterleaved;
 constexpr auto kZbH1 = Schedule::kZbH1;
 constexpr auto kZbH2 = Schedule::kZbH2;
+constexpr auto kZbV = Schedule::kZbV;
 constexpr auto kP2p = CpCommType::kP2p;
 constexpr auto kAllGather = CpCommType::kAllGather;
 
@@ -96,11 +97,18 @@ const Case kCases[] = {
     // zero-bubble schedules: B and W apart, W's GEMMs deferred with their inputs
     {"gpt_pp2_zbh1_tied", false, 1, 2, 1, 1, 1, 4, kZbH1, 0, kNone, false},
     {"llama_pp2_zbh2_selective", true, 1, 2, 1, 1, 2, 4, kZbH2, 0, kSel, false},
+    // zb-v: two chunks per rank on a V (rank 0 holds layers 0 and 3, the embedding
+    // and the loss; rank 1 hands chunk 0's output to its own chunk 1), tied on
+    // one rank, and fewer micro-batches (2) than its 2pp - 1 warm-up
+    {"gpt_pp2_zbv_tied", false, 1, 2, 1, 2, 1, 4, kZbV, 0, kNone, false},
+    {"llama_pp2_zbv_selective_m2", true, 1, 2, 1, 2, 2, 2, kZbV, 0, kSel, false},
     // 4 ranks
     {"gpt_pp4_zbh1_full", false, 1, 4, 1, 1, 1, 8, kZbH1, 0, kFull, false},
     {"llama_tp2_pp2_sp_zbh2", true, 2, 2, 1, 1, 1, 4, kZbH2, 0, kNone, true},
     {"gpt_pp2_dp2_zero2_zbh1_buckets", false, 1, 2, 2, 1, 1, 4, kZbH1, 2, kNone, false, true, 15000},
     {"gpt_cp2_pp2_zbh1_ring", false, 1, 2, 1, 1, 1, 4, kZbH1, 0, kNone, false, true, 40000000, 0, 2, kP2p},
+    {"gpt_pp2_dp2_zero2_zbv_buckets_tied", false, 1, 2, 2, 2, 1, 4, kZbV, 2, kNone, false, true, 15000},
+    {"llama_tp2_pp2_sp_zbv_full", true, 2, 2, 1, 2, 1, 4, kZbV, 0, kFull, true},
     {"gpt_tp2_pp2_sp_interleaved", false, 2, 2, 1, 2, 1, 4, kInter, 0, kNone, true},
     {"llama_tp2_dp2_zero2_sp", true, 2, 1, 2, 1, 1, 2, k1F1B, 2, kNone, true},
     {"gpt_pp2_dp2_zero1_gpipe", false, 1, 2, 2, 1, 1, 2, kGpipe, 1, kSel, false},
@@ -110,6 +118,7 @@ const Case kCases[] = {
     {"llama_dp4_zero3_hybrid2_full", true, 1, 1, 4, 1, 1, 2, k1F1B, 3, kFull, false, true, 40000000, 2},
     // 8 ranks: every ZeRO stage with tp 2, pp 2, dp 2
     {"llama_tp2_pp2_dp2_zero1_sp_zbh1", true, 2, 2, 2, 1, 1, 4, kZbH1, 1, kSel, true},
+    {"gpt_tp2_pp2_dp2_zero1_zbv", false, 2, 2, 2, 2, 1, 4, kZbV, 1, kSel, false, true, 6000},
     {"gpt_tp2_pp2_dp2_zero0", false, 2, 2, 2, 1, 1, 2, k1F1B, 0, kNone, false, true, 15000},
     {"llama_tp2_pp2_dp2_zero1_sp_selective", true, 2, 2, 2, 1, 1, 2, k1F1B, 1, kSel, true},
     {"gpt_tp2_pp2_dp2_zero2_interleaved", false, 2, 2, 2, 2, 1, 2, kInter, 2, kNone, false, false},

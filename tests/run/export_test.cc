@@ -361,6 +361,33 @@ TEST(Export, UnevenStagesAreMegatronFlagsAndReadBack) {
   EXPECT_EQ(counted_flags.count("--account-for-loss-in-pipeline-split"), 1u);
 }
 
+// zb-v goes out as 2 virtual stages per rank: the flags sail-sg's fork needs
+// with --zero-bubble-v-schedule (it asserts 2 virtual stages) and mainline
+// Megatron-LM runs as interleaved 1F1B; the notes name both, and the run config
+// brings the V back.
+TEST(Export, ZeroBubbleVIsTwoVirtualStagesAndTheNotesNameItsSchedulers) {
+  TempDir dir;
+  const Scenario s = scenario(dir, "llama3-8b",
+                              R"({"tp": 2, "pp": 4, "schedule": "zb-v", "micro_batch_size": 1,
+                                  "global_batch_size": 30, "flash_attention": true})",
+                              "dgx-h100-1node");
+  EXPECT_EQ(s.plan.vpp, 2);
+  const ExportResult r = export_plan(s, folded(s), {});
+  const auto flags = script_flags(file(r, "megatron-args.sh").content);
+  expect_flag(flags, "--num-layers-per-virtual-pipeline-stage", "4");
+  std::string note;
+  for (const std::string& n : r.notes) {
+    if (n.find("zb-v:") != std::string::npos) note = n;
+  }
+  EXPECT_NE(note.find("--zero-bubble-v-schedule"), std::string::npos) << note;
+  EXPECT_NE(note.find("ScheduleZBVZeroBubble"), std::string::npos) << note;
+  EXPECT_NE(note.find("30 micro-batches divisible by pp 4"), std::string::npos) << note;
+  const RunSpec spec = read_run_spec(nlohmann::json::parse(file(r, "strata-run.json").content), "strata-run.json");
+  EXPECT_EQ(spec.plan.schedule, Schedule::kZbV);
+  EXPECT_EQ(spec.plan.vpp, 2);
+  for (const ExportFile& f : r.files) EXPECT_NE(f.name, "deepspeed.json");
+}
+
 TEST(Export, PlanThatDoesNotFitIsRefusedUnlessForced) {
   TempDir dir;
   // Llama 3 8B on one GPU per replica without sharding: 16 bytes per parameter

@@ -5,6 +5,7 @@
 #include "test_models.h"
 #include "sim/engine/engine.h"
 #include "sim/metrics.h"
+#include "plan/pipeline_schedule.h"
 #include "sim/workload/workload.h"
 
 namespace strata::sim {
@@ -147,7 +148,7 @@ TEST_P(ZeroBubble, BubbleAgainstOneFOneB) {
   GemmCountCosts costs(1000, m.vocab_size);
   FreeComm comm;
   auto simulate = [&](Schedule s) {
-    PlanSpec p = pipeline_plan(c.pp, 1, c.m, s);
+    PlanSpec p = pipeline_plan(c.pp, s == Schedule::kZbV ? 2 : 1, c.m, s);
     p.flash_attention = true;
     Workload w = build_workload(m, p, costs, comm, Fidelity::kFull);
     RunResult run = run_task_graph(w.graph, nullptr);
@@ -166,6 +167,14 @@ TEST_P(ZeroBubble, BubbleAgainstOneFOneB) {
     for (double stage : zb.bubble_ratio_per_stage) EXPECT_NEAR(stage, (p - 1) / (3 * mb + p - 1), 1e-9);
     // Bubble time a third of 1F1B's.
     EXPECT_NEAR(zb.bubble_ratio * zb.step_time_s, one_f_one_b.bubble_ratio * one_f_one_b.step_time_s / 3.0, 1e-12);
+  } else if (c.schedule == Schedule::kZbV) {
+    // ZB-V: each chunk (one layer) runs F, B and W in half a unit; only the ramp
+    // of p - 1 half units is left, against ZB-H1's p - 1 whole ones (the
+    // paper's section 6: "zero bubble" at 1F1B's memory).
+    const TimeNs half = unit / 2;
+    EXPECT_EQ(t_zb, static_cast<TimeNs>(6 * c.m + c.pp - 1) * half);
+    EXPECT_NEAR(zb.bubble_ratio, (p - 1) / (6 * mb + p - 1), 1e-9);
+    EXPECT_NEAR(zb.bubble_ratio, analytic_bubble_ratio(Schedule::kZbV, c.pp, 2, c.m), 1e-12);
   } else {
     // ZB-H2 with post-validation: each stage runs its 3m units back to back; the
     // step time is that period, with no bubble, while the one simulated step
@@ -180,7 +189,10 @@ INSTANTIATE_TEST_SUITE_P(Schedules, ZeroBubble,
                          ::testing::Values(BubbleCase{Schedule::kZbH1, 4, 1, 8},
                                            BubbleCase{Schedule::kZbH1, 8, 1, 16},
                                            BubbleCase{Schedule::kZbH2, 4, 1, 8},
-                                           BubbleCase{Schedule::kZbH2, 8, 1, 24}));
+                                           BubbleCase{Schedule::kZbH2, 8, 1, 24},
+                                           BubbleCase{Schedule::kZbV, 4, 2, 8},
+                                           BubbleCase{Schedule::kZbV, 8, 2, 16},
+                                           BubbleCase{Schedule::kZbV, 2, 2, 3}));
 
 // Turning overlap_grad_reduce off exposes the whole gradient reduction.
 TEST(Engine, GradReduceOverlapHidesTheReduction) {
