@@ -54,6 +54,19 @@ struct ParameterStore::InFlight {
   EventContext context;
   std::function<void()> on_done;
   Tensor keep_alive;  // a transient buffer the operation uses
+  std::uint64_t reduction = 0;  // a reduce-scatter's number (track_reduce_scatter), 0 otherwise
+};
+
+// A reduce-scatter's shard waiting for its all-reduce across the shard groups.
+struct ParameterStore::AcrossPending {
+  std::uint64_t reduction = 0;  // the reduce-scatter's number
+  bool scattered = false;       // the reduce-scatter is done
+  int bucket = -1;
+  int kind = kReduce;
+  TensorView shard;
+  Tensor keep_alive;  // the buffer shard lives in, until the all-reduce is done
+  EventContext context;
+  std::function<void()> then;
 };
 
 ParameterStore::ParameterStore(Device& device, const ParamLayout& layout, const StoreOptions& options,
@@ -260,14 +273,10 @@ TensorView ParameterStore::acquire_grads(int unit) {
     return s.full_grads.view().slice(u.bucket_offset, u.numel);
   }
   if (zero_ == 2) {
-    // The previous micro-batch's reduce-scatter of this bucket must have
-    // finished (and been summed into the shard) before gradients accumulate again.
-    complete_matching(
-        in_flight_, [&](const InFlight& f) { return f.bucket == b && f.kind == kReduce; },
-        [this](InFlight& f) {
-          recorder_.add(f.name, f.category, Lane::kDpComm, f.bytes, f.start_ns, recorder_.now_ns(), f.context);
-          if (f.on_done) f.on_done();
-        });
+    // The previous micro-batch's reduce-scatter of this bucket (and its all-reduce
+    // across shard groups) must have finished and been summed into the shard
+    // before gradients accumulate again, so the shard sums micro-batches in order.
+    wait_reductions(b);
     if (s.grads.numel() == 0) allocate_zero2_grads(b);
   }
   return s.grads.view().slice(u.bucket_offset, u.numel);
@@ -301,12 +310,72 @@ void ParameterStore::release_grads(int unit) {
   const TensorView own = shard_of(full, b);
   auto request = dp_.start_reduce_scatter(full, own);
   const TensorView shard = s.grad_shard.view();
-  track(std::move(request), "grad reduce_scatter", EventCategory::kDp, static_cast<double>(full.bytes()),
-        [this, own, shard] { device_.axpy(1.0f, own, shard); });
-  in_flight_.back()->bucket = b;
-  in_flight_.back()->kind = kGradScatter;
-  in_flight_.back()->keep_alive = std::move(s.full_grads);
+  track_reduce_scatter(std::move(request), static_cast<double>(full.bytes()), b, kGradScatter, own,
+                       std::move(s.full_grads), [this, own, shard] { device_.axpy(1.0f, own, shard); });
   s.full_grads = Tensor();
+}
+
+void ParameterStore::track_reduce_scatter(std::unique_ptr<Request> request, double bytes, int bucket, int kind,
+                                          const TensorView& shard, Tensor keep_alive, std::function<void()> then) {
+  if (across_ == nullptr) {
+    track(std::move(request), "grad reduce_scatter", EventCategory::kDp, bytes, std::move(then));
+    in_flight_.back()->bucket = bucket;
+    in_flight_.back()->kind = kind;
+    in_flight_.back()->keep_alive = std::move(keep_alive);
+    return;
+  }
+  auto pending = std::make_unique<AcrossPending>();
+  pending->reduction = ++next_reduction_;
+  pending->bucket = bucket;
+  pending->kind = kind;
+  pending->shard = shard;
+  pending->keep_alive = std::move(keep_alive);
+  pending->context = recorder_.context();
+  pending->then = std::move(then);
+  AcrossPending* p = pending.get();
+  across_pending_.push_back(std::move(pending));
+  track(std::move(request), "grad reduce_scatter", EventCategory::kDp, bytes, [this, p] {
+    p->scattered = true;
+    start_ready_across();
+  });
+  in_flight_.back()->bucket = bucket;
+  in_flight_.back()->kind = kind;
+  in_flight_.back()->reduction = p->reduction;
+}
+
+void ParameterStore::start_ready_across() {
+  while (!across_pending_.empty() && across_pending_.front()->scattered) {
+    std::unique_ptr<AcrossPending> p = std::move(across_pending_.front());
+    across_pending_.pop_front();
+    const EventContext context = recorder_.context();
+    recorder_.context() = p->context;
+    track(across_->start_all_reduce(p->shard, p->shard, ReduceOp::kSum), "grad all_reduce across shard groups",
+          EventCategory::kDp, static_cast<double>(p->shard.bytes()), std::move(p->then));
+    recorder_.context() = context;
+    in_flight_.back()->bucket = p->bucket;
+    in_flight_.back()->kind = p->kind;
+    in_flight_.back()->keep_alive = std::move(p->keep_alive);
+  }
+}
+
+void ParameterStore::wait_reductions(int bucket) {
+  auto finish = [this](InFlight& f) {
+    recorder_.add(f.name, f.category, Lane::kDpComm, f.bytes, f.start_ns, recorder_.now_ns(), f.context);
+    if (f.on_done) f.on_done();
+  };
+  // Until none of the bucket's shards waits: finish the oldest pending
+  // reduce-scatter, which starts the across all-reduces that are ready.
+  auto waiting = [&] {
+    return std::any_of(across_pending_.begin(), across_pending_.end(),
+                       [&](const auto& p) { return p->bucket == bucket; });
+  };
+  while (waiting()) {
+    const std::uint64_t oldest = across_pending_.front()->reduction;
+    complete_matching(in_flight_, [&](const InFlight& f) { return f.reduction == oldest; }, finish);
+  }
+  complete_matching(
+      in_flight_, [&](const InFlight& f) { return f.bucket == bucket && (f.kind == kReduce || f.kind == kGradScatter); },
+      finish);
 }
 
 void ParameterStore::start_reduction(int b) {
@@ -326,16 +395,20 @@ void ParameterStore::start_reduction(int b) {
       const TensorView shard = s.grad_shard.view();
       done = [this, own, shard] { device_.axpy(1.0f, own, shard); };
     }
-    track(dp_.start_reduce_scatter(grads, own), "grad reduce_scatter", EventCategory::kDp, bytes, std::move(done));
+    // ZeRO-2 keeps only the shard: the full bucket lives until its reduce-scatter
+    // (and across all-reduce) is done, and the next micro-batch's backward
+    // allocates a fresh one.
+    Tensor keep_alive;
+    if (zero_ == 2) {
+      keep_alive = std::move(s.grads);
+      s.grads = Tensor();  // a moved-from Tensor keeps its size
+    }
+    track_reduce_scatter(dp_.start_reduce_scatter(grads, own), bytes, b, kReduce, own, std::move(keep_alive),
+                         std::move(done));
+    return;
   }
   in_flight_.back()->bucket = b;
   in_flight_.back()->kind = kReduce;
-  // ZeRO-2 keeps only the shard: the full bucket lives until its reduce-scatter
-  // is done, and the next micro-batch's backward allocates a fresh one.
-  if (zero_ == 2) {
-    in_flight_.back()->keep_alive = std::move(s.grads);
-    s.grads = Tensor();  // a moved-from Tensor keeps its size
-  }
 }
 
 void ParameterStore::unit_backward_done(int unit, bool last) {
@@ -375,19 +448,8 @@ void ParameterStore::finish_reductions() {
     if ((zero_ == 0 || zero_ == 1) && !buckets_[b]->reduced) start_reduction(b);
   }
   wait_all();
-  // Hybrid sharding: each shard, reduced within its group, is summed with the same
-  // shard of the other groups (FSDP HYBRID_SHARD's all-reduce; here after the
-  // backward, not overlapped with it).
-  if (across_ != nullptr) {
-    for (int b = 0; b < static_cast<int>(layout_.buckets.size()); ++b) {
-      BucketState& s = *buckets_[b];
-      const TensorView v = zero_ == 1 ? shard_of(s.grads.view(), b) : s.grad_shard.view();
-      const TimeNs start = recorder_.now_ns();
-      across_->all_reduce(v, v);
-      recorder_.add("grad all_reduce across shard groups", EventCategory::kDp, Lane::kDpComm,
-                    static_cast<double>(v.bytes()), start, recorder_.now_ns());
-    }
-  }
+  // (wait_all has also finished hybrid sharding's all-reduces across the shard
+  // groups: each started as soon as its reduce-scatter was done.)
   // The tied word embedding: its gradient is the sum of the first stage's
   // (lookup) and the last stage's (output layer) parts (Megatron's embedding group).
   // ZeRO-0 sums the embedding's range of its bucket; with ZeRO >= 1 the embedding

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -53,7 +54,8 @@ class ParameterStore {
   // tp, dp, embedding: this rank's groups (embedding may be null: middle stages).
   // With hybrid sharding dp is the rank's ZeRO shard group and `across` the group of
   // the ranks holding the same shard in the other shard groups (null: plain ZeRO):
-  // gradients are reduce-scattered within dp, then each shard all-reduced across.
+  // gradients are reduce-scattered within dp, then each shard all-reduced across,
+  // as soon as its reduce-scatter is done (overlapped with the backward).
   ParameterStore(Device& device, const ParamLayout& layout, const StoreOptions& options,
                  const RankCoord& coord, Communicator& tp, Communicator& dp, Communicator* embedding,
                  Recorder& recorder, Communicator* across = nullptr);
@@ -109,6 +111,18 @@ class ParameterStore {
   void sum_replicated_over_tp(const TensorView& bucket_grads, int bucket);
   void track(std::unique_ptr<Request> request, std::string name, EventCategory category, double bytes,
              std::function<void()> on_done);
+  // A gradient reduce-scatter of `bucket` into `shard` (kind kReduce or kGradScatter),
+  // then `then`. With hybrid sharding the shard is first all-reduced across the
+  // shard groups, started as soon as the reduce-scatter is done and every earlier
+  // one has started its own (so every rank of the across group starts them in the
+  // same order), as the simulator's reduce_gradients has it.
+  void track_reduce_scatter(std::unique_ptr<Request> request, double bytes, int bucket, int kind,
+                            const TensorView& shard, Tensor keep_alive, std::function<void()> then);
+  // Starts the across all-reduces whose reduce-scatters are done, oldest first.
+  void start_ready_across();
+  // Waits for bucket's reductions in flight, their across all-reduces included,
+  // and finishes them in the order they started.
+  void wait_reductions(int bucket);
   void allocate_zero2_grads(int bucket);
   void wait_gather(int bucket);
   TensorView shard_of(const TensorView& full, int bucket) const;
@@ -128,6 +142,9 @@ class ParameterStore {
   bool master_copy_ = false;  // weights are stored in 16 bits: keep fp32 masters
   std::vector<std::unique_ptr<BucketState>> buckets_;
   std::vector<std::unique_ptr<InFlight>> in_flight_;
+  struct AcrossPending;
+  std::deque<std::unique_ptr<AcrossPending>> across_pending_;  // in reduce-scatter order
+  std::uint64_t next_reduction_ = 0;
 };
 
 }  // namespace strata::rt

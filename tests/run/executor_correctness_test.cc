@@ -277,6 +277,36 @@ TEST(CorrectnessReference, LossFalls) {
 INSTANTIATE_TEST_SUITE_P(Plans, Correctness, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case>& param) { return std::string(param.param.name); });
 
+// Hybrid sharding's all-reduce across the shard groups starts as soon as its
+// reduce-scatter is done, as the simulator has it (data_parallel.cc,
+// reduce_gradients): with ZeRO-2 the first micro-batch's shards are all-reduced
+// while the second micro-batch's backward still runs, not after the backward.
+TEST_F(Correctness, HybridShardingAllReducesAcrossGroupsDuringTheBackward) {
+  const Case c{"gpt_dp4_zero2_hybrid2_overlap", false, 1, 1, 4, 1, 1, 2, k1F1B, 2, kNone, false, true, 15000, 2};
+  if (world_->size() != 4) GTEST_SKIP() << c.name << " runs on 4 ranks; this world has " << world_->size();
+  Executor executor(config_of(c, false), *device_, *world_);
+  executor.step();
+  executor.step();
+  executor.finish();
+  const Recorder& recorder = executor.recorder();
+  TimeNs first_across = -1, backward_end = 0;
+  int across = 0;
+  for (const MeasuredEvent& e : recorder.last_step_events()) {
+    const std::string& name = recorder.names()[static_cast<std::size_t>(e.name)];
+    if (name == "grad all_reduce across shard groups") {
+      ++across;
+      if (first_across < 0 || e.start_ns < first_across) first_across = e.start_ns;
+    }
+    if (e.lane == Lane::kCompute && e.phase == EventPhase::kBackward) {
+      backward_end = std::max(backward_end, e.start_ns + e.duration_ns);
+    }
+  }
+  // One per bucket and micro-batch (ZeRO-2 reduce-scatters every micro-batch).
+  EXPECT_GT(across, 2);
+  ASSERT_GE(first_across, 0);
+  EXPECT_LT(first_across, backward_end) << "the first all-reduce across shard groups waited for the backward's end";
+}
+
 // A zero-bubble schedule computes 1F1B's gradients in another order of ops but
 // not of sums: W runs a stage's micro-batches oldest first, as 1F1B's backwards
 // do, so every gradient element adds the same terms in the same order, and the
