@@ -32,6 +32,7 @@ using trace::kNumCategories;
 using trace::parse_category;
 
 enum class Phase : std::uint8_t { kNone, kFwd, kBwd, kRecompute, kStep, kWgrad };
+inline constexpr int kNumPhases = 6;
 const char* to_string(Phase p);
 // The phase named s (core/trace_vocabulary.h: "fwd", "bwd", "recompute", "step");
 // false otherwise.

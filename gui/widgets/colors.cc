@@ -34,6 +34,25 @@ QColor category_color(Category c) {
   return Qt::gray;
 }
 
+QColor task_color(Category c, Phase phase) {
+  const QColor base = category_color(c);
+  const bool compute = c == Category::kGemm || c == Category::kAttention || c == Category::kElementwise;
+  if (!compute) return base;
+  switch (phase) {
+    case Phase::kBwd: return base.darker(150);
+    case Phase::kWgrad: return base.lighter(145);
+    case Phase::kRecompute: {
+      float h = 0, s = 0, v = 0;
+      base.getHsvF(&h, &s, &v);
+      return QColor::fromHsvF(h, s * 0.3f, v);
+    }
+    case Phase::kNone:
+    case Phase::kFwd:
+    case Phase::kStep: break;
+  }
+  return base;
+}
+
 QColor utilization_color(double utilization, bool carried_bytes) {
   if (!carried_bytes && utilization <= 0.0) return QColor(0xb0, 0xb0, 0xb0);
   const double u = std::clamp(utilization, 0.0, 1.0);

@@ -22,6 +22,13 @@ QString legend_html() {
     html += QStringLiteral("<span style=\"color:%1\">■</span>&nbsp;%2&nbsp;&nbsp; ")
                 .arg(category_color(cat).name(), QString::fromLatin1(to_string(cat)));
   }
+  // Compute tasks are shaded by phase (task_color), shown on gemm's blue.
+  html += QStringLiteral("&nbsp;&nbsp;compute:");
+  for (const auto& [phase, name] : {std::pair{Phase::kFwd, "forward"}, std::pair{Phase::kBwd, "backward (B)"},
+                                    std::pair{Phase::kWgrad, "W"}, std::pair{Phase::kRecompute, "recompute"}}) {
+    html += QStringLiteral("&nbsp;<span style=\"color:%1\">■</span>&nbsp;%2")
+                .arg(task_color(Category::kGemm, phase).name(), QString::fromLatin1(name));
+  }
   return html;
 }
 

@@ -410,7 +410,8 @@ void TimelineWidget::collect_marks(const TraceModel& trace, const Lane& lane, in
     const QRectF r(kGutterPx + x0, top, x1 - x0, h);
     const int c = static_cast<int>(m.category);
     if (m.count == 1) {
-      single_rects_[c].push_back(r);
+      const Phase phase = trace.detail_of(lane.spans[m.first_span]).phase;
+      single_rects_[static_cast<std::size_t>(c * kNumPhases + static_cast<int>(phase))].push_back(r);
       if (labels && x1 - x0 >= kLabelMinWidthPx) {
         labels_.push_back({r, &trace.name_of(lane.spans[m.first_span])});
       }
@@ -426,10 +427,12 @@ void TimelineWidget::flush_batches(QPainter& p) {
   p.setPen(Qt::NoPen);
   for (int c = 0; c < kNumCategories; ++c) {
     const QColor color = category_color(static_cast<Category>(c));
-    if (!single_rects_[c].empty()) {
-      p.setBrush(color);
-      p.drawRects(single_rects_[c].data(), static_cast<int>(single_rects_[c].size()));
-      single_rects_[c].clear();
+    for (int ph = 0; ph < kNumPhases; ++ph) {
+      std::vector<QRectF>& rects = single_rects_[static_cast<std::size_t>(c * kNumPhases + ph)];
+      if (rects.empty()) continue;
+      p.setBrush(task_color(static_cast<Category>(c), static_cast<Phase>(ph)));
+      p.drawRects(rects.data(), static_cast<int>(rects.size()));
+      rects.clear();
     }
     if (!merged_rects_[c].empty()) {
       // Merged marks are darker: "many tasks here, zoom in".

@@ -122,7 +122,8 @@ class TimelineWidget : public QWidget {
 
   // Per-frame buffers, kept to avoid reallocating every paint.
   mutable std::vector<Mark> marks_;
-  std::array<std::vector<QRectF>, kNumCategories> single_rects_;
+  // Single tasks by category and phase (task_color), merged marks by category.
+  std::array<std::vector<QRectF>, kNumCategories * kNumPhases> single_rects_;
   std::array<std::vector<QRectF>, kNumCategories> merged_rects_;
   struct Label {
     QRectF rect;

@@ -139,6 +139,26 @@ class TimelineWidgetTest : public QObject {
     QCOMPARE(out.pixelColor(kGutter, top).rgb(), category_color(Category::kGemm).darker(135).rgb());
   }
 
+  // A zero-bubble step's F, B, W and recompute of one GEMM, each in its phase's
+  // shade of gemm blue: B and W told apart at a glance; the optimizer keeps its color.
+  void paints_compute_tasks_by_phase() {
+    TimelineWidget w;
+    prepare(w, {load("trace_phases.json")});
+    w.set_view(0.0, 1e6);  // 1 us per px
+    const QImage img = w.grab().toImage();
+    const int top = kRuler + w.layout_model().rows()[2].y_px + 3;
+    const QRgb forward = img.pixelColor(kGutter + 95, top).rgb();
+    const QRgb backward = img.pixelColor(kGutter + 295, top).rgb();
+    const QRgb weight_grad = img.pixelColor(kGutter + 395, top).rgb();
+    const QRgb recompute = img.pixelColor(kGutter + 495, top).rgb();
+    QCOMPARE(forward, category_color(Category::kGemm).rgb());
+    QCOMPARE(backward, task_color(Category::kGemm, Phase::kBwd).rgb());
+    QCOMPARE(weight_grad, task_color(Category::kGemm, Phase::kWgrad).rgb());
+    QCOMPARE(recompute, task_color(Category::kGemm, Phase::kRecompute).rgb());
+    QVERIFY(backward != weight_grad && backward != forward && weight_grad != forward && recompute != forward);
+    QCOMPARE(img.pixelColor(kGutter + 545, top).rgb(), category_color(Category::kOptimizer).rgb());
+  }
+
   void predicted_and_measured_share_the_axis() {
     TimelineWidget w;
     prepare(w, {load("trace_small.json"), load("trace_measured.json")});
