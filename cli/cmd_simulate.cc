@@ -1,6 +1,7 @@
 // strata simulate: one training step, rank by rank: step time, MFU, bubble,
 // exposed communication, memory; result.json and a Perfetto trace.
 #include <chrono>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -24,7 +25,55 @@ struct SimulateArgs {
   std::vector<int> trace_ranks;
   bool no_trace = false;
   double train_tokens = 0.0;
+  std::vector<std::string> slow_ranks;  // "R:F"
 };
+
+// --slow-rank R:F, each a global rank of the plan and a factor in (0, 100].
+std::vector<sim::SlowRank> parse_slow_ranks(const std::vector<std::string>& texts, int gpus) {
+  std::vector<sim::SlowRank> out;
+  for (const std::string& text : texts) {
+    auto fail = [&](const std::string& why) {
+      throw InputError("", "--slow-rank",
+                       fmt::format("\"{}\": {} (allowed: RANK:FACTOR, RANK a global rank 0..{}, FACTOR in (0, 100], "
+                                   "e.g. 7:1.2 for rank 7's kernels 20% slower)",
+                                   text, why, gpus - 1));
+    };
+    const std::size_t colon = text.find(':');
+    if (colon == std::string::npos) fail("no ':' between the rank and the factor");
+    sim::SlowRank slow;
+    std::size_t used = 0;
+    try {
+      slow.rank = std::stoi(text.substr(0, colon), &used);
+      if (used != colon) fail("the rank is not an integer");
+      const std::string factor = text.substr(colon + 1);
+      slow.factor = std::stod(factor, &used);
+      if (used != factor.size()) fail("the factor is not a number");
+    } catch (const std::logic_error&) {
+      fail("the rank or the factor is not a number");
+    }
+    if (slow.rank < 0 || slow.rank >= gpus) fail(fmt::format("rank {} is outside the plan's {} GPUs", slow.rank, gpus));
+    if (!std::isfinite(slow.factor) || slow.factor <= 0.0 || slow.factor > 100.0) {
+      fail(fmt::format("factor {} is outside (0, 100]", slow.factor));
+    }
+    for (const sim::SlowRank& other : out) {
+      if (other.rank == slow.rank) fail(fmt::format("rank {} is given twice", slow.rank));
+    }
+    out.push_back(slow);
+  }
+  return out;
+}
+
+// What the slow ranks cost the step, against every GPU at speed.
+nlohmann::ordered_json what_if_json(const std::vector<sim::SlowRank>& slow, double baseline_s, double step_s) {
+  nlohmann::ordered_json j;
+  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+  for (const sim::SlowRank& r : slow) ranks.push_back({{"rank", r.rank}, {"factor", r.factor}});
+  j["slow_ranks"] = ranks;
+  j["baseline_step_time_s"] = baseline_s;
+  j["step_time_s"] = step_s;
+  j["slowdown"] = step_s / baseline_s - 1.0;
+  return j;
+}
 
 nlohmann::ordered_json training_json(const Scenario& s, const sim::SimulationResult& r, double tokens) {
   const double seconds = tokens / r.tokens_per_s;
@@ -90,6 +139,20 @@ void run_simulate(const SimulateArgs& args) {
   require_simulated_model(s);
   sim::SimulationOptions options;
   options.fidelity = args.fidelity == "full" ? sim::Fidelity::kFull : sim::Fidelity::kFolded;
+  const std::vector<sim::SlowRank> slow = parse_slow_ranks(args.slow_ranks, s.plan.num_gpus());
+  if (!slow.empty() && options.fidelity != sim::Fidelity::kFull) {
+    throw InputError("", "--slow-rank",
+                     "needs --fidelity full: folded fidelity simulates one rank per pipeline stage, which stands for "
+                     "its tensor- and data-parallel peers, so one slow GPU cannot be told apart");
+  }
+  // The what-if's baseline: the same step with every GPU at speed.
+  double baseline_s = 0.0;
+  if (!slow.empty()) {
+    sim::SimulationOptions at_speed = options;
+    at_speed.keep_timeline = false;
+    baseline_s = sim::simulate(s, at_speed).metrics.step_time_s;
+    options.slow_ranks = slow;
+  }
   ProgressLine progress("simulate", 100);
   options.progress = [&](std::int64_t done, std::int64_t total, std::string_view what) {
     progress.update(100 * done / total, std::string(what));
@@ -106,6 +169,7 @@ void run_simulate(const SimulateArgs& args) {
     training = training_json(s, r, args.train_tokens);
     result["training"] = training;
   }
+  if (!slow.empty()) result["what_if"] = what_if_json(slow, baseline_s, r.metrics.step_time_s);
   OutputSet out;
   out.add(args.out_dir + "/result.json", result.dump(2) + "\n");
   std::vector<int> traced;
@@ -114,6 +178,12 @@ void run_simulate(const SimulateArgs& args) {
     out.add(args.out_dir + "/trace.json", sim::result_trace(s, r, traced));
   }
   print_summary(s, r, wall, training);
+  if (!slow.empty()) {
+    std::string who;
+    for (const sim::SlowRank& x : slow) who += fmt::format("{}rank {} x{:.2f}", who.empty() ? "" : ", ", x.rank, x.factor);
+    fmt::print("what-if          {} (compute): step {} against {} with every GPU at speed ({:+.1f}%)\n", who,
+               seconds(r.metrics.step_time_s), seconds(baseline_s), 100.0 * (r.metrics.step_time_s / baseline_s - 1.0));
+  }
   out.commit();
   fmt::print("\nwrote {}/result.json", args.out_dir);
   if (!args.no_trace) fmt::print(", {}/trace.json ({} ranks; open in ui.perfetto.dev or strata-gui)", args.out_dir, traced.size());
@@ -140,6 +210,9 @@ void add_simulate_command(CLI::App& app) {
                   "also report the days and GPU-hours to train on this many tokens")
       // Up to 10 quadrillion: 600x Llama 3's 15.6 T tokens.
       ->check(finite_in(1.0, 1e16));
+  cmd->add_option("--slow-rank", args->slow_ranks,
+                  "RANK:FACTOR, repeatable: what if that GPU's kernels took FACTOR times as long (a throttled "
+                  "clock); prints the step against every GPU at speed (full fidelity)");
   cmd->callback([args] { run_simulate(*args); });
 }
 

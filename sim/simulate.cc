@@ -157,6 +157,15 @@ SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
   const double budget = options.memory_budget_bytes > 0 ? options.memory_budget_bytes : memory_budget_bytes();
   workload_options.max_tasks = budget / kBytesPerEstimatedTask;
   Workload workload = build_workload(model, plan, op_costs, comm_costs, options.fidelity, workload_options);
+  if (!options.slow_ranks.empty() && options.fidelity != Fidelity::kFull) {
+    throw InternalError("simulate: slow ranks need full fidelity (folded simulates one rank per stage)");
+  }
+  for (const SlowRank& slow : options.slow_ranks) {
+    const auto at = std::find(workload.global_rank.begin(), workload.global_rank.end(), slow.rank);
+    if (at == workload.global_rank.end()) throw InternalError(fmt::format("simulate: rank {} is not simulated", slow.rank));
+    workload.graph.scale_compute(static_cast<int>(at - workload.global_rank.begin()), stream_index(StreamKind::kCompute),
+                                 slow.factor);
+  }
   phase_done("workload");
   report(300, "running the step");
   std::unique_ptr<TopologyFlowModel> network;

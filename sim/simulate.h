@@ -21,8 +21,16 @@
 
 namespace strata::sim {
 
+// A what-if: one GPU's compute kernels take `factor` times as long (a throttled
+// clock, a slower part). Full fidelity only: folded simulates one rank per stage.
+struct SlowRank {
+  int rank = 0;  // global rank
+  double factor = 1.0;
+};
+
 struct SimulationOptions {
   Fidelity fidelity = Fidelity::kFull;
+  std::vector<SlowRank> slow_ranks;
   // Keep the task graph and event times for traces and link utilization
   // (sweeps turn this off: thousands of plans, metrics only).
   bool keep_timeline = true;

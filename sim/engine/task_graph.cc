@@ -1,5 +1,7 @@
 #include "sim/engine/task_graph.h"
 
+#include <cmath>
+
 #include "core/error.h"
 
 namespace strata::sim {
@@ -41,6 +43,18 @@ void TaskGraph::reserve(std::size_t tasks, std::size_t slots, std::size_t depend
   slot_offset_.reserve(tasks + 1);
   slots_.reserve(slots);
   edges_.reserve(dependencies);
+}
+
+void TaskGraph::scale_compute(int rank, int stream, double factor) {
+  const std::int32_t target = slot(rank, stream);
+  for (TaskId t = 0; t < num_tasks(); ++t) {
+    if (comm_[t] >= 0) continue;
+    for (const std::int32_t* s = slots_begin(t); s != slots_end(t); ++s) {
+      if (*s != target) continue;
+      duration_ns_[t] = static_cast<TimeNs>(std::llround(static_cast<double>(duration_ns_[t]) * factor));
+      break;
+    }
+  }
 }
 
 bool TaskGraph::runs_on(TaskId t, int rank) const {

@@ -66,6 +66,12 @@ class TaskGraph {
   // Capacity hints, to avoid regrowing millions of entries.
   void reserve(std::size_t tasks, std::size_t slots, std::size_t dependencies);
 
+  // Multiplies the duration of every compute task (no communication) on stream
+  // `stream` of `rank` by factor: a slower GPU. A task shared by several ranks in
+  // lockstep (a tensor-parallel group's) slows for all of them, as the group waits
+  // for its slowest member at every collective.
+  void scale_compute(int rank, int stream, double factor);
+
   // Finalises the successor lists; call once before running.
   void finalize();
 

@@ -1,6 +1,8 @@
 // The engine and workload builder against hand-computed schedules.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "fake_costs.h"
 #include "test_models.h"
 #include "sim/engine/engine.h"
@@ -193,6 +195,48 @@ INSTANTIATE_TEST_SUITE_P(Schedules, ZeroBubble,
                                            BubbleCase{Schedule::kZbV, 4, 2, 8},
                                            BubbleCase{Schedule::kZbV, 8, 2, 16},
                                            BubbleCase{Schedule::kZbV, 2, 2, 3}));
+
+// A slow GPU (a throttled clock): its compute takes s times as long. GPipe over 2
+// stages with free communication, F = U and B = 2U per stage, stage 1 of the
+// second replica slowed by s >= 1: stage 1 runs its m forwards back to back from
+// U, then its m backwards, and stage 0's last backward waits for it: the step is
+// U + s·U·m + 2s·U·m + 2U = 3U + 3sUm (s = 1: GPipe's 3U(m + p - 1)); the first
+// replica waits for it at the gradient all-reduce.
+TEST(SlowRank, GpipeStepFollowsTheSlowStageByHand) {
+  const int m = 4;
+  ModelSpec model = small_model(4);
+  PlanSpec p = pipeline_plan(2, 1, m, Schedule::kGpipe);
+  p.dp = 2;
+  p.global_batch_size = 2 * m;
+  GemmCountCosts costs(1000, model.vocab_size);
+  FreeComm comm;
+  const TimeNs unit = 6 * 1000 * 2;  // F of a stage: 6 GEMMs of each of its 2 layers
+  for (const double s : {1.0, 1.5, 2.0, 3.0}) {
+    Workload w = build_workload(model, p, costs, comm, Fidelity::kFull);
+    int slow = -1;  // the simulated rank of replica 1, stage 1
+    for (std::size_t i = 0; i < w.global_rank.size(); ++i) {
+      if (w.dp_rank[i] == 1 && w.stage[i] == 1) slow = static_cast<int>(i);
+    }
+    ASSERT_GE(slow, 0);
+    w.graph.scale_compute(slow, stream_index(StreamKind::kCompute), s);
+    const RunResult run = run_task_graph(w.graph, nullptr);
+    EXPECT_EQ(run.makespan_ns, static_cast<TimeNs>(std::llround(3 * unit + 3 * s * unit * m))) << "s " << s;
+  }
+}
+
+// A tensor-parallel group computes in lockstep: one slow member slows the group.
+TEST(SlowRank, TensorParallelGroupWaitsForItsSlowestMember) {
+  ModelSpec model = small_model(2);
+  PlanSpec p = pipeline_plan(1, 1, 2, Schedule::kOneFOneB);
+  p.tp = 2;
+  GemmCountCosts costs(1000, model.vocab_size);
+  FreeComm comm;
+  Workload base = build_workload(model, p, costs, comm, Fidelity::kFull);
+  const TimeNs t0 = run_task_graph(base.graph, nullptr).makespan_ns;
+  Workload slow = build_workload(model, p, costs, comm, Fidelity::kFull);
+  slow.graph.scale_compute(1, stream_index(StreamKind::kCompute), 1.25);
+  EXPECT_EQ(run_task_graph(slow.graph, nullptr).makespan_ns, t0 * 5 / 4);
+}
 
 // Turning overlap_grad_reduce off exposes the whole gradient reduction.
 TEST(Engine, GradReduceOverlapHidesTheReduction) {

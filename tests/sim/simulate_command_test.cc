@@ -179,6 +179,48 @@ TEST(SimulateCommand, RankOutsideTheClusterIsBadInputAndWritesNothing) {
   EXPECT_FALSE(file_exists(dir.file("out/trace.json")));
 }
 
+// --slow-rank: the what-if's baseline is the plain step, the slowed step is
+// slower but by less than the factor on the whole step (communication overlaps),
+// and a faster GPU never slows the step.
+TEST(SimulateCommand, SlowRankWhatIfAgainstEveryGpuAtSpeed) {
+  TempDir dir;
+  ASSERT_EQ(run_strata(llama70b_64(dir.file("base"))).exit_code, 0);
+  const double base = read_json(dir.file("base/result.json"))["step_time_s"].get<double>();
+  std::vector<std::string> args = llama70b_64(dir.file("slow"));
+  args.insert(args.end(), {"--slow-rank", "7:1.2", "--no-trace"});
+  CommandResult r = run_strata(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("what-if          rank 7 x1.20"), std::string::npos) << r.out;
+  const json j = read_json(dir.file("slow/result.json"));
+  const json& w = j["what_if"];
+  EXPECT_EQ(w["slow_ranks"][0]["rank"], 7);
+  EXPECT_DOUBLE_EQ(w["baseline_step_time_s"].get<double>(), base);
+  EXPECT_DOUBLE_EQ(w["step_time_s"].get<double>(), j["step_time_s"].get<double>());
+  EXPECT_GT(w["slowdown"].get<double>(), 0.02);
+  EXPECT_LT(w["slowdown"].get<double>(), 0.2);
+  // Rank 7 and rank 0 share a tensor-parallel group (tp 8): the same what-if.
+  args = llama70b_64(dir.file("slow0"));
+  args.insert(args.end(), {"--slow-rank", "0:1.2", "--no-trace"});
+  ASSERT_EQ(run_strata(args).exit_code, 0);
+  EXPECT_DOUBLE_EQ(read_json(dir.file("slow0/result.json"))["step_time_s"].get<double>(), j["step_time_s"].get<double>());
+}
+
+TEST(SimulateCommand, SlowRankBadInputNamesTheFlagAndWritesNothing) {
+  for (const std::vector<std::string>& extra :
+       std::vector<std::vector<std::string>>{{"--slow-rank", "64:1.2"}, {"--slow-rank", "3:0"},
+                                             {"--slow-rank", "3"}, {"--slow-rank", "x:1.5"},
+                                             {"--slow-rank", "3:1.2", "--slow-rank", "3:1.5"},
+                                             {"--slow-rank", "3:1.2", "--fidelity", "folded"}}) {
+    TempDir dir;
+    std::vector<std::string> args = llama70b_64(dir.file("out"));
+    args.insert(args.end(), extra.begin(), extra.end());
+    CommandResult r = run_strata(args);
+    EXPECT_EQ(r.exit_code, 2) << extra[1];
+    EXPECT_NE(r.err.find("--slow-rank"), std::string::npos) << r.err;
+    EXPECT_FALSE(file_exists(dir.file("out/result.json")));
+  }
+}
+
 // Perfetto's JSON importer drops a complete event that starts before the one
 // before it on the same thread ends. Times are integer nanoseconds printed as
 // microseconds with three decimals, so ends meet starts exactly (no
