@@ -2,6 +2,7 @@
 // exposed communication, memory; result.json and a Perfetto trace.
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -13,6 +14,7 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "plan/params.h"
+#include "sim/sampling.h"
 #include "sim/simulate.h"
 
 namespace strata::cli {
@@ -26,6 +28,9 @@ struct SimulateArgs {
   bool no_trace = false;
   double train_tokens = 0.0;
   std::vector<std::string> slow_ranks;  // "R:F"
+  int samples = 0;
+  std::uint64_t seed = 1;
+  double clock_cv = 0.0;
 };
 
 // --slow-rank R:F, each a global rank of the plan and a factor in (0, 100].
@@ -153,6 +158,18 @@ void run_simulate(const SimulateArgs& args) {
     baseline_s = sim::simulate(s, at_speed).metrics.step_time_s;
     options.slow_ranks = slow;
   }
+  if (args.samples > 0 && options.fidelity != sim::Fidelity::kFull) {
+    throw InputError("", "--samples",
+                     "needs --fidelity full: folded fidelity simulates one rank per pipeline stage, so the GPUs "
+                     "cannot each draw their own speed");
+  }
+  if (args.samples > 0 && args.clock_cv <= 0.0) {
+    throw InputError("", "--clock-cv",
+                     fmt::format("--samples needs the spread of each GPU's speed: the device profile {} records no "
+                                 "measured spread, so give it as an assumption, e.g. --clock-cv 0.03 (a coefficient "
+                                 "of variation in (0, 1]; the result names it as assumed)",
+                                 s.profile.device.name));
+  }
   ProgressLine progress("simulate", 100);
   options.progress = [&](std::int64_t done, std::int64_t total, std::string_view what) {
     progress.update(100 * done / total, std::string(what));
@@ -170,6 +187,18 @@ void run_simulate(const SimulateArgs& args) {
     result["training"] = training;
   }
   if (!slow.empty()) result["what_if"] = what_if_json(slow, baseline_s, r.metrics.step_time_s);
+  std::optional<sim::StepDistribution> distribution;
+  if (args.samples > 0) {
+    ProgressLine sampling("sampling", args.samples);
+    const sim::Simulator simulator(s.cluster, s.profile);
+    distribution = sim::sample_steps(simulator, s.model, s.plan, options, {args.clock_cv, args.seed}, args.samples,
+                                     r.metrics.step_time_s,
+                                     [&](int done, int total) {
+                                       sampling.update(done, fmt::format("step {} of {}", done, total));
+                                     });
+    sampling.finish();
+    result["distribution"] = sim::to_json(*distribution);
+  }
   OutputSet out;
   out.add(args.out_dir + "/result.json", result.dump(2) + "\n");
   std::vector<int> traced;
@@ -183,6 +212,18 @@ void run_simulate(const SimulateArgs& args) {
     for (const sim::SlowRank& x : slow) who += fmt::format("{}rank {} x{:.2f}", who.empty() ? "" : ", ", x.rank, x.factor);
     fmt::print("what-if          {} (compute): step {} against {} with every GPU at speed ({:+.1f}%)\n", who,
                seconds(r.metrics.step_time_s), seconds(baseline_s), 100.0 * (r.metrics.step_time_s / baseline_s - 1.0));
+  }
+  if (distribution) {
+    const sim::StepDistribution& d = *distribution;
+    auto est = [](const sim::Estimate& e) {
+      return fmt::format("{} [{}, {}]", seconds(e.value), seconds(e.ci_low), seconds(e.ci_high));
+    };
+    fmt::print("samples          {} steps, each GPU's speed lognormal with CV {:.1f}% per step (assumed, --clock-cv), "
+               "seed {}; 95% confidence intervals\n",
+               d.step_time_s.size(), 100.0 * d.variation.cv, d.variation.seed);
+    fmt::print("  mean {} ({:+.1f}% against {} at speed)\n", est(d.mean),
+               100.0 * (d.mean.value / d.noiseless_step_time_s - 1.0), seconds(d.noiseless_step_time_s));
+    fmt::print("  P50 {}, P90 {}, P99 {}\n", est(d.p50), est(d.p90), est(d.p99));
   }
   out.commit();
   fmt::print("\nwrote {}/result.json", args.out_dir);
@@ -213,6 +254,15 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--slow-rank", args->slow_ranks,
                   "RANK:FACTOR, repeatable: what if that GPU's kernels took FACTOR times as long (a throttled "
                   "clock); prints the step against every GPU at speed (full fidelity)");
+  cmd->add_option("--samples", args->samples,
+                  "simulate this many steps with each GPU's speed drawn per step (needs --clock-cv): the "
+                  "step-time distribution, P50/P90/P99 with 95% confidence intervals")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--seed", args->seed, "the samples' seed (the same seed gives the same samples)");
+  cmd->add_option("--clock-cv", args->clock_cv,
+                  "coefficient of variation of each GPU's compute speed per step, for --samples (an assumption, "
+                  "reported as such)")
+      ->check(finite_in(1e-6, 1.0));
   cmd->callback([args] { run_simulate(*args); });
 }
 

@@ -157,14 +157,20 @@ SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
   const double budget = options.memory_budget_bytes > 0 ? options.memory_budget_bytes : memory_budget_bytes();
   workload_options.max_tasks = budget / kBytesPerEstimatedTask;
   Workload workload = build_workload(model, plan, op_costs, comm_costs, options.fidelity, workload_options);
-  if (!options.slow_ranks.empty() && options.fidelity != Fidelity::kFull) {
+  if ((!options.slow_ranks.empty() || !options.rank_factors.empty()) && options.fidelity != Fidelity::kFull) {
     throw InternalError("simulate: slow ranks need full fidelity (folded simulates one rank per stage)");
   }
-  for (const SlowRank& slow : options.slow_ranks) {
-    const auto at = std::find(workload.global_rank.begin(), workload.global_rank.end(), slow.rank);
-    if (at == workload.global_rank.end()) throw InternalError(fmt::format("simulate: rank {} is not simulated", slow.rank));
-    workload.graph.scale_compute(static_cast<int>(at - workload.global_rank.begin()), stream_index(StreamKind::kCompute),
-                                 slow.factor);
+  if (!options.slow_ranks.empty() || !options.rank_factors.empty()) {
+    // Per simulated rank (at full fidelity every global rank is one).
+    std::vector<double> factor(workload.global_rank.size(), 1.0);
+    for (std::size_t i = 0; i < factor.size(); ++i) {
+      const int g = workload.global_rank[i];
+      if (!options.rank_factors.empty()) factor[i] = options.rank_factors.at(static_cast<std::size_t>(g));
+      for (const SlowRank& slow : options.slow_ranks) {
+        if (slow.rank == g) factor[i] *= slow.factor;
+      }
+    }
+    workload.graph.scale_compute(stream_index(StreamKind::kCompute), factor);
   }
   phase_done("workload");
   report(300, "running the step");

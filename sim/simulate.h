@@ -31,6 +31,10 @@ struct SlowRank {
 struct SimulationOptions {
   Fidelity fidelity = Fidelity::kFull;
   std::vector<SlowRank> slow_ranks;
+  // Each global rank's compute factor for this step (sim/sampling.h's clock
+  // variation); empty: every GPU at speed. Full fidelity only; with slow_ranks
+  // the factors multiply.
+  std::vector<double> rank_factors;
   // Keep the task graph and event times for traces and link utilization
   // (sweeps turn this off: thousands of plans, metrics only).
   bool keep_timeline = true;

@@ -1,5 +1,6 @@
 #include "sim/engine/task_graph.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -54,6 +55,17 @@ void TaskGraph::scale_compute(int rank, int stream, double factor) {
       duration_ns_[t] = static_cast<TimeNs>(std::llround(static_cast<double>(duration_ns_[t]) * factor));
       break;
     }
+  }
+}
+
+void TaskGraph::scale_compute(int stream, const std::vector<double>& factor) {
+  for (TaskId t = 0; t < num_tasks(); ++t) {
+    if (comm_[t] >= 0) continue;
+    double f = 0.0;
+    for (const std::int32_t* s = slots_begin(t); s != slots_end(t); ++s) {
+      if (*s % streams_per_rank_ == stream) f = std::max(f, factor[static_cast<std::size_t>(rank_of_slot(*s))]);
+    }
+    if (f > 0.0 && f != 1.0) duration_ns_[t] = static_cast<TimeNs>(std::llround(static_cast<double>(duration_ns_[t]) * f));
   }
 }
 

@@ -71,6 +71,9 @@ class TaskGraph {
   // lockstep (a tensor-parallel group's) slows for all of them, as the group waits
   // for its slowest member at every collective.
   void scale_compute(int rank, int stream, double factor);
+  // The same for every rank at once, factor[rank] each (1: at speed); a lockstep
+  // task takes its slowest member's factor.
+  void scale_compute(int stream, const std::vector<double>& factor);
 
   // Finalises the successor lists; call once before running.
   void finalize();

@@ -221,6 +221,56 @@ TEST(SimulateCommand, SlowRankBadInputNamesTheFlagAndWritesNothing) {
   }
 }
 
+// --samples: the same seed gives the same bytes, another seed other samples of
+// the same structure; the estimates lie inside their intervals and the samples'.
+TEST(SimulateCommand, SampledStepsAreSeededAndSummarised) {
+  TempDir dir;
+  auto run = [&](const std::string& out, const std::string& seed) {
+    std::vector<std::string> args = llama70b_64(dir.file(out));
+    args.insert(args.end(), {"--samples", "6", "--clock-cv", "0.03", "--seed", seed, "--no-trace"});
+    CommandResult r = run_strata(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("samples          6 steps"), std::string::npos) << r.out;
+    return read_file(dir.file(out + "/result.json"));
+  };
+  const std::string a = run("a", "5"), b = run("b", "5"), c = run("c", "6");
+  EXPECT_EQ(a, b);
+  const json ja = json::parse(a), jc = json::parse(c);
+  const json& d = ja["distribution"];
+  ASSERT_EQ(d["step_time_s"].size(), 6u);
+  EXPECT_NE(d["step_time_s"], jc["distribution"]["step_time_s"]);
+  EXPECT_EQ(d["origin"].get<std::string>().rfind("assumed", 0), 0u);
+  const std::vector<double> steps = d["step_time_s"].get<std::vector<double>>();
+  const double lo = *std::min_element(steps.begin(), steps.end()), hi = *std::max_element(steps.begin(), steps.end());
+  for (const char* stat : {"mean_s", "p50_s", "p90_s", "p99_s"}) {
+    const double v = d[stat]["value"].get<double>();
+    EXPECT_LE(d[stat]["ci95"][0].get<double>(), v) << stat;
+    EXPECT_GE(d[stat]["ci95"][1].get<double>(), v) << stat;
+    EXPECT_GE(v, lo) << stat;
+    EXPECT_LE(v, hi) << stat;
+  }
+  // Synchronous steps only lose to clock variation: every sample is slower.
+  EXPECT_GT(lo, d["noiseless_step_time_s"].get<double>());
+  EXPECT_DOUBLE_EQ(d["noiseless_step_time_s"].get<double>(), ja["step_time_s"].get<double>());
+}
+
+TEST(SimulateCommand, SamplesBadInputNamesTheFlagAndWritesNothing) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--samples", "0", "--clock-cv", "0.03"}, "--samples"},
+      {{"--samples", "4"}, "--clock-cv"},
+      {{"--samples", "4", "--clock-cv", "2"}, "--clock-cv"},
+      {{"--samples", "4", "--clock-cv", "0.03", "--fidelity", "folded"}, "--samples"}};
+  for (const auto& [extra, flag] : cases) {
+    TempDir dir;
+    std::vector<std::string> args = llama70b_64(dir.file("out"));
+    args.insert(args.end(), extra.begin(), extra.end());
+    CommandResult r = run_strata(args);
+    EXPECT_EQ(r.exit_code, 2) << flag;
+    EXPECT_NE((r.err + r.out).find(flag), std::string::npos) << r.err;
+    EXPECT_FALSE(file_exists(dir.file("out/result.json")));
+  }
+}
+
 // Perfetto's JSON importer drops a complete event that starts before the one
 // before it on the same thread ends. Times are integer nanoseconds printed as
 // microseconds with three decimals, so ends meet starts exactly (no

@@ -1,0 +1,123 @@
+#include "sim/sampling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "core/error.h"
+
+namespace strata::sim {
+namespace {
+
+// splitmix64 (Steele, Lea and Flood 2014): a counter hashed to 64 random bits.
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// A uniform double in (0, 1) from the counter (a, b, c, d).
+double uniform(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uint64_t d) {
+  const std::uint64_t h = splitmix64(splitmix64(splitmix64(splitmix64(a) ^ b) ^ c) ^ d);
+  return (static_cast<double>(h >> 11) + 0.5) * 0x1.0p-53;
+}
+
+constexpr std::uint64_t kClockStream = 1;
+constexpr std::uint64_t kBootstrapStream = 2;
+
+Estimate bootstrap(const std::vector<double>& values, std::uint64_t seed, const std::function<double(std::vector<double>)>& stat) {
+  constexpr int kResamples = 2000;
+  Estimate e;
+  e.value = stat(values);
+  std::vector<double> estimates;
+  estimates.reserve(kResamples);
+  std::vector<double> resample(values.size());
+  const auto n = static_cast<std::uint64_t>(values.size());
+  for (int b = 0; b < kResamples; ++b) {
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const auto at = static_cast<std::size_t>(uniform(seed, kBootstrapStream, static_cast<std::uint64_t>(b), i) *
+                                               static_cast<double>(n));
+      resample[i] = values[std::min<std::size_t>(at, values.size() - 1)];
+    }
+    estimates.push_back(stat(resample));
+  }
+  e.ci_low = quantile(estimates, 0.025);
+  e.ci_high = quantile(estimates, 0.975);
+  return e;
+}
+
+nlohmann::ordered_json estimate_json(const Estimate& e) {
+  return {{"value", e.value}, {"ci95", {e.ci_low, e.ci_high}}};
+}
+
+}  // namespace
+
+std::vector<double> clock_factors(const ClockVariation& v, int sample, int ranks) {
+  // Lognormal with mean 1 and coefficient of variation cv: sigma^2 = ln(1 + cv^2),
+  // mu = -sigma^2 / 2.
+  const double sigma2 = std::log1p(v.cv * v.cv);
+  const double sigma = std::sqrt(sigma2);
+  std::vector<double> f(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) {
+    const auto s = static_cast<std::uint64_t>(sample), k = static_cast<std::uint64_t>(r);
+    const double u1 = uniform(v.seed, kClockStream, s, 2 * k);
+    const double u2 = uniform(v.seed, kClockStream, s, 2 * k + 1);
+    const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);  // Box-Muller
+    f[static_cast<std::size_t>(r)] = std::exp(-0.5 * sigma2 + sigma * z);
+  }
+  return f;
+}
+
+double quantile(std::vector<double> values, double p) {
+  if (values.empty()) throw InternalError("quantile of no values");
+  std::sort(values.begin(), values.end());
+  const double h = (static_cast<double>(values.size()) - 1.0) * p;
+  const auto lo = static_cast<std::size_t>(std::floor(h));
+  const std::size_t hi = std::min(lo + 1, values.size() - 1);
+  return values[lo] + (h - static_cast<double>(lo)) * (values[hi] - values[lo]);
+}
+
+StepDistribution sample_steps(const Simulator& simulator, const ModelSpec& model, const PlanSpec& plan,
+                              const SimulationOptions& options, const ClockVariation& variation, int samples,
+                              double noiseless_step_time_s, const std::function<void(int, int)>& progress) {
+  if (options.fidelity != Fidelity::kFull) throw InternalError("sample_steps: full fidelity only");
+  StepDistribution d;
+  d.variation = variation;
+  d.noiseless_step_time_s = noiseless_step_time_s;
+  SimulationOptions o = options;
+  o.keep_timeline = false;
+  o.progress = {};
+  for (int k = 0; k < samples; ++k) {
+    o.rank_factors = clock_factors(variation, k, plan.num_gpus());
+    d.step_time_s.push_back(simulator.run(model, plan, o).metrics.step_time_s);
+    if (progress) progress(k + 1, samples);
+  }
+  auto mean = [](std::vector<double> v) {
+    double sum = 0.0;
+    for (double x : v) sum += x;
+    return sum / static_cast<double>(v.size());
+  };
+  d.mean = bootstrap(d.step_time_s, variation.seed, mean);
+  d.p50 = bootstrap(d.step_time_s, variation.seed, [](std::vector<double> v) { return quantile(std::move(v), 0.5); });
+  d.p90 = bootstrap(d.step_time_s, variation.seed, [](std::vector<double> v) { return quantile(std::move(v), 0.9); });
+  d.p99 = bootstrap(d.step_time_s, variation.seed, [](std::vector<double> v) { return quantile(std::move(v), 0.99); });
+  return d;
+}
+
+nlohmann::ordered_json to_json(const StepDistribution& d) {
+  nlohmann::ordered_json j;
+  j["samples"] = d.step_time_s.size();
+  j["seed"] = d.variation.seed;
+  j["clock_cv"] = d.variation.cv;
+  j["origin"] = "assumed (--clock-cv): each GPU's compute speed per step lognormal, mean 1";
+  j["noiseless_step_time_s"] = d.noiseless_step_time_s;
+  j["mean_s"] = estimate_json(d.mean);
+  j["p50_s"] = estimate_json(d.p50);
+  j["p90_s"] = estimate_json(d.p90);
+  j["p99_s"] = estimate_json(d.p99);
+  j["step_time_s"] = d.step_time_s;
+  return j;
+}
+
+}  // namespace strata::sim

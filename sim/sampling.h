@@ -1,0 +1,61 @@
+// Step-time distributions under clock variation: the spread a synchronous step
+// gets from GPUs that do not all run at the same speed. Each sampled step gives
+// every GPU a compute factor drawn from a lognormal of mean 1 and coefficient of
+// variation cv (GPU clocks boost and throttle with temperature and power; the cv
+// is an assumption the caller names, until the calibration records each kernel
+// family's measured spread), and simulates the whole step at full fidelity: a
+// tensor-parallel group runs at its slowest member's pace, the other replicas
+// wait for it at the gradient reduction, so the step's expected time grows with
+// the number of GPUs (the expected maximum of more draws).
+//
+// Deterministic: sample k of seed s gives rank r the same factor on every run and
+// thread (a counter-based generator, splitmix64 of (seed, k, r), and Box-Muller,
+// not std::lognormal_distribution, whose values the standard leaves to each library).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "sim/simulate.h"
+
+namespace strata::sim {
+
+struct ClockVariation {
+  double cv = 0.0;  // coefficient of variation of a GPU's speed, per step
+  std::uint64_t seed = 1;
+};
+
+// Every rank's compute factor in sample `sample`.
+std::vector<double> clock_factors(const ClockVariation& v, int sample, int ranks);
+
+// A sample statistic and its 95% bootstrap confidence interval (percentile
+// bootstrap, 2,000 resamples of the samples, seeded from the same seed).
+struct Estimate {
+  double value = 0.0;
+  double ci_low = 0.0;
+  double ci_high = 0.0;
+};
+
+struct StepDistribution {
+  ClockVariation variation;
+  std::vector<double> step_time_s;  // per sample, in sample order
+  double noiseless_step_time_s = 0.0;
+  Estimate mean, p50, p90, p99;
+};
+
+// The p-quantile (0..1) of values, linearly interpolated between order
+// statistics (Hyndman and Fan's type 7, R's and NumPy's default).
+double quantile(std::vector<double> values, double p);
+
+// Simulates `samples` steps of the plan (full fidelity, no timeline), each with
+// its clock factors on top of options' (slow ranks stay slow). progress(done, total)
+// after each sample, may be empty.
+StepDistribution sample_steps(const Simulator& simulator, const ModelSpec& model, const PlanSpec& plan,
+                              const SimulationOptions& options, const ClockVariation& variation, int samples,
+                              double noiseless_step_time_s, const std::function<void(int, int)>& progress = {});
+
+// result.json's "distribution" section (docs/formats.md).
+nlohmann::ordered_json to_json(const StepDistribution& d);
+
+}  // namespace strata::sim

@@ -1,0 +1,104 @@
+// Clock variation (sim/sampling.h): the factors' distribution, and the step of
+// replicas that synchronise once per step against the order statistics of their
+// speeds.
+#include "sim/sampling.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "fake_costs.h"
+#include "test_models.h"
+#include "sim/engine/engine.h"
+#include "sim/workload/workload.h"
+
+namespace strata::sim {
+namespace {
+
+// The factors have mean 1 and the asked coefficient of variation, and repeat.
+TEST(ClockVariation, FactorsAreLognormalWithMeanOneAndTheirCv) {
+  const ClockVariation v{0.05, 7};
+  double sum = 0.0, sum2 = 0.0;
+  const int n = 200000;
+  const std::vector<double> f = clock_factors(v, 0, n);
+  for (double x : f) {
+    sum += x;
+    sum2 += x * x;
+  }
+  const double mean = sum / n;
+  const double sd = std::sqrt(sum2 / n - mean * mean);
+  EXPECT_NEAR(mean, 1.0, 0.0005);
+  EXPECT_NEAR(sd / mean, 0.05, 0.0005);
+  EXPECT_EQ(clock_factors(v, 3, 16), clock_factors(v, 3, 16));
+  EXPECT_NE(clock_factors(v, 3, 16), clock_factors(v, 4, 16));
+  EXPECT_NE(clock_factors(v, 3, 16), clock_factors({0.05, 8}, 3, 16));
+  // Rank r's factor does not depend on how many ranks there are.
+  EXPECT_EQ(clock_factors(v, 3, 16)[5], clock_factors(v, 3, 64)[5]);
+}
+
+TEST(ClockVariation, QuantileInterpolatesBetweenOrderStatistics) {
+  EXPECT_DOUBLE_EQ(quantile({4, 1, 3, 2}, 0.5), 2.5);
+  EXPECT_DOUBLE_EQ(quantile({4, 1, 3, 2}, 0.0), 1.0);
+  EXPECT_DOUBLE_EQ(quantile({4, 1, 3, 2}, 1.0), 4.0);
+  EXPECT_DOUBLE_EQ(quantile({10, 20}, 0.9), 19.0);
+}
+
+// E[max of N draws] of the lognormal the factors follow, as the order statistics
+// give it for a positive variable: the integral of 1 - F(x)^N over x > 0, F the
+// lognormal's CDF (midpoint rule; the tail beyond 2 is below 1e-30 at cv 0.05).
+double expected_max_factor(double cv, int n) {
+  const double s2 = std::log1p(cv * cv), s = std::sqrt(s2), mu = -s2 / 2;
+  const double dx = 1e-5;
+  double sum = 0.0;
+  for (double x = dx / 2; x < 2.0; x += dx) {
+    const double cdf = 0.5 * std::erfc(-(std::log(x) - mu) / (s * std::sqrt(2.0)));
+    sum += (1.0 - std::pow(cdf, n)) * dx;
+  }
+  return sum;
+}
+
+// dp replicas with free communication meet only at the gradient reduction, so a
+// sampled step is the slowest replica's: the step at speed times the largest of
+// their factors (to a nanosecond per task: each duration is rounded). Over many
+// samples the mean is the expected maximum of N draws (1, 1.0282 and 1.0729 for
+// 1, 2 and 8 replicas at cv 0.05), within four standard errors: the straggler
+// effect, growing with N.
+TEST(ClockVariation, ReplicasWaitForTheirSlowestAsOrderStatisticsSay) {
+  const double cv = 0.05;
+  double previous = 0.0;
+  for (const int dp : {1, 2, 8}) {
+    ModelSpec model = strata::testing::small_gpt(2);
+    PlanSpec p;
+    p.dp = dp;
+    p.micro_batch_size = 1;
+    p.global_batch_size = 2 * dp;
+    testing::GemmCountCosts costs(1000, model.vocab_size);
+    testing::FreeComm comm;
+    Workload base = build_workload(model, p, costs, comm, Fidelity::kFull);
+    const double at_speed = static_cast<double>(run_task_graph(base.graph, nullptr).makespan_ns);
+    const double tasks = static_cast<double>(base.graph.num_tasks());
+    double sum = 0.0, sum2 = 0.0;
+    const int samples = 2000;
+    for (int k = 0; k < samples; ++k) {
+      const std::vector<double> f = clock_factors({cv, 11}, k, dp);
+      Workload w = build_workload(model, p, costs, comm, Fidelity::kFull);
+      std::vector<double> by_sim_rank(w.global_rank.size());
+      for (std::size_t i = 0; i < by_sim_rank.size(); ++i) by_sim_rank[i] = f[static_cast<std::size_t>(w.global_rank[i])];
+      w.graph.scale_compute(stream_index(StreamKind::kCompute), by_sim_rank);
+      const double step = static_cast<double>(run_task_graph(w.graph, nullptr).makespan_ns);
+      ASSERT_NEAR(step, at_speed * *std::max_element(f.begin(), f.end()), tasks) << "dp " << dp << " sample " << k;
+      sum += step / at_speed;
+      sum2 += (step / at_speed) * (step / at_speed);
+    }
+    const double mean = sum / samples;
+    const double standard_error = std::sqrt((sum2 / samples - mean * mean) / samples);
+    EXPECT_NEAR(mean, expected_max_factor(cv, dp), 4 * standard_error) << "dp " << dp;
+    EXPECT_GT(mean, previous) << "dp " << dp;
+    previous = mean;
+  }
+  EXPECT_NEAR(expected_max_factor(cv, 1), 1.0, 1e-9);
+}
+
+}  // namespace
+}  // namespace strata::sim
