@@ -1,5 +1,6 @@
 // strata simulate: one training step, rank by rank: step time, MFU, bubble,
 // exposed communication, memory; result.json and a Perfetto trace.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -28,20 +29,24 @@ struct SimulateArgs {
   bool no_trace = false;
   double train_tokens = 0.0;
   std::vector<std::string> slow_ranks;  // "R:F"
+  std::vector<std::string> slow_nodes;  // "N:F"
   int samples = 0;
   std::uint64_t seed = 1;
   double clock_cv = 0.0;
 };
 
-// --slow-rank R:F, each a global rank of the plan and a factor in (0, 100].
-std::vector<sim::SlowRank> parse_slow_ranks(const std::vector<std::string>& texts, int gpus) {
+// --slow-rank R:F (what = "rank", flag "--slow-rank") or --slow-node N:F, each an
+// index below `count` and a factor in (0, 100].
+std::vector<sim::SlowRank> parse_slow(const std::vector<std::string>& texts, int count, const char* what,
+                                      const char* flag) {
   std::vector<sim::SlowRank> out;
   for (const std::string& text : texts) {
     auto fail = [&](const std::string& why) {
-      throw InputError("", "--slow-rank",
-                       fmt::format("\"{}\": {} (allowed: RANK:FACTOR, RANK a global rank 0..{}, FACTOR in (0, 100], "
-                                   "e.g. 7:1.2 for rank 7's kernels 20% slower)",
-                                   text, why, gpus - 1));
+      throw InputError("", flag,
+                       fmt::format("\"{}\": {} (allowed: {}:FACTOR, {} 0..{}, FACTOR in (0, 100], e.g. 7:1.2 for "
+                                   "{} 7's kernels 20% slower)",
+                                   text, why, std::string(what) == "rank" ? "RANK" : "NODE",
+                                   std::string(what) == "rank" ? "RANK" : "NODE", count - 1, what));
     };
     const std::size_t colon = text.find(':');
     if (colon == std::string::npos) fail("no ':' between the rank and the factor");
@@ -56,12 +61,14 @@ std::vector<sim::SlowRank> parse_slow_ranks(const std::vector<std::string>& text
     } catch (const std::logic_error&) {
       fail("the rank or the factor is not a number");
     }
-    if (slow.rank < 0 || slow.rank >= gpus) fail(fmt::format("rank {} is outside the plan's {} GPUs", slow.rank, gpus));
+    if (slow.rank < 0 || slow.rank >= count) {
+      fail(fmt::format("{} {} is outside the plan's {} {}s", what, slow.rank, count, what));
+    }
     if (!std::isfinite(slow.factor) || slow.factor <= 0.0 || slow.factor > 100.0) {
       fail(fmt::format("factor {} is outside (0, 100]", slow.factor));
     }
     for (const sim::SlowRank& other : out) {
-      if (other.rank == slow.rank) fail(fmt::format("rank {} is given twice", slow.rank));
+      if (other.rank == slow.rank) fail(fmt::format("{} {} is given twice", what, slow.rank));
     }
     out.push_back(slow);
   }
@@ -69,11 +76,17 @@ std::vector<sim::SlowRank> parse_slow_ranks(const std::vector<std::string>& text
 }
 
 // What the slow ranks cost the step, against every GPU at speed.
-nlohmann::ordered_json what_if_json(const std::vector<sim::SlowRank>& slow, double baseline_s, double step_s) {
+nlohmann::ordered_json what_if_json(const std::vector<sim::SlowRank>& slow, const std::vector<sim::SlowRank>& nodes,
+                                    double baseline_s, double step_s) {
   nlohmann::ordered_json j;
   nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
   for (const sim::SlowRank& r : slow) ranks.push_back({{"rank", r.rank}, {"factor", r.factor}});
   j["slow_ranks"] = ranks;
+  if (!nodes.empty()) {
+    nlohmann::ordered_json n = nlohmann::ordered_json::array();
+    for (const sim::SlowRank& r : nodes) n.push_back({{"node", r.rank}, {"factor", r.factor}});
+    j["slow_nodes"] = n;
+  }
   j["baseline_step_time_s"] = baseline_s;
   j["step_time_s"] = step_s;
   j["slowdown"] = step_s / baseline_s - 1.0;
@@ -144,9 +157,23 @@ void run_simulate(const SimulateArgs& args) {
   require_simulated_model(s);
   sim::SimulationOptions options;
   options.fidelity = args.fidelity == "full" ? sim::Fidelity::kFull : sim::Fidelity::kFolded;
-  const std::vector<sim::SlowRank> slow = parse_slow_ranks(args.slow_ranks, s.plan.num_gpus());
+  std::vector<sim::SlowRank> slow = parse_slow(args.slow_ranks, s.plan.num_gpus(), "rank", "--slow-rank");
+  // A slow node: each of its GPUs (rank r runs on GPU r, node r / gpus_per_node).
+  const int per_node = s.cluster.gpus_per_node;
+  const std::vector<sim::SlowRank> slow_nodes =
+      parse_slow(args.slow_nodes, s.plan.num_gpus() / per_node, "node", "--slow-node");
+  for (const sim::SlowRank& node : slow_nodes) {
+    for (int g = node.rank * per_node; g < (node.rank + 1) * per_node; ++g) {
+      const auto at = std::find_if(slow.begin(), slow.end(), [g](const sim::SlowRank& x) { return x.rank == g; });
+      if (at != slow.end()) {
+        at->factor *= node.factor;
+      } else {
+        slow.push_back({g, node.factor});
+      }
+    }
+  }
   if (!slow.empty() && options.fidelity != sim::Fidelity::kFull) {
-    throw InputError("", "--slow-rank",
+    throw InputError("", args.slow_ranks.empty() ? "--slow-node" : "--slow-rank",
                      "needs --fidelity full: folded fidelity simulates one rank per pipeline stage, which stands for "
                      "its tensor- and data-parallel peers, so one slow GPU cannot be told apart");
   }
@@ -186,7 +213,7 @@ void run_simulate(const SimulateArgs& args) {
     training = training_json(s, r, args.train_tokens);
     result["training"] = training;
   }
-  if (!slow.empty()) result["what_if"] = what_if_json(slow, baseline_s, r.metrics.step_time_s);
+  if (!slow.empty()) result["what_if"] = what_if_json(slow, slow_nodes, baseline_s, r.metrics.step_time_s);
   std::optional<sim::StepDistribution> distribution;
   if (args.samples > 0) {
     ProgressLine sampling("sampling", args.samples);
@@ -209,7 +236,12 @@ void run_simulate(const SimulateArgs& args) {
   print_summary(s, r, wall, training);
   if (!slow.empty()) {
     std::string who;
-    for (const sim::SlowRank& x : slow) who += fmt::format("{}rank {} x{:.2f}", who.empty() ? "" : ", ", x.rank, x.factor);
+    for (const sim::SlowRank& x : parse_slow(args.slow_ranks, s.plan.num_gpus(), "rank", "--slow-rank")) {
+      who += fmt::format("{}rank {} x{:.2f}", who.empty() ? "" : ", ", x.rank, x.factor);
+    }
+    for (const sim::SlowRank& x : slow_nodes) {
+      who += fmt::format("{}node {} x{:.2f} ({} GPUs)", who.empty() ? "" : ", ", x.rank, x.factor, per_node);
+    }
     fmt::print("what-if          {} (compute): step {} against {} with every GPU at speed ({:+.1f}%)\n", who,
                seconds(r.metrics.step_time_s), seconds(baseline_s), 100.0 * (r.metrics.step_time_s / baseline_s - 1.0));
   }
@@ -254,6 +286,8 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--slow-rank", args->slow_ranks,
                   "RANK:FACTOR, repeatable: what if that GPU's kernels took FACTOR times as long (a throttled "
                   "clock); prints the step against every GPU at speed (full fidelity)");
+  cmd->add_option("--slow-node", args->slow_nodes,
+                  "NODE:FACTOR, repeatable: the same for every GPU of that node (a hot or power-capped node)");
   cmd->add_option("--samples", args->samples,
                   "simulate this many steps with each GPU's speed drawn per step (needs --clock-cv): the "
                   "step-time distribution, P50/P90/P99 with 95% confidence intervals")

@@ -203,6 +203,19 @@ TEST(SimulateCommand, SlowRankWhatIfAgainstEveryGpuAtSpeed) {
   args.insert(args.end(), {"--slow-rank", "0:1.2", "--no-trace"});
   ASSERT_EQ(run_strata(args).exit_code, 0);
   EXPECT_DOUBLE_EQ(read_json(dir.file("slow0/result.json"))["step_time_s"].get<double>(), j["step_time_s"].get<double>());
+  // Node 0 is that group's 8 GPUs: slowing all of them is the same what-if;
+  // a rank of it slowed again on top slows the step further.
+  args = llama70b_64(dir.file("node0"));
+  args.insert(args.end(), {"--slow-node", "0:1.2", "--no-trace"});
+  ASSERT_EQ(run_strata(args).exit_code, 0);
+  const json node = read_json(dir.file("node0/result.json"));
+  EXPECT_DOUBLE_EQ(node["step_time_s"].get<double>(), j["step_time_s"].get<double>());
+  EXPECT_EQ(node["what_if"]["slow_nodes"][0]["node"], 0);
+  EXPECT_EQ(node["what_if"]["slow_ranks"].size(), 8u);
+  args = llama70b_64(dir.file("both"));
+  args.insert(args.end(), {"--slow-node", "0:1.2", "--slow-rank", "3:1.1", "--no-trace"});
+  ASSERT_EQ(run_strata(args).exit_code, 0);
+  EXPECT_GT(read_json(dir.file("both/result.json"))["step_time_s"].get<double>(), j["step_time_s"].get<double>());
 }
 
 TEST(SimulateCommand, SlowRankBadInputNamesTheFlagAndWritesNothing) {
@@ -210,13 +223,14 @@ TEST(SimulateCommand, SlowRankBadInputNamesTheFlagAndWritesNothing) {
        std::vector<std::vector<std::string>>{{"--slow-rank", "64:1.2"}, {"--slow-rank", "3:0"},
                                              {"--slow-rank", "3"}, {"--slow-rank", "x:1.5"},
                                              {"--slow-rank", "3:1.2", "--slow-rank", "3:1.5"},
-                                             {"--slow-rank", "3:1.2", "--fidelity", "folded"}}) {
+                                             {"--slow-rank", "3:1.2", "--fidelity", "folded"},
+                                             {"--slow-node", "8:1.2"}}) {
     TempDir dir;
     std::vector<std::string> args = llama70b_64(dir.file("out"));
     args.insert(args.end(), extra.begin(), extra.end());
     CommandResult r = run_strata(args);
     EXPECT_EQ(r.exit_code, 2) << extra[1];
-    EXPECT_NE(r.err.find("--slow-rank"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(extra[0]), std::string::npos) << r.err;
     EXPECT_FALSE(file_exists(dir.file("out/result.json")));
   }
 }
