@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -33,6 +34,7 @@ struct SimulateArgs {
   int samples = 0;
   std::uint64_t seed = 1;
   double clock_cv = 0.0;
+  int threads = 0;
 };
 
 // --slow-rank R:F (what = "rank", flag "--slow-rank") or --slow-node N:F, each an
@@ -218,8 +220,9 @@ void run_simulate(const SimulateArgs& args) {
   if (args.samples > 0) {
     ProgressLine sampling("sampling", args.samples);
     const sim::Simulator simulator(s.cluster, s.profile);
+    const int threads = args.threads > 0 ? args.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     distribution = sim::sample_steps(simulator, s.model, s.plan, options, {args.clock_cv, args.seed}, args.samples,
-                                     r.metrics.step_time_s,
+                                     r.metrics.step_time_s, threads,
                                      [&](int done, int total) {
                                        sampling.update(done, fmt::format("step {} of {}", done, total));
                                      });
@@ -297,6 +300,9 @@ void add_simulate_command(CLI::App& app) {
                   "coefficient of variation of each GPU's compute speed per step, for --samples (an assumption, "
                   "reported as such)")
       ->check(finite_in(1e-6, 1.0));
+  cmd->add_option("--threads", args->threads,
+                  "threads for --samples (default: all cores; the samples do not depend on it)")
+      ->check(CLI::PositiveNumber);
   cmd->callback([args] { run_simulate(*args); });
 }
 

@@ -1,8 +1,11 @@
 #include "sim/sampling.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <mutex>
 #include <numbers>
+#include <thread>
 
 #include "core/error.h"
 
@@ -80,18 +83,49 @@ double quantile(std::vector<double> values, double p) {
 
 StepDistribution sample_steps(const Simulator& simulator, const ModelSpec& model, const PlanSpec& plan,
                               const SimulationOptions& options, const ClockVariation& variation, int samples,
-                              double noiseless_step_time_s, const std::function<void(int, int)>& progress) {
+                              double noiseless_step_time_s, int threads,
+                              const std::function<void(int, int)>& progress) {
   if (options.fidelity != Fidelity::kFull) throw InternalError("sample_steps: full fidelity only");
   StepDistribution d;
   d.variation = variation;
   d.noiseless_step_time_s = noiseless_step_time_s;
-  SimulationOptions o = options;
-  o.keep_timeline = false;
-  o.progress = {};
-  for (int k = 0; k < samples; ++k) {
-    o.rank_factors = clock_factors(variation, k, plan.num_gpus());
-    d.step_time_s.push_back(simulator.run(model, plan, o).metrics.step_time_s);
-    if (progress) progress(k + 1, samples);
+  d.step_time_s.assign(static_cast<std::size_t>(samples), 0.0);
+  std::atomic<int> next{0}, done{0};
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+  auto work = [&] {
+    SimulationOptions o = options;
+    o.keep_timeline = false;
+    o.progress = {};
+    for (int k = next++; k < samples; k = next++) {
+      try {
+        o.rank_factors = clock_factors(variation, k, plan.num_gpus());
+        d.step_time_s[static_cast<std::size_t>(k)] = simulator.run(model, plan, o).metrics.step_time_s;
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        next = samples;
+      }
+      ++done;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::min(threads, samples); ++t) pool.emplace_back(work);
+  if (pool.empty()) {
+    // One thread: report after each sample.
+    SimulationOptions o = options;
+    o.keep_timeline = false;
+    o.progress = {};
+    for (int k = 0; k < samples; ++k) {
+      o.rank_factors = clock_factors(variation, k, plan.num_gpus());
+      d.step_time_s[static_cast<std::size_t>(k)] = simulator.run(model, plan, o).metrics.step_time_s;
+      if (progress) progress(k + 1, samples);
+    }
+  } else {
+    work();
+    for (std::thread& t : pool) t.join();
+    if (failure) std::rethrow_exception(failure);
+    if (progress) progress(samples, samples);
   }
   auto mean = [](std::vector<double> v) {
     double sum = 0.0;

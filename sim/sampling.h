@@ -49,11 +49,13 @@ struct StepDistribution {
 double quantile(std::vector<double> values, double p);
 
 // Simulates `samples` steps of the plan (full fidelity, no timeline), each with
-// its clock factors on top of options' (slow ranks stay slow). progress(done, total)
-// after each sample, may be empty.
+// its clock factors on top of options' (slow ranks stay slow), on `threads`
+// threads (each sample is its own, so the result does not depend on them).
+// progress(done, total) after each sample, from the calling thread; may be empty.
 StepDistribution sample_steps(const Simulator& simulator, const ModelSpec& model, const PlanSpec& plan,
                               const SimulationOptions& options, const ClockVariation& variation, int samples,
-                              double noiseless_step_time_s, const std::function<void(int, int)>& progress = {});
+                              double noiseless_step_time_s, int threads = 1,
+                              const std::function<void(int, int)>& progress = {});
 
 // result.json's "distribution" section (docs/formats.md).
 nlohmann::ordered_json to_json(const StepDistribution& d);

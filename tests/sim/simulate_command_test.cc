@@ -235,20 +235,21 @@ TEST(SimulateCommand, SlowRankBadInputNamesTheFlagAndWritesNothing) {
   }
 }
 
-// --samples: the same seed gives the same bytes, another seed other samples of
+// --samples: the same seed gives the same bytes (on 1 or 2 threads), another seed other samples of
 // the same structure; the estimates lie inside their intervals and the samples'.
 TEST(SimulateCommand, SampledStepsAreSeededAndSummarised) {
   TempDir dir;
-  auto run = [&](const std::string& out, const std::string& seed) {
+  auto run = [&](const std::string& out, const std::string& seed, const std::string& threads = "1") {
     std::vector<std::string> args = llama70b_64(dir.file(out));
-    args.insert(args.end(), {"--samples", "6", "--clock-cv", "0.03", "--seed", seed, "--no-trace"});
+    args.insert(args.end(),
+                {"--samples", "6", "--clock-cv", "0.03", "--seed", seed, "--no-trace", "--threads", threads});
     CommandResult r = run_strata(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("samples          6 steps"), std::string::npos) << r.out;
     return read_file(dir.file(out + "/result.json"));
   };
-  const std::string a = run("a", "5"), b = run("b", "5"), c = run("c", "6");
-  EXPECT_EQ(a, b);
+  const std::string a = run("a", "5"), b = run("b", "5", "2"), c = run("c", "6");
+  EXPECT_EQ(a, b);  // and on 2 threads
   const json ja = json::parse(a), jc = json::parse(c);
   const json& d = ja["distribution"];
   ASSERT_EQ(d["step_time_s"].size(), 6u);
