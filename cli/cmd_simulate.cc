@@ -179,14 +179,6 @@ void run_simulate(const SimulateArgs& args) {
                      "needs --fidelity full: folded fidelity simulates one rank per pipeline stage, which stands for "
                      "its tensor- and data-parallel peers, so one slow GPU cannot be told apart");
   }
-  // The what-if's baseline: the same step with every GPU at speed.
-  double baseline_s = 0.0;
-  if (!slow.empty()) {
-    sim::SimulationOptions at_speed = options;
-    at_speed.keep_timeline = false;
-    baseline_s = sim::simulate(s, at_speed).metrics.step_time_s;
-    options.slow_ranks = slow;
-  }
   if (args.samples > 0 && options.fidelity != sim::Fidelity::kFull) {
     throw InputError("", "--samples",
                      "needs --fidelity full: folded fidelity simulates one rank per pipeline stage, so the GPUs "
@@ -198,6 +190,14 @@ void run_simulate(const SimulateArgs& args) {
                                  "measured spread, so give it as an assumption, e.g. --clock-cv 0.03 (a coefficient "
                                  "of variation in (0, 1]; the result names it as assumed)",
                                  s.profile.device.name));
+  }
+  // The what-if's baseline: the same step with every GPU at speed.
+  double baseline_s = 0.0;
+  if (!slow.empty()) {
+    sim::SimulationOptions at_speed = options;
+    at_speed.keep_timeline = false;
+    baseline_s = sim::simulate(s, at_speed).metrics.step_time_s;
+    options.slow_ranks = slow;
   }
   ProgressLine progress("simulate", 100);
   options.progress = [&](std::int64_t done, std::int64_t total, std::string_view what) {
@@ -220,7 +220,8 @@ void run_simulate(const SimulateArgs& args) {
   if (args.samples > 0) {
     ProgressLine sampling("sampling", args.samples);
     const sim::Simulator simulator(s.cluster, s.profile);
-    const int threads = args.threads > 0 ? args.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int threads =
+        args.threads > 0 ? args.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     distribution = sim::sample_steps(simulator, s.model, s.plan, options, {args.clock_cv, args.seed}, args.samples,
                                      r.metrics.step_time_s, threads,
                                      [&](int done, int total) {

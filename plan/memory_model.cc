@@ -132,7 +132,9 @@ ZeroBubbleHeld zero_bubble_held(const PlanSpec& p, int stage, double full_bytes,
     forwards += op.phase == PipelinePhase::kForward;
     input_grads += op.phase == PipelinePhase::kBackward;
     weight_grads += op.phase == PipelinePhase::kWeightGrad;
-    head_waiting += op.chunk == p.vpp - 1 ? (op.phase == PipelinePhase::kBackward) - (op.phase == PipelinePhase::kWeightGrad) : 0;
+    if (op.chunk == p.vpp - 1) {
+      head_waiting += (op.phase == PipelinePhase::kBackward) - (op.phase == PipelinePhase::kWeightGrad);
+    }
     const int full = forwards - input_grads, waiting = input_grads - weight_grads;
     const double bytes = full * full_bytes + waiting * weight_grad_bytes;
     if (bytes > peak_bytes) {
@@ -249,8 +251,9 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const DeviceMe
     const double microbatches_in_flight = st.layer_microbatches_in_flight / layers_per_stage;
     if (splits_backward(p.schedule)) {
       // Zero-bubble: micro-batches whose B has run hold only their W's inputs
-      // until W (the peak of the program's walk, zero_bubble_held); on the last
-      // stage the output layer's too: its input and the logits' gradient.
+      // until W (the peak of the program's walk, zero_bubble_held); on the rank
+      // with the last virtual stage the output layer's too: its input and the
+      // logits' gradient, for each micro-batch of that chunk waiting.
       const double w_layer = weight_grad_input_bytes(m, p);
       const ZeroBubbleHeld held = zero_bubble_held(p, stage, per_layer, w_layer);
       double w_bytes = held.waiting_weight_grads * w_layer * layers_per_stage / p.vpp;

@@ -265,7 +265,8 @@ struct Executor::Impl {
   }
 
   // The unit holding the output layer of chunk c: untied output, the tied copy,
-  // or (pp == 1, tied) the word embedding itself.
+  // or (tied, with the embedding on this rank: pp == 1, or zb-v's rank 0) the
+  // word embedding itself, which chunk 0 holds.
   int output_unit(int c) const {
     return layout.output_unit[c] >= 0 ? layout.output_unit[c] : layout.word_embedding_unit[0];
   }
@@ -431,7 +432,8 @@ struct Executor::Impl {
   void head_units_done(int c, bool last) {
     store->unit_backward_done(layout.final_norm_unit[c], last);
     // The tied word embedding on this rank (pp == 1, zb-v) is done after the
-    // embedding's backward (on zb-v's rank 0 chunk 0's last, after chunk 1's).
+    // embedding's backward: on zb-v's rank 0 chunk 0's last W runs after chunk
+    // 1's, so the output layer's part is in by then.
     const int ou = output_unit(c);
     if (ou != layout.word_embedding_unit[0]) store->unit_backward_done(ou, last);
   }
