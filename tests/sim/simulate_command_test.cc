@@ -179,6 +179,24 @@ TEST(SimulateCommand, RankOutsideTheClusterIsBadInputAndWritesNothing) {
   EXPECT_FALSE(file_exists(dir.file("out/trace.json")));
 }
 
+// The shipped zb-v plan: rank 0 holds the first and the last virtual stage (the
+// embedding and the 128K-vocabulary head), so it is the busiest stage (the
+// smallest bubble, the others wait for it) and holds the most memory.
+TEST(SimulateCommand, ZeroBubbleVPutsBothEndsOnRankZero) {
+  TempDir dir;
+  CommandResult r = run_strata({"simulate", "--model", "llama3-70b", "--plan", "llama3-70b-64-zbv", "--cluster",
+                                "dgx-h100-8node", "--out", dir.path(), "--no-trace"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = read_json(dir.file("result.json"));
+  EXPECT_EQ(j["inputs"]["plan"]["schedule"], "zb-v");
+  EXPECT_EQ(j["inputs"]["plan"]["vpp"], 2);
+  const std::vector<double> bubble = j["bubble_ratio_per_stage"].get<std::vector<double>>();
+  ASSERT_EQ(bubble.size(), 8u);
+  for (std::size_t s = 1; s < bubble.size(); ++s) EXPECT_LT(bubble[0], bubble[s]) << "stage " << s;
+  EXPECT_EQ(j["memory"]["peak_stage"], 0);
+  EXPECT_TRUE(j["memory"]["fits"].get<bool>());
+}
+
 // --slow-rank: the what-if's baseline is the plain step, the slowed step is
 // slower but by less than the factor on the whole step (communication overlaps),
 // and a faster GPU never slows the step.
