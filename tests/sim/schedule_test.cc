@@ -173,7 +173,9 @@ TEST(PipelineSchedule, ZbVRampIsItsOnlyBubble) {
     for (int m = 1; m <= 4 * pp; ++m) {
       const int makespan = unit_time_makespan(Schedule::kZbV, pp, 2, m);
       ASSERT_GE(makespan, 0) << "pp " << pp << " m " << m << " deadlocks";
-      if (m >= 2 * pp - 1) EXPECT_EQ(makespan, 6 * m + pp - 1) << "pp " << pp << " m " << m;
+      if (m >= 2 * pp - 1) {
+        EXPECT_EQ(makespan, 6 * m + pp - 1) << "pp " << pp << " m " << m;
+      }
     }
     EXPECT_EQ(peak_in_flight(pipeline_program(Schedule::kZbV, pp, 2, 4 * pp, 0), Schedule::kZbV), 2 * pp);
     for (int rank = 1; rank < pp; ++rank) {
