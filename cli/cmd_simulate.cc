@@ -159,7 +159,8 @@ void run_simulate(const SimulateArgs& args) {
   require_simulated_model(s);
   sim::SimulationOptions options;
   options.fidelity = args.fidelity == "full" ? sim::Fidelity::kFull : sim::Fidelity::kFolded;
-  std::vector<sim::SlowRank> slow = parse_slow(args.slow_ranks, s.plan.num_gpus(), "rank", "--slow-rank");
+  const std::vector<sim::SlowRank> slow_ranks = parse_slow(args.slow_ranks, s.plan.num_gpus(), "rank", "--slow-rank");
+  std::vector<sim::SlowRank> slow = slow_ranks;
   // A slow node: each of its GPUs (rank r runs on GPU r, node r / gpus_per_node).
   const int per_node = s.cluster.gpus_per_node;
   const std::vector<sim::SlowRank> slow_nodes =
@@ -240,7 +241,7 @@ void run_simulate(const SimulateArgs& args) {
   print_summary(s, r, wall, training);
   if (!slow.empty()) {
     std::string who;
-    for (const sim::SlowRank& x : parse_slow(args.slow_ranks, s.plan.num_gpus(), "rank", "--slow-rank")) {
+    for (const sim::SlowRank& x : slow_ranks) {
       who += fmt::format("{}rank {} x{:.2f}", who.empty() ? "" : ", ", x.rank, x.factor);
     }
     for (const sim::SlowRank& x : slow_nodes) {

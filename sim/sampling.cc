@@ -93,7 +93,8 @@ StepDistribution sample_steps(const Simulator& simulator, const ModelSpec& model
   std::atomic<int> next{0}, done{0};
   std::mutex failure_mutex;
   std::exception_ptr failure;
-  auto work = [&] {
+  // Each thread takes the next sample; the calling thread also reports progress.
+  auto work = [&](bool reports) {
     SimulationOptions o = options;
     o.keep_timeline = false;
     o.progress = {};
@@ -107,26 +108,14 @@ StepDistribution sample_steps(const Simulator& simulator, const ModelSpec& model
         next = samples;
       }
       ++done;
+      if (reports && progress) progress(done, samples);
     }
   };
   std::vector<std::thread> pool;
-  for (int t = 1; t < std::min(threads, samples); ++t) pool.emplace_back(work);
-  if (pool.empty()) {
-    // One thread: report after each sample.
-    SimulationOptions o = options;
-    o.keep_timeline = false;
-    o.progress = {};
-    for (int k = 0; k < samples; ++k) {
-      o.rank_factors = clock_factors(variation, k, plan.num_gpus());
-      d.step_time_s[static_cast<std::size_t>(k)] = simulator.run(model, plan, o).metrics.step_time_s;
-      if (progress) progress(k + 1, samples);
-    }
-  } else {
-    work();
-    for (std::thread& t : pool) t.join();
-    if (failure) std::rethrow_exception(failure);
-    if (progress) progress(samples, samples);
-  }
+  for (int t = 1; t < std::min(threads, samples); ++t) pool.emplace_back(work, false);
+  work(true);
+  for (std::thread& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
   auto mean = [](std::vector<double> v) {
     double sum = 0.0;
     for (double x : v) sum += x;

@@ -46,18 +46,6 @@ void TaskGraph::reserve(std::size_t tasks, std::size_t slots, std::size_t depend
   edges_.reserve(dependencies);
 }
 
-void TaskGraph::scale_compute(int rank, int stream, double factor) {
-  const std::int32_t target = slot(rank, stream);
-  for (TaskId t = 0; t < num_tasks(); ++t) {
-    if (comm_[t] >= 0) continue;
-    for (const std::int32_t* s = slots_begin(t); s != slots_end(t); ++s) {
-      if (*s != target) continue;
-      duration_ns_[t] = static_cast<TimeNs>(std::llround(static_cast<double>(duration_ns_[t]) * factor));
-      break;
-    }
-  }
-}
-
 void TaskGraph::scale_compute(int stream, const std::vector<double>& factor) {
   for (TaskId t = 0; t < num_tasks(); ++t) {
     if (comm_[t] >= 0) continue;

@@ -67,12 +67,9 @@ class TaskGraph {
   void reserve(std::size_t tasks, std::size_t slots, std::size_t dependencies);
 
   // Multiplies the duration of every compute task (no communication) on stream
-  // `stream` of `rank` by factor: a slower GPU. A task shared by several ranks in
-  // lockstep (a tensor-parallel group's) slows for all of them, as the group waits
-  // for its slowest member at every collective.
-  void scale_compute(int rank, int stream, double factor);
-  // The same for every rank at once, factor[rank] each (1: at speed); a lockstep
-  // task takes its slowest member's factor.
+  // `stream` of each rank by factor[rank] (1: at speed): slower GPUs. A task shared
+  // by several ranks in lockstep (a tensor-parallel group's) takes its slowest
+  // member's factor, as the group waits for it at every collective.
   void scale_compute(int stream, const std::vector<double>& factor);
 
   // Finalises the successor lists; call once before running.

@@ -218,7 +218,9 @@ TEST(SlowRank, GpipeStepFollowsTheSlowStageByHand) {
       if (w.dp_rank[i] == 1 && w.stage[i] == 1) slow = static_cast<int>(i);
     }
     ASSERT_GE(slow, 0);
-    w.graph.scale_compute(slow, stream_index(StreamKind::kCompute), s);
+    std::vector<double> factor(w.global_rank.size(), 1.0);
+    factor[static_cast<std::size_t>(slow)] = s;
+    w.graph.scale_compute(stream_index(StreamKind::kCompute), factor);
     const RunResult run = run_task_graph(w.graph, nullptr);
     EXPECT_EQ(run.makespan_ns, static_cast<TimeNs>(std::llround(3 * unit + 3 * s * unit * m))) << "s " << s;
   }
@@ -234,7 +236,7 @@ TEST(SlowRank, TensorParallelGroupWaitsForItsSlowestMember) {
   Workload base = build_workload(model, p, costs, comm, Fidelity::kFull);
   const TimeNs t0 = run_task_graph(base.graph, nullptr).makespan_ns;
   Workload slow = build_workload(model, p, costs, comm, Fidelity::kFull);
-  slow.graph.scale_compute(1, stream_index(StreamKind::kCompute), 1.25);
+  slow.graph.scale_compute(stream_index(StreamKind::kCompute), {1.0, 1.25});
   EXPECT_EQ(run_task_graph(slow.graph, nullptr).makespan_ns, t0 * 5 / 4);
 }
 
