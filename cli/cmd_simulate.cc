@@ -134,6 +134,7 @@ void print_summary(const Scenario& s, const sim::SimulationResult& r, double wal
              seconds(r.metrics.exposed_s[1]), seconds(r.metrics.exposed_s[2]), seconds(r.metrics.exposed_s[3]));
   if (r.metrics.exposed_s[4] > 0) fmt::print(", offload {}", seconds(r.metrics.exposed_s[4]));
   if (p.cp > 1) fmt::print(", cp {}", seconds(r.metrics.exposed_s[static_cast<int>(sim::CommKind::kCp)]));
+  if (p.moe.active) fmt::print(", ep {}", seconds(r.metrics.exposed_s[static_cast<int>(sim::CommKind::kEp)]));
   fmt::print("\n");
   if (r.metrics.host_s > 0) {
     fmt::print("host dispatch    {} per GPU idle waiting for the host to issue kernels\n", seconds(r.metrics.host_s));

@@ -9,7 +9,7 @@ namespace {
 // In Category's order. string_views: a reader parses one per event, and comparing
 // views costs no strlen.
 constexpr std::string_view kCategoryNames[kNumCategories] = {
-    "gemm", "attention", "elementwise", "tp", "pp", "dp", "zero", "optimizer", "copy", "host", "cp"};
+    "gemm", "attention", "elementwise", "tp", "pp", "dp", "zero", "optimizer", "copy", "host", "cp", "ep"};
 // In Phase's order.
 constexpr std::string_view kPhaseNames[] = {"fwd", "bwd", "recompute", "step", "wgrad"};
 
@@ -28,7 +28,7 @@ bool parse_category(std::string_view s, Category* out) {
 }
 
 bool is_communication(Category c) {
-  return c == Category::kTp || c == Category::kCp || c == Category::kPp || c == Category::kDp ||
+  return c == Category::kTp || c == Category::kCp || c == Category::kEp || c == Category::kPp || c == Category::kDp ||
          c == Category::kZero;
 }
 

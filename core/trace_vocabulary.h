@@ -12,12 +12,14 @@ namespace strata::trace {
 
 // kHost: the host (CPU) issuing kernels (the framework's per-kernel dispatch cost).
 // kCp: context parallelism's K/V exchanges (after kHost, so the others keep their values).
-enum class Category : std::uint8_t { kGemm, kAttention, kElementwise, kTp, kPp, kDp, kZero, kOptimizer, kCopy, kHost, kCp };
-inline constexpr int kNumCategories = 11;
+enum class Category : std::uint8_t { kGemm, kAttention, kElementwise, kTp, kPp, kDp, kZero, kOptimizer, kCopy, kHost, kCp, kEp };
+inline constexpr int kNumCategories = 12;
 const char* to_string(Category c);
-// The category named s; false when s is not one of the eleven names.
+// The category named s; false when s is not one of the twelve names.
 bool parse_category(std::string_view s, Category* out);
-// Tensor-, context-, pipeline- and data-parallel traffic and ZeRO's gathers.
+// Tensor-, context-, expert-, pipeline- and data-parallel traffic and ZeRO's
+// gathers (ep: the MoE layers' token all-to-alls and expert tensor-parallel
+// collectives).
 bool is_communication(Category c);
 
 // A rank's lanes, its trace thread ids 0..7 in this order. dp-reduce: ZeRO-3's

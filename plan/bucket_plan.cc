@@ -105,17 +105,24 @@ std::vector<GradBucket> grad_buckets(const ModelSpec& model, const PlanSpec& pla
     current.chunk = chunk;
     std::vector<BlockRef> blocks = chunk_blocks(model, plan, pp_rank, chunk);
     std::reverse(blocks.begin(), blocks.end());  // backward order
+    const int first_layer = model.is_moe() ? pipeline_split(model, plan).first[virtual_stage(plan, pp_rank, chunk)] : 0;
     for (const BlockRef& block : blocks) {
       const bool shared = is_shared_embedding(model, plan, block);
       const bool alone = every_block_alone || (shared && distributed_optimizer);
       if (alone) close();
       current.chunk = chunk;
       current.blocks.push_back(block);
-      current.params += block_params_per_gpu(model, plan, block);
+      if (block.kind == ParamBlock::kLayer && model.is_moe() && model.is_moe_layer(first_layer + block.layer)) {
+        current.params += moe_layer_dense_params_per_gpu(model, plan.tp);
+        current.expert_params += moe_layer_expert_params_per_gpu(model, plan);
+      } else {
+        current.params += block_params_per_gpu(model, plan, block);
+      }
       current.shared_embedding = current.shared_embedding || shared;
       // A full bucket closes after a layer above the chunk's lowest, so whatever
       // follows the lowest layer (the embedding) joins the last bucket.
-      const bool full = block.kind == ParamBlock::kLayer && block.layer > 0 && current.params >= plan.ddp_bucket_size;
+      const bool full = block.kind == ParamBlock::kLayer && block.layer > 0 &&
+                        current.params + current.expert_params >= plan.ddp_bucket_size;
       if (alone || full) close();
     }
     close();

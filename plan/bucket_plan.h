@@ -36,7 +36,11 @@ struct GradBucket {
   int chunk = 0;
   std::vector<BlockRef> blocks;   // in backward order: blocks.back() finishes last in the
                                   // backward and is used first in the forward
-  std::int64_t params = 0;        // one GPU's parameters (its tensor-parallel share)
+  std::int64_t params = 0;        // one GPU's parameters (its tensor-parallel share), but:
+  // the routed experts' parameters of its MoE layers (num_experts / ep experts,
+  // split over etp), which reduce over the expert data-parallel group, not dp x cp
+  // (Megatron-Core keeps them in buffers of their own); 0 for a dense model.
+  std::int64_t expert_params = 0;
   bool shared_embedding = false;  // holds the tied word embedding or its last-stage copy (pp > 1)
   bool holds(ParamBlock kind) const;
 };
@@ -47,7 +51,8 @@ struct GradBucket {
 // embedding's copy when pp > 1, absent when tied and pp == 1).
 std::vector<BlockRef> chunk_blocks(const ModelSpec& model, const PlanSpec& plan, int pp_rank, int chunk);
 
-// One GPU's parameters of a block under the plan's tensor parallelism.
+// One GPU's parameters of a block under the plan's tensor parallelism (a layer:
+// the dense layer's; grad_buckets splits an MoE layer's into its two parts).
 std::int64_t block_params_per_gpu(const ModelSpec& model, const PlanSpec& plan, const BlockRef& block);
 
 // Whether a block is the word embedding the first and last stage share on two

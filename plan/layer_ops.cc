@@ -52,6 +52,7 @@ const char* to_string(OpRole role) {
     case OpRole::kRouter: return "router";
     case OpRole::kExpertFc1: return "expert_fc1";
     case OpRole::kExpertFc2: return "expert_fc2";
+    case OpRole::kPermute: return "permute";
   }
   return "residual";
 }
@@ -96,6 +97,7 @@ LayerOpContext layer_op_context(const PlanSpec& plan) {
   if (plan.moe.active) {
     c.etp = plan.moe.etp;
     c.expert_load = expert_load_factor(plan);
+    c.ep = plan.moe.ep;
   }
   return c;
 }
@@ -109,32 +111,47 @@ double expert_load_factor(const PlanSpec& plan) {
 
 namespace {
 
-// An MoE layer's MLP part: the router over this rank's sequence-parallel shard,
-// the shared experts (a tensor-parallel MLP of their width), the routed experts
-// over the tokens dispatched to this rank (Megatron-Core's MoELayer: router,
-// shared experts, token dispatch, grouped experts, combine).
+// An MoE layer's MLP part, in Megatron-Core's MoELayer order: the router over
+// this rank's sequence-parallel shard, the token permutation, the routed experts
+// over the tokens dispatched to this rank, the unpermutation, then the shared
+// experts (a tensor-parallel MLP of their width, added to the routed output).
+// The dispatch and combine exchanges sit around the routed experts
+// (sim/workload/segments.cc places them).
 void append_moe_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, const LayerOpContext& c, i64 tokens, double e) {
   const MoeModel& moe = m.moe;
   const i64 t = c.tp;
   const i64 h = m.hidden_size;
   const i64 own_tokens = c.sequence_parallel ? tokens / t : tokens;
   ops.push_back(gemm(OpRole::kRouter, "router", own_tokens, moe.num_experts, h, 1, true));
-  if (moe.moe_shared_expert_intermediate_size > 0) {
-    const i64 f = moe.moe_shared_expert_intermediate_size / t;
-    const i64 fc1 = m.swiglu ? 2 * f : f;
-    ops.push_back(gemm(OpRole::kFc1, "shared_fc1", tokens, fc1, h, 1, true));
-    ops.push_back(elementwise(OpRole::kActivation, m.swiglu ? "shared_swiglu" : "shared_gelu",
-                              static_cast<double>(tokens) * (fc1 + f) * e));
-    ops.push_back(gemm(OpRole::kFc2, "shared_fc2", tokens, h, f, 1, true));
-  }
+  const double own_bytes = static_cast<double>(own_tokens) * h * e;
+  // Each token copied once per expert it goes to: read and written.
+  ops.push_back(elementwise(OpRole::kPermute, "permute", 2.0 * own_bytes * moe.moe_router_topk));
   const i64 routed = static_cast<i64>(
       std::ceil(static_cast<double>(own_tokens) * moe.moe_router_topk * c.etp * c.expert_load));
   const i64 f = moe.moe_ffn_hidden_size / c.etp;
   const i64 fc1 = m.swiglu ? 2 * f : f;
-  ops.push_back(gemm(OpRole::kExpertFc1, "expert_fc1", routed, fc1, h, 1, true));
+  // A grouped GEMM: one GEMM per local expert over its share of the routed
+  // tokens (its efficiency is that of the smaller shape); FLOPs of them all.
+  auto expert_gemm = [&](OpRole role, const char* name, i64 n, i64 k) {
+    const i64 local = c.ep > 0 ? moe.num_experts / c.ep : 1;
+    LayerOp op = gemm(role, name, (routed + local - 1) / local, n, k, local, true);
+    op.flops = 2.0 * static_cast<double>(routed) * n * k;
+    return op;
+  };
+  ops.push_back(expert_gemm(OpRole::kExpertFc1, "expert_fc1", fc1, h));
   ops.push_back(elementwise(OpRole::kActivation, m.swiglu ? "expert_swiglu" : "expert_gelu",
                             static_cast<double>(routed) * (fc1 + f) * e));
-  ops.push_back(gemm(OpRole::kExpertFc2, "expert_fc2", routed, h, f, 1, true));
+  ops.push_back(expert_gemm(OpRole::kExpertFc2, "expert_fc2", h, f));
+  // Reads every routed copy, writes the token once.
+  ops.push_back(elementwise(OpRole::kPermute, "unpermute", own_bytes * (moe.moe_router_topk + 1)));
+  if (moe.moe_shared_expert_intermediate_size > 0) {
+    const i64 sf = moe.moe_shared_expert_intermediate_size / t;
+    const i64 sfc1 = m.swiglu ? 2 * sf : sf;
+    ops.push_back(gemm(OpRole::kFc1, "shared_fc1", tokens, sfc1, h, 1, true));
+    ops.push_back(elementwise(OpRole::kActivation, m.swiglu ? "shared_swiglu" : "shared_gelu",
+                              static_cast<double>(tokens) * (sfc1 + sf) * e));
+    ops.push_back(gemm(OpRole::kFc2, "shared_fc2", tokens, h, sf, 1, true));
+  }
 }
 
 }  // namespace

@@ -48,6 +48,10 @@ enum class OpRole {
   // dispatched to this rank's experts (split over etp, not tp). A shared
   // expert is an MLP of its own width: kFc1 / kFc2.
   kRouter, kExpertFc1, kExpertFc2,
+  // Memory-bound: the routed tokens gathered into expert order before the
+  // dispatch and scattered back, weighted by their routing probabilities, after
+  // the combine (Megatron-Core's permute / unpermute).
+  kPermute,
 };
 const char* to_string(OpRole role);
 bool is_column_parallel(OpRole role);
@@ -84,6 +88,10 @@ struct LayerOpContext {
   // model's FLOPs).
   int etp = 1;
   double expert_load = 1.0;
+  // The expert-parallel size: each rank's num_experts / ep experts run as one
+  // grouped GEMM of that many GEMMs (batch), each over its share of the routed
+  // tokens; 0: one GEMM over all routed tokens (the whole model's FLOPs).
+  int ep = 0;
 };
 
 // Which MLP a layer has: the dense one, or an MoE layer's router, shared and routed experts.

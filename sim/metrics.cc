@@ -9,6 +9,7 @@ int kind_of(Category c) {
   switch (c) {
     case Category::kTp: return static_cast<int>(CommKind::kTp);
     case Category::kCp: return static_cast<int>(CommKind::kCp);
+    case Category::kEp: return static_cast<int>(CommKind::kEp);
     case Category::kPp: return static_cast<int>(CommKind::kPp);
     case Category::kDp: return static_cast<int>(CommKind::kDp);
     case Category::kZero: return static_cast<int>(CommKind::kZero);
@@ -27,6 +28,7 @@ const char* to_string(CommKind k) {
     case CommKind::kZero: return "zero";
     case CommKind::kOffload: return "offload";
     case CommKind::kCp: return "cp";
+    case CommKind::kEp: return "ep";
   }
   return "tp";
 }
@@ -104,11 +106,17 @@ StepMetrics step_metrics(const Workload& w, const RunResult& run) {
     TimeNs cursor = origin;
     for (TaskId t : compute) {
       // Collectives collapsed into a block (folded fidelity) run synchronously, as
-      // Megatron's do: exposed tensor-parallel time.
+      // Megatron's do: exposed tensor-, context- or expert-parallel time.
       const std::int32_t detail = notes.info(t).detail;
-      const TimeNs tp_ns = detail >= 0 ? notes.detail_comm_ns(detail) : 0;
-      rm.compute_s += ns_to_seconds(run.end_ns[t] - run.start_ns[t] - tp_ns);
-      rm.exposed_s[static_cast<int>(CommKind::kTp)] += ns_to_seconds(tp_ns);
+      const TimeNs comm_ns = detail >= 0 ? notes.detail_comm_ns(detail) : 0;
+      rm.compute_s += ns_to_seconds(run.end_ns[t] - run.start_ns[t] - comm_ns);
+      if (comm_ns > 0) {
+        const TimeNs cp_ns = notes.detail_comm_ns(detail, Category::kCp);
+        const TimeNs ep_ns = notes.detail_comm_ns(detail, Category::kEp);
+        rm.exposed_s[static_cast<int>(CommKind::kTp)] += ns_to_seconds(comm_ns - cp_ns - ep_ns);
+        rm.exposed_s[static_cast<int>(CommKind::kCp)] += ns_to_seconds(cp_ns);
+        rm.exposed_s[static_cast<int>(CommKind::kEp)] += ns_to_seconds(ep_ns);
+      }
       if (run.start_ns[t] > cursor) attribute(cursor, run.start_ns[t], run.blocker[t]);
       cursor = run.end_ns[t];
     }
@@ -133,7 +141,8 @@ StepMetrics step_metrics(const Workload& w, const RunResult& run) {
       TimeNs tail_exposed = 0;
       for (int k : {static_cast<int>(CommKind::kDp), static_cast<int>(CommKind::kZero),
                     static_cast<int>(CommKind::kOffload), static_cast<int>(CommKind::kPp),
-                    static_cast<int>(CommKind::kTp), static_cast<int>(CommKind::kCp)}) {
+                    static_cast<int>(CommKind::kTp), static_cast<int>(CommKind::kCp),
+                    static_cast<int>(CommKind::kEp)}) {
         std::sort(busy[k].begin(), busy[k].end());
         TimeNs reach = cursor;
         for (const auto& [a0, a1] : busy[k]) {

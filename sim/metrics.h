@@ -18,8 +18,8 @@
 namespace strata::sim {
 
 // kCp last, so the others keep their indices (sweep.csv's columns).
-enum class CommKind { kTp, kPp, kDp, kZero, kOffload, kCp };
-inline constexpr int kNumCommKinds = 6;
+enum class CommKind { kTp, kPp, kDp, kZero, kOffload, kCp, kEp };
+inline constexpr int kNumCommKinds = 7;
 const char* to_string(CommKind k);
 
 struct RankMetrics {

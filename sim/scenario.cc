@@ -78,12 +78,16 @@ Scenario load_scenario(const ScenarioArgs& args) {
 }
 
 void require_simulated_model(const Scenario& s) {
-  if (s.model.is_moe()) {
-    throw InputError(s.model_file, "$.num_experts",
-                     "the event simulator does not model MoE layers yet (model " + s.model.name +
-                         " has " + std::to_string(s.model.moe.num_experts) +
-                         " experts): `strata memory` sizes its plans and `strata export` writes their Megatron-LM "
-                         "flags; simulate, sweep and run need a dense model");
+  if (s.model.is_moe() && s.plan.zero_stage == 3) {
+    throw InputError(s.plan_file, "$.zero_stage",
+                     "the event simulator models MoE layers (model " + s.model.name +
+                         ") with ZeRO stages 0 to 2, as Megatron-Core's distributed optimizer shards them; "
+                         "ZeRO-3 / FSDP over expert-parallel groups is not modelled yet: use zero_stage 0, 1 or 2");
+  }
+  if (s.model.is_moe() && s.plan.zero_shard_size > 0 && s.plan.dp > 0 && s.plan.zero_shard_groups() > 1) {
+    throw InputError(s.plan_file, "$.zero_shard_size",
+                     "the event simulator does not model hybrid sharding of MoE layers yet (several distributed-"
+                     "optimizer instances over the expert data-parallel group): remove zero_shard_size");
   }
   if (s.model.kv_channels > 0) {
     throw InputError(s.model_file, "$.kv_channels",

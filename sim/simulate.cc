@@ -337,6 +337,8 @@ nlohmann::ordered_json result_json(const Scenario& s, const SimulationResult& r)
   // Context parallelism's exchanges, only where the plan has them (a plan without
   // cp reads as before).
   if (s.plan.cp > 1) exposed["cp"] = r.metrics.exposed_s[static_cast<int>(CommKind::kCp)];
+  // The MoE layers' token exchanges, only for an MoE model.
+  if (s.plan.moe.active) exposed["ep"] = r.metrics.exposed_s[static_cast<int>(CommKind::kEp)];
   j["exposed_comm_s"] = exposed;
   j["host_dispatch_s"] = r.metrics.host_s;
   j["compute_s"] = r.metrics.compute_s;
@@ -369,6 +371,7 @@ nlohmann::ordered_json result_json(const Scenario& s, const SimulationResult& r)
       nlohmann::ordered_json ex;
       for (int k = 0; k < kNumCommKinds; ++k) {
         if (static_cast<CommKind>(k) == CommKind::kCp && s.plan.cp == 1) continue;
+        if (static_cast<CommKind>(k) == CommKind::kEp && !s.plan.moe.active) continue;
         ex[to_string(static_cast<CommKind>(k))] = sum[st].exposed_s[k] / count[st];
       }
       e["exposed_comm_s"] = ex;

@@ -14,7 +14,7 @@ namespace strata::sim {
 namespace {
 
 bool is_numeric_key(const std::string& key) {
-  return key == "tp" || key == "cp" || key == "zero_shard_size" || key == "pp" || key == "dp" || key == "vpp" || key == "micro_batch_size" ||
+  return key == "tp" || key == "cp" || key == "ep" || key == "etp" || key == "zero_shard_size" || key == "pp" || key == "dp" || key == "vpp" || key == "micro_batch_size" ||
          key == "zero_stage";
 }
 
@@ -84,7 +84,7 @@ const std::vector<std::string>& constrainable_keys() {
   static const std::vector<std::string> keys = {
       "tp", "cp", "pp", "dp", "vpp", "micro_batch_size", "schedule", "zero_stage", "offload_optimizer",
       "recompute", "sequence_parallel", "flash_attention", "overlap_grad_reduce",
-      "overlap_param_gather", "dtype", "cp_comm_type", "zero_shard_size"};
+      "overlap_param_gather", "dtype", "cp_comm_type", "zero_shard_size", "ep", "etp"};
   return keys;
 }
 
@@ -92,6 +92,9 @@ std::string plan_value(const PlanSpec& p, const std::string& key) {
   if (key == "tp") return std::to_string(p.tp);
   if (key == "cp") return std::to_string(p.cp);
   if (key == "cp_comm_type") return to_string(p.cp_comm_type);
+  // An MoE plan's expert-parallel sizes (resolved: etp defaults to tp).
+  if (key == "ep") return std::to_string(p.moe.ep);
+  if (key == "etp") return std::to_string(p.moe.etp > 0 ? p.moe.etp : p.tp);
   if (key == "zero_shard_size") return std::to_string(p.zero_shards());
   if (key == "pp") return std::to_string(p.pp);
   if (key == "dp") return std::to_string(p.dp);

@@ -91,7 +91,9 @@ std::string plan_label(const PlanSpec& p) {
   if (p.dtype != DType::kBf16) rest += std::string(" ") + to_string(p.dtype);
   if (!p.overlap_grad_reduce) rest += " no-overlap-grad";
   if (!p.overlap_param_gather) rest += " no-overlap-param";
-  return fmt::format("tp{}{} pp{}{} dp{} vpp{} mbs{} {} z{}{} {}{}{}{}", p.tp, cp, p.pp, split, p.dp, p.vpp,
+  // An MoE plan's expert parallelism after cp: "ep8 etp1".
+  const std::string ep = p.moe.active ? fmt::format(" ep{} etp{}", p.moe.ep, p.moe.etp) : "";
+  return fmt::format("tp{}{}{} pp{}{} dp{} vpp{} mbs{} {} z{}{} {}{}{}{}", p.tp, cp, ep, p.pp, split, p.dp, p.vpp,
                      p.micro_batch_size, to_string(p.schedule), zero,
                      p.offload_optimizer ? "+offload" : "", to_string(p.recompute),
                      p.sequence_parallel ? " sp" : "", p.flash_attention ? " flash" : "", rest);
@@ -118,6 +120,20 @@ std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& clu
   const std::vector<int> shard_sizes =
       option_values<int>(req.constraints, "zero_shard_size", 0, [](const std::string& v) { return std::stoi(v); });
   PlanContext context{gpus, cluster.gpus_per_node, req.allow_cross_node_tp};
+  // An MoE model's expert layouts of a grid: ep dividing num_experts and the
+  // stage's ranks, etp 1 (MoE Parallel Folding's choice) or tp (Megatron-Core's
+  // default); one (ep 1, etp unset) for a dense model.
+  auto expert_layouts = [&](const Grid& g) {
+    std::vector<std::pair<int, int>> out;
+    if (!m.is_moe()) return std::vector<std::pair<int, int>>{{1, 0}};
+    for (int ep : divisors(m.moe.num_experts)) {
+      for (int etp : {1, g.tp}) {
+        if ((g.tp * g.cp * g.dp) % (ep * etp) != 0) continue;
+        if (std::find(out.begin(), out.end(), std::make_pair(ep, etp)) == out.end()) out.emplace_back(ep, etp);
+      }
+    }
+    return out;
+  };
 
   std::vector<PlanSpec> plans;
   for (const Grid& g : grids(m, cluster, req)) {
@@ -154,14 +170,16 @@ std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& clu
         for (Schedule schedule : schedules) {
           // ZeRO with a single replica (dp x cp) shards nothing: only stage 0.
           const bool zero3 = framework_shards && !splits_backward(schedule) && (g.pp == 1 || !zero3_needs_one_stage);
-          const int max_zero = g.dp * g.cp > 1 ? (zero3 ? 3 : 2) : 0;
+          // MoE layers are simulated with Megatron-Core's distributed optimizer
+          // (ZeRO 0-2, one instance: require_simulated_model).
+          const int max_zero = g.dp * g.cp > 1 ? (zero3 && !m.is_moe() ? 3 : 2) : 0;
           for (int zero = 0; zero <= max_zero; ++zero) {
             // Shard sizes of this grid: those that split its dp x cp replicas into
             // groups (one group of all is the plain plan, 0), with ZeRO only.
             std::vector<int> shards;
             for (int z : shard_sizes) {
               const int replicas = g.dp * g.cp;
-              const int shard = zero == 0 || z == 0 || z >= replicas || replicas % z != 0 ? 0 : z;
+              const int shard = zero == 0 || z == 0 || z >= replicas || replicas % z != 0 || m.is_moe() ? 0 : z;
               if (std::find(shards.begin(), shards.end(), shard) == shards.end()) shards.push_back(shard);
             }
             for (int shard : shards) {
@@ -175,8 +193,17 @@ std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& clu
                         for (bool og : overlap_grad) {
                           for (bool opg : overlap_param) {
                             for (DType dtype : dtypes) {
+                             for (const auto& [ep, etp] : expert_layouts(g)) {
                               ++counts.candidates;
                               PlanSpec p;
+                              if (m.is_moe()) {
+                                p.moe.ep = ep;
+                                p.moe.etp = etp;
+                                // The all-to-all dispatcher and grouped GEMMs: what
+                                // Megatron-Core's MoE recipes run with ep > 1.
+                                p.moe.token_dispatcher = MoeDispatcher::kAllToAll;
+                                p.moe.grouped_gemm = true;
+                              }
                               p.tp = g.tp;
                               p.cp = g.cp;
                               p.cp_comm_type = cp_comm;
@@ -210,6 +237,7 @@ std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& clu
                                 continue;
                               }
                               plans.push_back(p);
+                             }
                             }
                           }
                         }

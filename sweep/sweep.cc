@@ -59,6 +59,10 @@ std::string plan_differences(const PlanSpec& a, const PlanSpec& b) {
   add("tp", std::to_string(a.tp), std::to_string(b.tp));
   add("cp", std::to_string(a.cp), std::to_string(b.cp));
   if (a.cp > 1 && b.cp > 1) add("cp exchange", to_string(a.cp_comm_type), to_string(b.cp_comm_type));
+  if (a.moe.active && b.moe.active) {
+    add("ep", std::to_string(a.moe.ep), std::to_string(b.moe.ep));
+    add("etp", std::to_string(a.moe.etp), std::to_string(b.moe.etp));
+  }
   add("pp", std::to_string(a.pp), std::to_string(b.pp));
   add("vpp", std::to_string(a.vpp), std::to_string(b.vpp));
   add("stages", stage_split_text(a), stage_split_text(b));
@@ -92,7 +96,9 @@ std::string explain(const PlanOutcome& a, const PlanOutcome& b) {
       {"exposed dp", a.exposed_s[2], b.exposed_s[2], false},
       {"exposed zero", a.exposed_s[3], b.exposed_s[3], false},
       {"exposed offload", a.exposed_s[4], b.exposed_s[4], false},
-      {"exposed cp", a.exposed_s[static_cast<int>(CommKind::kCp)], b.exposed_s[static_cast<int>(CommKind::kCp)], false}};
+      {"exposed cp", a.exposed_s[static_cast<int>(CommKind::kCp)], b.exposed_s[static_cast<int>(CommKind::kCp)], false},
+      {"exposed ep (MoE all-to-all)", a.exposed_s[static_cast<int>(CommKind::kEp)],
+       b.exposed_s[static_cast<int>(CommKind::kEp)], false}};
   const Part* best = &parts[0];
   for (const Part& p : parts) {
     if (p.b - p.a > best->b - best->a) best = &p;

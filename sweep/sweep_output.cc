@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "plan/moe_spec.h"
+
 namespace strata::sim {
 namespace {
 
@@ -42,6 +44,7 @@ nlohmann::ordered_json outcome_json(const PlanOutcome& o) {
   r["exposed_comm_s"] = {{"tp", o.exposed_s[0]}, {"pp", o.exposed_s[1]}, {"dp", o.exposed_s[2]},
                          {"zero", o.exposed_s[3]}, {"offload", o.exposed_s[4]}};
   if (o.plan.cp > 1) r["exposed_comm_s"]["cp"] = o.exposed_s[static_cast<int>(CommKind::kCp)];
+  if (o.plan.moe.active) r["exposed_comm_s"]["ep"] = o.exposed_s[static_cast<int>(CommKind::kEp)];
   r["peak_bytes"] = o.peak_bytes;
   r["capacity_bytes"] = o.capacity_bytes;
   r["headroom"] = o.headroom();
@@ -60,7 +63,12 @@ std::string sweep_csv(const SweepResult& sweep) {
       "exposed_tp_s,exposed_pp_s,exposed_dp_s,exposed_zero_s,peak_bytes,capacity_bytes,headroom,pareto,"
       "fidelity,why,flash_attention,exposed_offload_s,compute_s,prune_reason,cp,cp_comm_type,exposed_cp_s,"
       "decoder_first_pipeline_num_layers,decoder_last_pipeline_num_layers,";
-  out.append(kLaterPlanColumns).append("\n");
+  out.append(kLaterPlanColumns);
+  // An MoE model's plans also differ in their expert layout: its columns last
+  // (a dense model's file is as it was).
+  const bool moe = !sweep.plans.empty() && sweep.plans.front().plan.moe.active;
+  if (moe) out += ",ep,etp,moe_token_dispatcher_type,exposed_ep_s";
+  out += '\n';
   for (const PlanOutcome& o : sweep.plans) {
     const PlanSpec& p = o.plan;
     out += o.rank > 0 ? std::to_string(o.rank) : "";
@@ -90,6 +98,10 @@ std::string sweep_csv(const SweepResult& sweep) {
                        tf(p.overlap_param_gather), to_string(p.dtype), tf(p.accumulate_allreduce_grads_in_fp32),
                        csv_field(to_string(p.rank_order)), p.ddp_bucket_size, csv_field(p.framework),
                        tf(p.account_for_embedding), tf(p.account_for_loss));
+    if (moe) {
+      out += fmt::format(",{},{},{},", p.moe.ep, p.moe.etp, to_string(p.moe.token_dispatcher));
+      if (o.simulated) out += num(o.exposed_s[static_cast<int>(CommKind::kEp)]);
+    }
     out += '\n';
   }
   return out;

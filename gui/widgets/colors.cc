@@ -30,6 +30,8 @@ QColor category_color(Category c) {
       return QColor(0xed, 0xc9, 0x48);
     case Category::kCp:  // beside tp's orange: both are the model's own exchanges
       return QColor(0xff, 0x9d, 0xa7);
+    case Category::kEp:  // the MoE all-to-alls: tp's orange toward red, apart from cp's pink
+      return QColor(0xd3, 0x72, 0x95);
   }
   return Qt::gray;
 }

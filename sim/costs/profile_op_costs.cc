@@ -12,6 +12,7 @@ KernelKind kernel_kind_of(OpRole role) {
     case OpRole::kResidual: return KernelKind::kResidual;
     case OpRole::kDropout:
     case OpRole::kEmbedding: return KernelKind::kElementwise;
+    case OpRole::kPermute: return KernelKind::kCopy;  // rows gathered or scattered: a copy's traffic
     // GEMMs and attention are costed by their own models, not as memory-bound kernels.
     case OpRole::kQkv:
     case OpRole::kProj:
@@ -20,7 +21,10 @@ KernelKind kernel_kind_of(OpRole role) {
     case OpRole::kLogits:
     case OpRole::kAttnScores:
     case OpRole::kAttnValues:
-    case OpRole::kFlashAttention: break;
+    case OpRole::kFlashAttention:
+    case OpRole::kRouter:
+    case OpRole::kExpertFc1:
+    case OpRole::kExpertFc2: break;
   }
   return KernelKind::kElementwise;
 }

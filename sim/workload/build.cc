@@ -1,12 +1,15 @@
 #include "sim/workload/build.h"
 
+#include <algorithm>
+
+#include "core/error.h"
 #include "sim/workload/segments.h"
 
 namespace strata::sim {
 
 WorkloadBuild::WorkloadBuild(const ModelSpec& m, const PlanSpec& p, const OpCosts& oc, const CommCosts& cc,
                              Fidelity f, const WorkloadOptions& o)
-    : model(m), plan(p), layout(p), op_costs(oc), comm_costs(cc), fidelity(f), options(o), stage_split(pipeline_split(m, p)),
+    : model(m), plan(p), layout(p), expert_layout(p.moe.active ? expert_rank_layout(p) : RankLayout(p)), op_costs(oc), comm_costs(cc), fidelity(f), options(o), stage_split(pipeline_split(m, p)),
       chunk_stride_(stage_split.max_chunk_layers()),
       layer_modules_(module_hooks() ? static_cast<int>(layer_parameter_modules(m, p).size()) : 0) {}
 
@@ -129,6 +132,73 @@ std::int32_t WorkloadBuild::collective(CollectiveOp op, const std::vector<int>& 
   if (it != comm_ids_.end()) return it->second;
   std::int32_t id = w.graph.add_comm(comm_costs.collective(op, group, bytes));
   comm_ids_.emplace(key, id);
+  return id;
+}
+
+std::vector<int> WorkloadBuild::expert_group(CommGroup which, int global_rank) const {
+  switch (which) {
+    case CommGroup::kExpert: return expert_layout.group(GroupKind::kExpert, global_rank);
+    case CommGroup::kExpertTensor: return expert_layout.group(GroupKind::kTensor, global_rank);
+    case CommGroup::kExpertModel: {
+      // etp x ep: the ranks of the same expert data-parallel rank and stage.
+      std::vector<int> g;
+      RankCoord c = expert_layout.coord(global_rank);
+      for (int e = 0; e < plan.moe.ep; ++e) {
+        for (int t = 0; t < plan.moe.etp; ++t) {
+          c.ep = e;
+          c.tp = t;
+          g.push_back(expert_layout.rank(c));
+        }
+      }
+      std::sort(g.begin(), g.end());
+      return g;
+    }
+    case CommGroup::kTensor:
+    case CommGroup::kContext: break;
+  }
+  throw InternalError("expert_group: not an expert group");
+}
+
+std::int32_t WorkloadBuild::expert_collective(CollectiveOp op, CommGroup which, const std::vector<int>& tp_group,
+                                              double bytes) {
+  const auto key = std::make_tuple(static_cast<int>(op), static_cast<int>(which), tp_group.front(),
+                                   static_cast<long long>(bytes));
+  auto it = expert_comm_ids_.find(key);
+  if (it != expert_comm_ids_.end()) return it->second;
+  std::map<std::vector<int>, int> members_in;  // each member's group -> how many members it holds
+  for (int g : tp_group) ++members_in[expert_group(which, g)];
+  std::int32_t id = -1;
+  const auto& [first_group, first_count] = *members_in.begin();
+  if (fidelity == Fidelity::kFolded || (members_in.size() == 1 && first_count == static_cast<int>(first_group.size()))) {
+    id = collective(op, fidelity == Fidelity::kFolded ? expert_group(which, tp_group.front()) : first_group, bytes);
+  } else {
+    CommSpec merged;
+    std::map<std::int32_t, double> load;  // link -> bytes per byte of the collective, summed over the shares
+    bool first = true;
+    for (const auto& [group, count] : members_in) {
+      const CommSpec s = comm_costs.collective(op, group, bytes);
+      const double share = static_cast<double>(count) / static_cast<double>(group.size());
+      for (std::size_t i = 0; i < s.links.size(); ++i) load[s.links[i]] += s.link_weight(i) * share;
+      if (first) {
+        merged = s;
+        first = false;
+      } else if (s.rate_cap_bytes_per_s > 0.0) {
+        // The task ends with its slowest share.
+        merged.fixed = std::max(merged.fixed, s.fixed);
+        merged.rate_cap_bytes_per_s = merged.rate_cap_bytes_per_s > 0.0
+                                          ? std::min(merged.rate_cap_bytes_per_s, s.rate_cap_bytes_per_s)
+                                          : s.rate_cap_bytes_per_s;
+      }
+    }
+    merged.links.clear();
+    merged.link_weights.clear();
+    for (const auto& [link, weight] : load) {
+      merged.links.push_back(link);
+      merged.link_weights.push_back(weight);
+    }
+    id = w.graph.add_comm(std::move(merged));
+  }
+  expert_comm_ids_.emplace(key, id);
   return id;
 }
 

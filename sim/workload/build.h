@@ -22,6 +22,7 @@
 #include "plan/plan_spec.h"
 #include "plan/rank_layout.h"
 #include "sim/workload/costs.h"
+#include "sim/workload/segments.h"
 #include "sim/workload/workload.h"
 
 namespace strata::sim {
@@ -49,6 +50,9 @@ class WorkloadBuild {
   const ModelSpec& model;
   const PlanSpec& plan;
   const RankLayout layout;
+  // The MoE layers' layout (etp x ep x edp x pp over the same ranks); the dense
+  // layout for a dense model.
+  const RankLayout expert_layout;
   const OpCosts& op_costs;
   const CommCosts& comm_costs;
   const Fidelity fidelity;
@@ -146,6 +150,17 @@ class WorkloadBuild {
 
   // The CommSpec of a collective, interned so repeated collectives share one entry.
   std::int32_t collective(CollectiveOp op, const std::vector<int>& group, double bytes);
+  // The expert layout's group `which` (an expert CommGroup) of a global rank.
+  std::vector<int> expert_group(CommGroup which, int global_rank) const;
+  // An MoE layer's collective on the expert groups of the members of a tensor-
+  // parallel group (`tp_group`, global ranks), which share one task. A member's
+  // expert group holds ranks of other tensor-parallel groups, whose tasks run the
+  // same collective: at full fidelity the task carries its members' shares of
+  // their groups' collectives (each group's flows weighted by the members in it
+  // over the group's size), so the tasks that make up one collective load its
+  // links once between them, and alone it takes the collective's time. Folded,
+  // the first member's group's collective (its copies already share the links).
+  std::int32_t expert_collective(CollectiveOp op, CommGroup which, const std::vector<int>& tp_group, double bytes);
   // CommCosts::collective_beside, added to the graph once.
   std::int32_t collective_beside(CollectiveOp op, const std::vector<int>& group, double bytes, CollectiveOp partner,
                                  double partner_bytes);
@@ -159,6 +174,7 @@ class WorkloadBuild {
   std::map<std::tuple<int, int, int, int, long long, int, long long>, std::int32_t> comm_ids_;
   std::map<std::tuple<std::string, int, int>, std::int32_t> label_ids_;
   std::map<std::pair<int, int>, std::int32_t> p2p_ids_;
+  std::map<std::tuple<int, int, int, long long>, std::int32_t> expert_comm_ids_;  // (op, which, tp_group[0], bytes)
   std::vector<std::vector<int>> last_backward_;  // [pipeline rank][chunk]
   std::vector<std::vector<int>> first_forward_;  // [pipeline rank][chunk]
   std::vector<TaskId> issued_by_;                // [task]: the host task issuing its last kernel, -1: none

@@ -1,6 +1,7 @@
 #include "sim/workload/data_parallel.h"
 
 #include <algorithm>
+#include <set>
 #include <unordered_map>
 
 #include "plan/params.h"
@@ -111,6 +112,50 @@ class DataParallelPass {
     return across;
   }
 
+  // The expert data-parallel groups (MoE layers' routed experts) the pass of
+  // tensor rank t of stage r issues: those whose members' lowest dense tensor rank
+  // is t (an expert data-parallel group spans several tensor ranks when tp does
+  // not divide etp x ep), each once, with its simulated members.
+  struct ExpertGroup {
+    std::vector<int> sims;
+    std::vector<int> gpus;
+  };
+  std::vector<ExpertGroup> expert_groups(int t, int r) const {
+    std::vector<ExpertGroup> out;
+    if (!p_.moe.active || p_.expert_data_parallel() == 1) return out;
+    std::set<int> seen;
+    for (int d = 0; d < p_.grad_replicas(); ++d) {
+      const std::vector<int> gpus = b_.expert_layout.group(GroupKind::kData, b_.global(t, d, r));
+      if (!seen.insert(gpus.front()).second) continue;
+      int lowest = p_.tp;
+      for (int g : gpus) lowest = std::min(lowest, b_.layout.coord(g).tp);
+      if (lowest != t) continue;
+      ExpertGroup e;
+      e.gpus = gpus;
+      for (int g : gpus) {
+        if (b_.sim_index(g) >= 0) e.sims.push_back(b_.sim_index(g));
+      }
+      if (!e.sims.empty()) out.push_back(std::move(e));
+    }
+    return out;
+  }
+
+  // A bucket's routed-expert gradients reduced over each expert data-parallel
+  // group after ready(member); each member's last task into last_dp.
+  template <typename Ready>
+  void reduce_expert_gradients(const std::vector<ExpertGroup>& groups, const GradBucket& b, CollectiveOp reduce,
+                               std::int32_t lbl, TaskInfo info, std::vector<TaskId>& last_dp, Ready&& ready) {
+    if (b.expert_params == 0) return;
+    info.bytes = static_cast<double>(b.expert_params) * p_.grad_bytes();
+    for (const ExpertGroup& g : groups) {
+      const TaskId task = dp_comm(g.sims, b_.collective(reduce, g.gpus, info.bytes), lbl, info);
+      for (int member : g.sims) {
+        b_.depend(ready(member), task);
+        last_dp[member] = task;
+      }
+    }
+  }
+
   // Pass 3: gradient reduction, ZeRO gathers, the optimizer step.
   void run() {
     const double e = dtype_bytes(p_.dtype);  // weights (parameter gathers)
@@ -125,6 +170,9 @@ class DataParallelPass {
     const std::int32_t lbl_ag_bwd = b_.label("param all_gather", Category::kZero, Phase::kBackward);
     // Hybrid sharding's second reduction, across the shard groups.
     const std::int32_t lbl_across = b_.label("grad all_reduce across shard groups", Category::kDp, Phase::kBackward);
+    // The routed experts' gradients, over the expert data-parallel group.
+    const std::int32_t lbl_expert_ar = b_.label("expert grad all_reduce", Category::kDp, Phase::kBackward);
+    const std::int32_t lbl_expert_rs = b_.label("expert grad reduce_scatter", Category::kDp, Phase::kBackward);
 
     for (int r = 0; r < p_.pp; ++r) {
       for (int t = 0; t < p_.tp; ++t) {
@@ -139,6 +187,7 @@ class DataParallelPass {
         const std::vector<Member>& replicas = rep.members;
         const std::vector<GradBucket>& buckets = b_.buckets[r];
         const auto& program = b_.programs[r];
+        const std::vector<ExpertGroup> experts = expert_groups(t, r);
 
         if (p_.zero_stage == 3 && b_.module_hooks()) {
           add_zero3_modules(rep, r, last_dp, lbl_rs, lbl_across);
@@ -169,6 +218,13 @@ class DataParallelPass {
             for (std::size_t i = 0; i < replicas.size(); ++i) {
               b_.w.graph.add_dependency(ag[i], bucket_first_use(replicas[i].sim, op, b));
             }
+            if (b.expert_params == 0) continue;
+            info.bytes = static_cast<double>(b.expert_params) * e;
+            for (const ExpertGroup& g : experts) {
+              const TaskId task = dp_comm(g.sims, b_.collective(CollectiveOp::kAllGather, g.gpus, info.bytes),
+                                          lbl_ag_fwd, info);
+              for (int member : g.sims) b_.w.graph.add_dependency(task, bucket_first_use(member, op, b));
+            }
           }
         }
         // Gradient reduction: all-reduce (ZeRO-0) or reduce-scatter (ZeRO-1) once per
@@ -186,14 +242,16 @@ class DataParallelPass {
               info.microbatch = op.microbatch;
               info.chunk = op.chunk;
               info.bytes = bytes;
+              auto ready = [&](int member) {
+                return p_.overlap_grad_reduce ? bucket_ready(member, static_cast<int>(oi), b)
+                                              : b_.op_marks[member][oi].last;
+              };
               const std::vector<TaskId> done = reduce_gradients(
                   rep, StreamKind::kDpComm,
                   [&](const std::vector<int>& gpus) { return b_.collective(reduce, gpus, bytes); }, bytes, lbl,
-                  lbl_across, info, [&](int member) {
-                    return p_.overlap_grad_reduce ? bucket_ready(member, static_cast<int>(oi), b)
-                                                  : b_.op_marks[member][oi].last;
-                  });
+                  lbl_across, info, ready);
               for (std::size_t i = 0; i < replicas.size(); ++i) last_dp[replicas[i].sim] = done[i];
+              reduce_expert_gradients(experts, b, reduce, lbl_expert_rs, info, last_dp, ready);
             }
           }
         } else {
@@ -203,12 +261,16 @@ class DataParallelPass {
             info.chunk = b.chunk;
             info.bytes = bytes;
             const int op = b_.last_backward_op(r, b.chunk);
+            auto ready = [&](int member) {
+              return p_.overlap_grad_reduce ? bucket_ready(member, op, b) : b_.last_task[member];
+            };
             const std::vector<TaskId> done = reduce_gradients(
                 rep, StreamKind::kDpComm,
                 [&](const std::vector<int>& gpus) { return b_.collective(reduce, gpus, bytes); }, bytes, lbl,
-                lbl_across, info,
-                [&](int member) { return p_.overlap_grad_reduce ? bucket_ready(member, op, b) : b_.last_task[member]; });
+                lbl_across, info, ready);
             for (std::size_t i = 0; i < replicas.size(); ++i) last_dp[replicas[i].sim] = done[i];
+            reduce_expert_gradients(experts, b, reduce, p_.zero_stage == 0 ? lbl_expert_ar : lbl_expert_rs, info,
+                                    last_dp, ready);
           }
         }
         if (p_.zero_stage >= 1 && !p_.overlap_param_gather) {
@@ -221,6 +283,11 @@ class DataParallelPass {
               if (rep.shards.sims[k].empty()) continue;
               step_gathers_.push_back(
                   {rep.shards.sims[k], b_.collective(CollectiveOp::kAllGather, rep.shards.gpus[k], bytes), info});
+            }
+            if (b.expert_params == 0) continue;
+            info.bytes = static_cast<double>(b.expert_params) * e;
+            for (const ExpertGroup& g : experts) {
+              step_gathers_.push_back({g.sims, b_.collective(CollectiveOp::kAllGather, g.gpus, info.bytes), info});
             }
           }
         }
@@ -460,10 +527,15 @@ class DataParallelPass {
     }
   }
 
-  // Parameters whose gradients and optimizer state simulated rank `rank` holds.
+  // Parameters whose gradients and optimizer state simulated rank `rank` holds:
+  // with ZeRO the dense ones sharded over dp x cp, the routed experts' over the
+  // expert data-parallel group.
   double shard_params(int rank) const {
-    const double params = static_cast<double>(stage_params_per_gpu(m_, p_, b_.w.stage[rank]));
-    return p_.zero_stage >= 1 ? params / p_.zero_shards() : params;
+    const int stage = b_.w.stage[rank];
+    const double experts = static_cast<double>(stage_expert_params_per_gpu(m_, p_, stage));
+    const double dense = static_cast<double>(stage_params_per_gpu(m_, p_, stage)) - experts;
+    if (p_.zero_stage == 0) return dense + experts;
+    return dense / p_.zero_shards() + (experts > 0.0 ? experts / p_.expert_data_parallel() : 0.0);
   }
 
   struct GatherSpec {

@@ -88,15 +88,13 @@ TimeNs collapsed_comm_ns(const CommSpec& spec) {
 }
 
 const CollapsedStretches::BlockSummary& CollapsedStretches::summary(const std::vector<Segment>& segs,
-                                                                    const std::vector<int>& tp_group,
-                                                                    const std::vector<int>& cp_group) {
+                                                                    const CommOf& comm_of) {
   auto it = block_summaries_.find(&segs);
   if (it != block_summaries_.end()) return it->second;
   BlockSummary sum;
   for (const Segment& s : segs) {
     if (s.is_comm) {
-      const std::vector<int>& group = s.group == CommGroup::kContext ? cp_group : tp_group;
-      sum.ns += collapsed_comm_ns(b_.w.graph.comm(b_.collective(s.op, group, s.comm_bytes)));
+      sum.ns += collapsed_comm_ns(b_.w.graph.comm(comm_of(s)));
       continue;
     }
     for (const DetailOp& op : s.ops) {

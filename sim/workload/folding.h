@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -50,11 +51,12 @@ class CollapsedStretches {
     double bytes = 0.0;
     std::size_t kernels = 0;  // compute ops (each one kernel the host issues)
   };
-  // A block's time and bytes with its collectives costed on their groups (the
-  // tensor-parallel group, or its first rank's context-parallel group); the cache
-  // holds one tensor-parallel group's (start_group clears it).
-  const BlockSummary& summary(const std::vector<Segment>& segs, const std::vector<int>& tp_group,
-                              const std::vector<int>& cp_group);
+  // A block's time and bytes with its collectives costed on their groups
+  // (comm_of: a collective segment's comm id, on the tensor-parallel group, its
+  // first rank's context-parallel group or the expert groups); the cache holds
+  // one tensor-parallel group's (start_group clears it).
+  using CommOf = std::function<std::int32_t(const Segment&)>;
+  const BlockSummary& summary(const std::vector<Segment>& segs, const CommOf& comm_of);
   void start_group() { block_summaries_.clear(); }
 
   // Stretches of the same shape share one detail; `make_ops` runs only for a

@@ -16,7 +16,10 @@ std::string segment_name(const Segment& s) {
   return s.ops.front().name + ".." + s.ops.back().name;
 }
 
-Category comm_category(const Segment& s) { return s.group == CommGroup::kContext ? Category::kCp : Category::kTp; }
+Category comm_category(const Segment& s) {
+  if (s.group == CommGroup::kContext) return Category::kCp;
+  return is_expert_group(s.group) ? Category::kEp : Category::kTp;
+}
 
 using SegmentIds = LayerProgram::SegmentIds;
 using PendingBlock = LayerProgram::PendingBlock;
@@ -112,8 +115,11 @@ class OpEmitter {
     }
   }
 
-  const std::vector<int>& group_of(const Segment& s) const {
-    return s.group == CommGroup::kContext ? cp_group_ : group_;
+  // A collective segment's comm id: on the tensor-parallel group, its context-
+  // parallel group, or its members' expert groups.
+  std::int32_t comm_of(const Segment& s) const {
+    if (is_expert_group(s.group)) return b_.expert_collective(s.op, s.group, group_, s.comm_bytes);
+    return b_.collective(s.op, s.group == CommGroup::kContext ? cp_group_ : group_, s.comm_bytes);
   }
 
   // A tensor-parallel collective (segments have them only when tp > 1), or a
@@ -124,7 +130,7 @@ class OpEmitter {
     info.bytes = s.comm_bytes;
     std::vector<std::pair<int, int>> slots;
     for (int member : members_) slots.emplace_back(member, stream_index(StreamKind::kTpComm));
-    TaskId t = b_.comm_task(slots, b_.collective(s.op, group_of(s), s.comm_bytes), label, info);
+    TaskId t = b_.comm_task(slots, comm_of(s), label, info);
     if (prev_ >= 0) b_.depend(prev_, t);
     prev_ = t;
     prev_comm_ = true;
@@ -134,7 +140,8 @@ class OpEmitter {
   // Folded fidelity: remembers the block and adds up its time; the ops of a
   // stretch are only copied out (flush) the first time its shape is seen.
   void collect(const std::vector<Segment>& segs, int j) {
-    const CollapsedStretches::BlockSummary& sum = stretches_.summary(segs, group_, cp_group_);
+    const CollapsedStretches::BlockSummary& sum =
+        stretches_.summary(segs, [this](const Segment& s) { return comm_of(s); });
     pending_.push_back({&segs, j >= 0 ? j : -1});
     pending_ns_ += sum.ns;
     pending_bytes_ += sum.bytes;
@@ -147,7 +154,7 @@ class OpEmitter {
     for (const PendingBlock& p : pending_) {
       for (const Segment& s : *p.segments) {
         if (s.is_comm) {
-          const CommSpec& spec = b_.w.graph.comm(b_.collective(s.op, group_of(s), s.comm_bytes));
+          const CommSpec& spec = b_.w.graph.comm(comm_of(s));
           ops.push_back({to_string(s.op), comm_category(s), collapsed_comm_ns(spec), 0.0, s.comm_bytes,
                          StreamKind::kTpComm, p.layer});
           continue;
@@ -170,11 +177,14 @@ class OpEmitter {
     }
     TaskInfo info = info_for(0);  // layer offsets count from the chunk's first layer
     // Same group, op shape and block range: the same ops (group < 2^24 GPUs,
-    // blocks per op < 2^16).
+    // blocks per op < 2^16). A model with dense and MoE layers keys the range by
+    // its layers (blocks shifted by the chunk's first layer): within one shape
+    // that range names the layers, and so their kinds.
+    const int shift = b_.model.is_moe() ? chunk_first_layer_ : 0;
     const std::uint64_t key = static_cast<std::uint64_t>(group_.front()) << 40 |
                               static_cast<std::uint64_t>(shape_) << 32 |
-                              static_cast<std::uint64_t>(stretch_first_) << 16 |
-                              static_cast<std::uint64_t>(stretch_last_);
+                              static_cast<std::uint64_t>(stretch_first_ + shift) << 16 |
+                              static_cast<std::uint64_t>(stretch_last_ + shift);
     info.detail = stretches_.detail(key, [this] { return pending_ops(); });
     info.bytes = pending_bytes_;
     int first = -1, last = -1;
@@ -245,13 +255,21 @@ LayerProgram::LayerProgram(WorkloadBuild& b) : b_(b), stretches_(b) {
     options.reduce_copy_in_write_bytes = layer_params * b.plan.grad_bytes();
   }
   layer_ = layer_segments(b.model, b.plan, b.op_costs, options);
+  if (b.model.is_moe()) moe_layer_ = layer_segments(b.model, b.plan, b.op_costs, options, MlpKind::kMoe);
   embedding_ = embedding_segments(b.model, b.plan, b.op_costs);
   head_ = head_segments(b.model, b.plan, b.op_costs);
   if (b.plan.tp > 1) overlap_tp_comm();
   if (b.plan.cp > 1) overlap_cp_ring();
   layer_ids_ = register_block(layer_);
+  if (b.model.is_moe()) moe_layer_ids_ = register_block(moe_layer_);
   embedding_ids_ = register_block(embedding_);
   head_ids_ = register_block(head_);
+}
+
+std::vector<BlockSegments*> LayerProgram::layer_blocks() {
+  std::vector<BlockSegments*> out{&layer_};
+  if (b_.model.is_moe()) out.push_back(&moe_layer_);
+  return out;
 }
 
 void LayerProgram::overlap_tp_comm() {
@@ -268,15 +286,17 @@ void LayerProgram::overlap_tp_comm() {
   // Transformer Engine's userbuffers first (they need sequence parallelism); what
   // they leave, Megatron's asynchronous backward.
   if (b_.options.tp_overlap && b_.plan.sequence_parallel) {
-    for (std::vector<Segment>* segs : {&layer_.forward, &layer_.backward, &layer_.recompute}) {
-      overlap_tp_collectives(*segs, *b_.options.tp_overlap, tp, units, alone);
+    for (BlockSegments* layer : layer_blocks()) {
+      for (std::vector<Segment>* segs : {&layer->forward, &layer->backward, &layer->recompute}) {
+        overlap_tp_collectives(*segs, *b_.options.tp_overlap, tp, units, alone);
+      }
     }
   }
   if (b_.options.tp_async_backward) {
     const TpOverlap async = async_backward_overlap(*b_.options.tp_async_backward);
-    for (std::vector<Segment>* segs : {&layer_.backward, &head_.backward}) {
-      overlap_tp_collectives(*segs, async, tp, units, alone);
-    }
+    std::vector<std::vector<Segment>*> backward{&head_.backward};
+    for (BlockSegments* layer : layer_blocks()) backward.push_back(&layer->backward);
+    for (std::vector<Segment>* segs : backward) overlap_tp_collectives(*segs, async, tp, units, alone);
   }
 }
 
@@ -289,13 +309,16 @@ void LayerProgram::overlap_cp_ring() {
   const CpRingTime send_ns = [this, &edge](double bytes) {
     return collapsed_comm_ns(b_.comm_costs.baked(CollectiveOp::kSendRecv, edge, bytes));
   };
-  for (std::vector<Segment>* segs : {&layer_.forward, &layer_.backward, &layer_.recompute}) {
-    overlap_cp_ring_steps(*segs, send_ns);
+  for (BlockSegments* layer : layer_blocks()) {
+    for (std::vector<Segment>* segs : {&layer->forward, &layer->backward, &layer->recompute}) {
+      overlap_cp_ring_steps(*segs, send_ns);
+    }
   }
 }
 
 std::size_t LayerProgram::segments_per_layer() const {
-  return layer_.forward.size() + layer_.backward.size() + layer_.recompute.size();
+  const auto count = [](const BlockSegments& l) { return l.forward.size() + l.backward.size() + l.recompute.size(); };
+  return b_.model.is_moe() ? std::max(count(layer_), count(moe_layer_)) : count(layer_);
 }
 
 LayerProgram::SegmentIds LayerProgram::register_segments(const std::vector<Segment>& segs, Phase phase) {
@@ -361,23 +384,28 @@ void LayerProgram::emit_tp_group(int d, int r) {
     OpEmitter e(b_, stretches_, pending_blocks_, pending_layers_, members, group, cp_group, static_cast<int>(oi), op,
                 b_.first_layer_of(vs), shape, collapse, carried_comm);
     const int layers = b_.layers_of(vs);
+    // Layer j of this chunk: an MoE layer's blocks or the dense layer's.
+    const int first_layer = b_.first_layer_of(vs);
+    auto moe = [&](int j) { return b_.model.is_moe() && b_.model.is_moe_layer(first_layer + j); };
+    auto layer = [&](int j) -> const BlockSegments& { return moe(j) ? moe_layer_ : layer_; };
+    auto ids = [&](int j) -> const BlockIds& { return moe(j) ? moe_layer_ids_ : layer_ids_; };
     if (op.phase == PipelinePhase::kForward) {
       if (vs == 0) e.block(embedding_.forward, embedding_ids_.forward, kEmbeddingBlock, false, false);
       for (int j = 0; j < layers; ++j) {
-        e.block(layer_.forward, layer_ids_.forward, j, before(oi, j), after(oi, j));
+        e.block(layer(j).forward, ids(j).forward, j, before(oi, j), after(oi, j));
       }
       if (vs == last_vs) e.block(head_.forward, head_ids_.forward, kHeadBlock, head_before(oi), false);
     } else if (op.phase == PipelinePhase::kWeightGrad) {
       // W: the weight gradients the backward (B) left, in its order.
       if (vs == last_vs) e.block(head_.weight_grad, head_ids_.weight_grad, kHeadBlock, false, head_after(oi));
       for (int j = layers - 1; j >= 0; --j) {
-        e.block(layer_.weight_grad, layer_ids_.weight_grad, j, before(oi, j), after(oi, j));
+        e.block(layer(j).weight_grad, ids(j).weight_grad, j, before(oi, j), after(oi, j));
       }
     } else {
       if (vs == last_vs) e.block(head_.backward, head_ids_.backward, kHeadBlock, false, head_after(oi));
       for (int j = layers - 1; j >= 0; --j) {
-        e.block(layer_.recompute, layer_ids_.recompute, j, before(oi, j), false);
-        e.block(layer_.backward, layer_ids_.backward, j, false, after(oi, j), true);
+        e.block(layer(j).recompute, ids(j).recompute, j, before(oi, j), false);
+        e.block(layer(j).backward, ids(j).backward, j, false, after(oi, j), true);
       }
       if (vs == 0) e.block(embedding_.backward, embedding_ids_.backward, kEmbeddingBlock, false, false);
     }

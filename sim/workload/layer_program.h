@@ -45,6 +45,8 @@ class LayerProgram {
  private:
   SegmentIds register_segments(const std::vector<Segment>& segs, Phase phase);
   BlockIds register_block(const BlockSegments& b);
+  // The layer blocks: the dense layer's, and an MoE model's MoE layer's.
+  std::vector<BlockSegments*> layer_blocks();
   // Runs the tensor-parallel collectives the framework overlaps under their GEMMs.
   void overlap_tp_comm();
   // Runs each context-parallel ring step's K/V transfer beside its attention step.
@@ -52,8 +54,8 @@ class LayerProgram {
 
   WorkloadBuild& b_;
   CollapsedStretches stretches_;
-  BlockSegments layer_, embedding_, head_;
-  BlockIds layer_ids_, embedding_ids_, head_ids_;
+  BlockSegments layer_, moe_layer_, embedding_, head_;
+  BlockIds layer_ids_, moe_layer_ids_, embedding_ids_, head_ids_;
   // Buffers of the pending stretch, kept so no op allocates.
   std::vector<PendingBlock> pending_blocks_;
   std::vector<int> pending_layers_;

@@ -11,6 +11,7 @@ struct CommPoint {
   std::optional<CollectiveOp> forward;
   std::optional<CollectiveOp> backward;
   double bytes = 0.0;
+  CommGroup group = CommGroup::kTensor;
 };
 
 // An op of the forward list, or a collective point between ops.
@@ -237,8 +238,8 @@ BlockSegments build(const std::vector<Item>& items, const PlanSpec& p, const OpC
     const Item& it = items[i];
     if (it.is_point) {
       if (it.point.forward) {
-        fwd.add_comm(*it.point.forward, it.point.bytes);
-        rec.add_comm(*it.point.forward, it.point.bytes);
+        fwd.add_comm(*it.point.forward, it.point.bytes, it.point.group);
+        rec.add_comm(*it.point.forward, it.point.bytes, it.point.group);
       }
       continue;
     }
@@ -262,7 +263,7 @@ BlockSegments build(const std::vector<Item>& items, const PlanSpec& p, const OpC
     const int module = module_of[static_cast<std::size_t>(items.rend() - it - 1)];
     if (module >= 0) bwd.hook(module);
     if (it->is_point) {
-      if (it->point.backward) bwd.add_comm(*it->point.backward, it->point.bytes);
+      if (it->point.backward) bwd.add_comm(*it->point.backward, it->point.bytes, it->point.group);
       continue;
     }
     if (p.recompute == Recompute::kSelective && it->op.attention_core && !core_replayed) {
@@ -289,10 +290,11 @@ Item op_item(LayerOp op) {
   return it;
 }
 
-Item point(std::optional<CollectiveOp> forward, std::optional<CollectiveOp> backward, double bytes) {
+Item point(std::optional<CollectiveOp> forward, std::optional<CollectiveOp> backward, double bytes,
+           CommGroup group = CommGroup::kTensor) {
   Item it;
   it.is_point = true;
-  it.point = {forward, backward, bytes};
+  it.point = {forward, backward, bytes, group};
   return it;
 }
 
@@ -321,7 +323,31 @@ Item after_row_parallel(const PlanSpec& p, double bytes) {
   return point(CollectiveOp::kAllReduce, std::nullopt, bytes);
 }
 
+// The MoE layer's token exchanges (segments.h says where each dispatcher puts
+// them): before the routed experts (dispatch) or after them (combine).
+void add_moe_exchange(std::vector<Item>& items, const ModelSpec& m, const PlanSpec& p, bool dispatch) {
+  const int ep = p.moe.ep;
+  const int etp = p.moe.etp;
+  // This rank's tokens: its sequence-parallel shard of the layer's.
+  const double own = stream_bytes(m, p) / (p.sequence_parallel ? p.tp : 1);
+  const CollectiveOp gather = dispatch ? CollectiveOp::kAllGather : CollectiveOp::kReduceScatter;
+  const CollectiveOp scatter = dispatch ? CollectiveOp::kReduceScatter : CollectiveOp::kAllGather;
+  if (p.moe.token_dispatcher == MoeDispatcher::kAllGather) {
+    if (ep * etp > 1) items.push_back(point(gather, scatter, own * ep * etp, CommGroup::kExpertModel));
+    return;
+  }
+  const double routed = own * m.moe.moe_router_topk * expert_load_factor(p);
+  const bool a2a = ep > 1;
+  if (dispatch && a2a) items.push_back(point(CollectiveOp::kAllToAll, CollectiveOp::kAllToAll, routed, CommGroup::kExpert));
+  if (etp > 1) items.push_back(point(gather, scatter, routed * etp, CommGroup::kExpertTensor));
+  if (!dispatch && a2a) items.push_back(point(CollectiveOp::kAllToAll, CollectiveOp::kAllToAll, routed, CommGroup::kExpert));
+}
+
 }  // namespace
+
+bool is_expert_group(CommGroup g) {
+  return g == CommGroup::kExpert || g == CommGroup::kExpertTensor || g == CommGroup::kExpertModel;
+}
 
 void recompute_totals(Segment& s) {
   s.duration_ns = 0;
@@ -381,16 +407,19 @@ void prepend(std::vector<Segment>& segs, DetailOp op) {
 }  // namespace
 
 BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs,
-                             const LayerSegmentOptions& options) {
+                             const LayerSegmentOptions& options, MlpKind mlp) {
   const double bytes = stream_bytes(m, p);
   const bool tp = p.tp > 1;
   std::vector<Item> items;
-  for (LayerOp& op : layer_forward_ops(m, layer_op_context(p))) {
+  for (LayerOp& op : layer_forward_ops(m, layer_op_context(p), mlp)) {
     const bool column_parallel = is_column_parallel(op.role);
     const bool row_parallel = is_row_parallel(op.role);
+    const OpRole role = op.role;
     if (tp && column_parallel) items.push_back(before_column_parallel(p, bytes));
+    if (role == OpRole::kExpertFc1) add_moe_exchange(items, m, p, true);
     items.push_back(column_parallel ? column_parallel_item(std::move(op), p, bytes) : op_item(std::move(op)));
     if (tp && row_parallel) items.push_back(after_row_parallel(p, bytes));
+    if (role == OpRole::kExpertFc2) add_moe_exchange(items, m, p, false);
   }
   BlockSegments b = build(items, p, costs, options.module_hooks);
   if (p.recompute == Recompute::kSelectiveOp) b.recompute = op_sac_recompute(items, m, p, costs);

@@ -29,8 +29,12 @@ namespace strata::sim {
 
 // The process group a segment's collective runs on, from the layer's tensor-
 // parallel group: its own (tp) or the context-parallel group of each of its
-// ranks (cp; for the ring step, the send to the next cp rank).
-enum class CommGroup : std::uint8_t { kTensor, kContext };
+// ranks (cp; for the ring step, the send to the next cp rank); in an MoE layer
+// the expert layout's groups of each of its ranks (plan/rank_layout.h
+// expert_rank_layout): expert-parallel (the token all-to-alls), expert tensor-
+// parallel (etp), or both together (etp x ep: the allgather dispatcher's).
+enum class CommGroup : std::uint8_t { kTensor, kContext, kExpert, kExpertTensor, kExpertModel };
+bool is_expert_group(CommGroup g);
 
 struct Segment {
   bool is_comm = false;
@@ -115,8 +119,19 @@ struct LayerSegmentOptions {
   double reduce_copy_in_read_bytes = 0.0;
   double reduce_copy_in_write_bytes = 0.0;
 };
+//
+// An MoE layer (mlp kMoe) exchanges its routed tokens around the routed experts
+// as Megatron-Core's token dispatchers do (transformer/moe/token_dispatcher.py):
+//   alltoall: the permuted tokens all-to-all over ep, then all-gathered over etp
+//        (etp > 1); the combine the conjugates (reduce-scatter over etp, then the
+//        all-to-all back); backward each exchange's conjugate on the gradients.
+//   allgather: the hidden states all-gathered over etp x ep, the experts' output
+//        reduce-scattered back; backward the conjugates.
+// The all-to-all moves each rank's tokens x topk, scaled by the plan's expert
+// load (capacity factor, or the routing imbalance): the busiest rank receives
+// that much, and the slowest rank sets the exchange's pace.
 BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs,
-                             const LayerSegmentOptions& options = {});
+                             const LayerSegmentOptions& options = {}, MlpKind mlp = MlpKind::kDense);
 BlockSegments embedding_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs);
 BlockSegments head_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs);
 

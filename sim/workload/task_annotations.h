@@ -8,6 +8,7 @@
 // many tasks) and a TaskInfo (micro-batch, layer, chunk, bytes, ...).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -74,6 +75,10 @@ class TaskAnnotations {
   double detail_flops(std::int32_t id) const { return detail_flops_[id]; }
   // Time of a detail's ops on the tp-comm lane (collectives inside a collapsed block).
   TimeNs detail_comm_ns(std::int32_t id) const { return detail_comm_ns_[id]; }
+  // Of it, the collectives of category c (tp, cp or ep).
+  TimeNs detail_comm_ns(std::int32_t id, Category c) const {
+    return detail_comm_by_category_[id][static_cast<std::size_t>(c)];
+  }
 
  private:
   std::vector<std::int32_t> label_;
@@ -82,6 +87,7 @@ class TaskAnnotations {
   std::vector<std::vector<DetailOp>> details_;
   std::vector<double> detail_flops_;
   std::vector<TimeNs> detail_comm_ns_;
+  std::vector<std::array<TimeNs, trace::kNumCategories>> detail_comm_by_category_;
 };
 
 }  // namespace strata::sim

@@ -12,7 +12,7 @@ namespace {
 
 TEST(TraceVocabulary, NamesAreTheDocumentedOnesAndParseBack) {
   const std::vector<std::string> categories = {"gemm", "attention", "elementwise", "tp",   "pp", "dp",
-                                               "zero", "optimizer", "copy",        "host", "cp"};
+                                               "zero", "optimizer", "copy",        "host", "cp", "ep"};
   ASSERT_EQ(static_cast<int>(categories.size()), kNumCategories);
   for (int i = 0; i < kNumCategories; ++i) {
     const Category c = static_cast<Category>(i);
@@ -39,9 +39,10 @@ TEST(TraceVocabulary, NamesAreTheDocumentedOnesAndParseBack) {
   EXPECT_FALSE(parse_phase("forward", &p));
   // The lists error messages show hold every name above, in order.
   EXPECT_EQ(phase_names(), "fwd, bwd, recompute, step, wgrad");
-  EXPECT_EQ(category_names(), "gemm, attention, elementwise, tp, pp, dp, zero, optimizer, copy, host, cp");
+  EXPECT_EQ(category_names(), "gemm, attention, elementwise, tp, pp, dp, zero, optimizer, copy, host, cp, ep");
   EXPECT_TRUE(is_communication(Category::kZero));
   EXPECT_TRUE(is_communication(Category::kCp));
+  EXPECT_TRUE(is_communication(Category::kEp));
   EXPECT_FALSE(is_communication(Category::kCopy));
   EXPECT_FALSE(is_communication(Category::kHost));
 }

@@ -83,4 +83,22 @@ class AlphaBetaComm : public CommCosts {
   double bw_;
 };
 
+// Each GPU g has one link, numbered g: a collective loads each member's link
+// with (its position + 1) / 10 bytes per byte (unequal, so a test can tell the
+// links apart), at 1 GB/s alone.
+class LinkCountComm : public CommCosts {
+ public:
+  CommSpec collective(CollectiveOp, const std::vector<int>& group, double bytes) const override {
+    CommSpec s;
+    s.bytes = bytes;
+    s.rate_cap_bytes_per_s = 1e9;
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      s.links.push_back(group[i]);
+      s.link_weights.push_back(static_cast<double>(i + 1) / 10.0);
+    }
+    return s;
+  }
+  CommSpec p2p(int src, int dst, double bytes) const override { return collective(CollectiveOp::kSendRecv, {src, dst}, bytes); }
+};
+
 }  // namespace strata::sim::testing

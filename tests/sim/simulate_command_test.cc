@@ -456,5 +456,74 @@ TEST(ValidateCommand, PublishedRunsReportTheirErrors) {
   }
 }
 
+// Mixtral 8x7B with Megatron-LM's example plan (tp 1, pp 4, ep 8) on 8 DGX H100:
+// the MoE layers' all-to-alls are in the result and the trace (category ep),
+// and folded agrees with full.
+TEST(SimulateCommand, MoeAllToAllIsExposedAsEpAndFoldedAgreesWithFull) {
+  TempDir dir;
+  const std::vector<std::string> base = {"simulate", "--model", "mixtral-8x7b", "--plan", "mixtral-8x7b-64",
+                                         "--cluster", "dgx-h100-8node"};
+  std::vector<std::string> full = base, folded = base;
+  full.insert(full.end(), {"--fidelity", "full", "--out", dir.file("full")});
+  folded.insert(folded.end(), {"--fidelity", "folded", "--no-trace", "--out", dir.file("folded")});
+  CommandResult rf = run_strata(full), rd = run_strata(folded);
+  ASSERT_EQ(rf.exit_code, 0) << rf.err;
+  ASSERT_EQ(rd.exit_code, 0) << rd.err;
+  EXPECT_NE(rf.out.find(", ep "), std::string::npos) << rf.out;
+  const json jf = read_json(dir.file("full/result.json"));
+  const json jd = read_json(dir.file("folded/result.json"));
+  const double ep_full = jf["exposed_comm_s"]["ep"].get<double>();
+  EXPECT_GT(ep_full, 0.0);
+  EXPECT_NEAR(jd["exposed_comm_s"]["ep"].get<double>() / ep_full, 1.0, 0.02);
+  EXPECT_NEAR(jd["step_time_s"].get<double>() / jf["step_time_s"].get<double>(), 1.0, 0.01);
+  EXPECT_EQ(jf["inputs"]["plan"]["ep"], 8);
+  int a2a = 0;
+  const json trace = read_json(dir.file("full/trace.json"));
+  for (const json& e : trace["traceEvents"]) {
+    if (e.value("ph", "") == "X" && e.value("cat", "") == "ep") {
+      ++a2a;
+      EXPECT_EQ(e["name"], "all_to_all");
+    }
+  }
+  // 8 layers a stage x 16 micro-batches x 4 all-to-alls (2 forward, 2 backward) per traced rank.
+  EXPECT_GT(a2a, 0);
+  EXPECT_EQ(a2a % (8 * 16 * 4), 0);
+}
+
+// Qwen2-57B-A14B (64 experts, top 8) on 8 DGX H100: an expert-parallel group of
+// 8 stays inside a node (NVLink); one of 16 spans two nodes and sends half of
+// every rank's tokens over its NIC: several times the exposed all-to-all.
+TEST(SimulateCommand, ExpertGroupAcrossNodesExposesMoreAllToAll) {
+  TempDir dir;
+  auto run = [&](int ep) {
+    const std::string plan = dir.write(
+        "ep" + std::to_string(ep) + ".json",
+        R"({"tp": 1, "pp": 4, "ep": )" + std::to_string(ep) +
+            R"(, "micro_batch_size": 1, "global_batch_size": 256, "zero_stage": 1, "recompute": "full",
+                "flash_attention": true, "moe_token_dispatcher_type": "alltoall", "moe_grouped_gemm": true})");
+    CommandResult r = run_strata({"simulate", "--model", "qwen2-57b-a14b", "--plan", plan, "--cluster",
+                                  "dgx-h100-8node", "--fidelity", "folded", "--no-trace", "--out",
+                                  dir.file("out" + std::to_string(ep))});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return read_json(dir.file("out" + std::to_string(ep) + "/result.json"))["exposed_comm_s"]["ep"].get<double>();
+  };
+  const double inside = run(8), across = run(16);
+  EXPECT_GT(inside, 0.0);
+  EXPECT_GT(across, 2.0 * inside);
+}
+
+// What the simulator does not model for MoE layers is bad input at its key.
+TEST(SimulateCommand, MoeWithZero3IsBadInputAndWritesNothing) {
+  TempDir dir;
+  const std::string plan = dir.write("z3.json", R"({"tp": 1, "pp": 4, "ep": 8, "micro_batch_size": 1,
+      "global_batch_size": 256, "zero_stage": 3, "flash_attention": true})");
+  CommandResult r = run_strata({"simulate", "--model", "mixtral-8x7b", "--plan", plan, "--cluster",
+                                "dgx-h100-8node", "--out", dir.file("out")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("$.zero_stage"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("z3.json"), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(dir.file("out/result.json")));
+}
+
 }  // namespace
 }  // namespace strata::testing

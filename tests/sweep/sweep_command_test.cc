@@ -3,6 +3,7 @@
 // --nodes compares cluster sizes.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,33 @@ TEST(SweepCommand, BadConstraintIsAnErrorThatWritesNothing) {
   EXPECT_NE(r.err.find("c.json"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("$.tp"), std::string::npos) << r.err;
   EXPECT_FALSE(file_exists(dir.file("out/sweep.csv")));
+}
+
+// Mixtral 8x7B on 64 H100: the sweep tries each expert-parallel size dividing the
+// 8 experts, etp 1 and tp, and no ZeRO-3 (MoE layers run with the distributed
+// optimizer); its csv holds the expert layout, and the best plan keeps its
+// all-to-all inside a node (ep <= 8 GPUs of a DGX).
+TEST(SweepCommand, MoeSweepExploresExpertParallelism) {
+  TempDir dir;
+  CommandResult r = run_strata({"sweep", "--model", "mixtral-8x7b", "--cluster", "dgx-h100-8node",
+                                "--global-batch-size", "256", "--where", "pp<=2", "--full-top", "1", "--out",
+                                dir.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("ep/etp"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("exp ep"), std::string::npos) << r.out;
+  const std::string csv = read_file(dir.file("sweep.csv"));
+  const std::string header = csv.substr(0, csv.find('\n'));
+  ASSERT_NE(header.find(",ep,etp,moe_token_dispatcher_type,exposed_ep_s"), std::string::npos) << header;
+  const nlohmann::json doc = nlohmann::json::parse(read_file(dir.file("sweep.json")));
+  std::set<int> eps;
+  for (const nlohmann::json& p : doc["plans"]) {
+    eps.insert(p["plan"]["ep"].get<int>());
+    EXPECT_LE(p["plan"]["zero_stage"].get<int>(), 2);
+    EXPECT_TRUE(p["result"]["exposed_comm_s"].contains("ep"));
+  }
+  EXPECT_EQ(eps, (std::set<int>{1, 2, 4, 8}));
+  const nlohmann::json& best = doc["plans"][0];
+  EXPECT_LE(best["plan"]["ep"].get<int>() * best["plan"]["etp"].get<int>(), 8);
 }
 
 // --nodes: the best plan per size, with scaling efficiency against the smallest.
