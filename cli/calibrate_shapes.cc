@@ -20,6 +20,23 @@ CalibrationShapes model_shapes(const ModelSpec& model, const std::vector<int>& m
       c.dtype = dtype;
       std::vector<LayerOp> ops = layer_forward_ops(model, c);
       for (const LayerOp& op : head_forward_ops(model, c)) ops.push_back(op);
+      // An MoE model's layers: the router, the shared experts, and the routed
+      // experts as the grouped GEMM of each expert-parallel size (num_experts / ep
+      // GEMMs of the balanced share of tokens; etp 1, dropless), as the
+      // simulator costs them (plan/layer_ops.h).
+      if (model.is_moe() && tp == 1) {
+        for (int ep = 1; ep <= model.moe.num_experts; ep *= 2) {
+          if (model.moe.num_experts % ep != 0) continue;
+          LayerOpContext moe = c;
+          moe.ep = ep;
+          for (const LayerOp& op : layer_forward_ops(model, moe, MlpKind::kMoe)) {
+            if (op.role == OpRole::kRouter || op.role == OpRole::kExpertFc1 || op.role == OpRole::kExpertFc2 ||
+                (ep == 1 && (op.role == OpRole::kFc1 || op.role == OpRole::kFc2))) {
+              ops.push_back(op);
+            }
+          }
+        }
+      }
       for (const LayerOp& op : ops) {
         if (op.kind == OpKind::kGemm) {
           const GemmShape& g = op.gemm;

@@ -19,6 +19,10 @@ void add_shared_options(CLI::App& command, ScenarioArgs& args) {
   command.add_option("--schedule", args.schedule,
                      "override the plan's pipeline schedule (zb-v sets vpp 2, any but interleaved-1f1b vpp 1)")
       ->check(CLI::IsMember(schedule_names()));
+  command.add_option("--moe-router-imbalance", args.moe_router_imbalance,
+                     "MoE what-if: the busiest expert's tokens as a multiple of its balanced share (dropless; "
+                     "replaces the plan's moe_router_imbalance)")
+      ->check(CLI::Range(1.0, 1e6));
 }
 
 }  // namespace
@@ -48,10 +52,11 @@ Scenario load_chosen_scenario(const ScenarioChoice& choice) {
       throw InputError("", "--from-sweep", "give either --from-sweep FILE --rank K or --model/--plan/--cluster, not both");
     }
     if (choice.rank < 1) throw InputError("", "--rank", "--from-sweep needs --rank K (1 is the best plan)");
-    if (a.seq_length > 0 || !a.schedule.empty() || !a.profile.empty()) {
+    if (a.seq_length > 0 || !a.schedule.empty() || !a.profile.empty() || a.moe_router_imbalance > 0.0) {
       throw InputError("", "--from-sweep",
                        "a sweep's plan is simulated with the sweep's own model, profile and sequence length: "
-                       "--seq-length, --schedule and --profile go with --model/--plan/--cluster");
+                       "--seq-length, --schedule, --profile and --moe-router-imbalance go with "
+                       "--model/--plan/--cluster");
     }
     return sim::scenario_from_sweep(choice.from_sweep, choice.rank, a.allow_cross_node_tp);
   }

@@ -73,6 +73,13 @@ Scenario load_scenario(const ScenarioArgs& args) {
       doc["vpp"] = 1;
     }
   }
+  if (args.moe_router_imbalance > 0.0) {
+    if (!s.model.is_moe()) {
+      throw InputError("", "--moe-router-imbalance",
+                       "model " + s.model.name + " has no experts: the routing imbalance is an MoE model's what-if");
+    }
+    if (doc.is_object()) doc["moe_router_imbalance"] = args.moe_router_imbalance;
+  }
   read_scenario_plan(s, doc, plan_file, "$", args.allow_cross_node_tp);
   return s;
 }

@@ -26,6 +26,9 @@ struct ScenarioArgs {
   // Not empty: replaces the plan's pipeline schedule (--schedule); any but
   // interleaved-1f1b also sets vpp 1.
   std::string schedule;
+  // > 0: replaces an MoE plan's moe_router_imbalance (--moe-router-imbalance, a
+  // what-if); an error for a dense model.
+  double moe_router_imbalance = 0.0;
 };
 
 struct Scenario {

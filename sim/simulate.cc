@@ -228,6 +228,13 @@ SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
   if (!st.collectives.calibrated()) {
     r.notes.push_back("collectives use NCCL's model on datasheet link bandwidths (no measured efficiency)");
   }
+  if (plan.moe.active) {
+    r.notes.push_back(fmt::format(
+        "MoE: MFU counts active parameters (each token's top-{} of {} experts, as MoE papers report it); the "
+        "busiest expert-parallel rank sets the pace, its routed tokens at {:.2f}x the balanced share ({})",
+        model.moe.moe_router_topk, model.moe.num_experts, expert_load_factor(plan),
+        plan.moe.expert_capacity_factor > 0.0 ? "the capacity factor" : "moe_router_imbalance, dropless"));
+  }
   // Rank placement is kept even without the timeline: per-stage metrics need it.
   r.workload.fidelity = workload.fidelity;
   r.workload.global_rank = workload.global_rank;

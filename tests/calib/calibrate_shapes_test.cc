@@ -65,5 +65,18 @@ TEST(CalibrateShapes, OnlyTensorParallelSizesThatDivideTheModel) {
   EXPECT_EQ(s.attention[1].batch_heads, 3);
 }
 
+// Mixtral 8x7B (8 experts of SwiGLU width 14336, top 2, h 4096, seq 4096): besides
+// its attention and head, the router and each expert-parallel size's grouped GEMM
+// of the routed experts: at ep 2, 4 local experts of 4096 x 2 / 4 = 2048 tokens.
+TEST(CalibrateShapes, MoeModelsAddTheRouterAndGroupedExpertGemms) {
+  const CalibrationShapes s = model_shapes(load_model_spec("mixtral-8x7b"), {1}, DType::kBf16);
+  const DType b = DType::kBf16;
+  EXPECT_TRUE(has(s.gemms, {4096, 8, 4096, 1, b}));                 // router forward
+  EXPECT_TRUE(has(s.gemms, {2048, 2 * 14336, 4096, 4, b}));         // expert fc1 forward at ep 2
+  EXPECT_TRUE(has(s.gemms, {2 * 14336, 4096, 2048, 4, b}));         // its weight gradient
+  EXPECT_TRUE(has(s.gemms, {1024, 4096, 14336, 8, b}));             // expert fc2 forward at ep 1
+  EXPECT_TRUE(has(s.gemms, {8192, 4096, 14336, 1, b}));             // ep 8: one expert, 8192 rows
+}
+
 }  // namespace
 }  // namespace strata::cli

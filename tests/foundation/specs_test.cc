@@ -130,7 +130,10 @@ TEST(Specs, ClusterUsesNodePreset) {
 }
 
 TEST(Specs, ScenarioEchoesResolvedPlan) {
-  ScenarioArgs args{"gpt3-175b", "gpt3-175b-1024", "dgx-a100-128node", "", false};
+  ScenarioArgs args;
+  args.model = "gpt3-175b";
+  args.plan = "gpt3-175b-1024";
+  args.cluster = "dgx-a100-128node";
   Scenario s = load_scenario(args);
   EXPECT_EQ(s.plan.dp, 16);
   nlohmann::ordered_json j = inputs_json(s);
