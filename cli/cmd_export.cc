@@ -63,16 +63,19 @@ void write_files(const std::string& dir, const sim::ExportResult& exported) {
   }
 }
 
-// A model the simulator and the runtime do not take yet (MoE layers, its own
-// kv_channels; sim/scenario.h): its Megatron-LM flags, checked against the memory model.
+// A model the runtime does not run yet (MoE layers; its own kv_channels, which
+// the simulator refuses too: sim/scenario.h): its Megatron-LM flags, checked
+// against the memory model; no strata-run.json or launch files for strata run.
 void run_export_unsimulated(const ExportArgs& args, const Scenario& s) {
   const MemoryReport memory = memory_report(s.model, s.plan, device_memory(s.profile));
   const sim::ExportResult exported = sim::export_megatron_only(s, memory, export_options(args));
   write_files(args.out_dir, exported);
   const std::string experts = s.plan.moe.active ? fmt::format(" ep {} etp {}", s.plan.moe.ep, s.plan.moe.etp) : "";
-  fmt::print("{} with tp {} pp {} dp {}{} on {}: peak memory {:.2f} GiB of {:.2f} GiB (not simulated: {})\n",
-             s.model.name, s.plan.tp, s.plan.pp, s.plan.dp, experts, s.cluster.name, memory.peak_bytes / kGiB,
-             memory.capacity_bytes / kGiB, s.model.is_moe() ? "MoE layers" : "kv_channels");
+  fmt::print("{} with tp {} pp {} dp {}{} on {}: peak memory {:.2f} GiB of {:.2f} GiB ({})\n", s.model.name,
+             s.plan.tp, s.plan.pp, s.plan.dp, experts, s.cluster.name, memory.peak_bytes / kGiB,
+             memory.capacity_bytes / kGiB,
+             s.model.kv_channels > 0 ? "kv_channels: not simulated, not run by strata run"
+                                     : "MoE layers: strata run does not run them yet; `strata simulate` predicts the plan");
   fmt::print("wrote");
   for (const sim::ExportFile& f : exported.files) fmt::print(" {}", f.name);
   fmt::print(" to {}\n", args.out_dir);
@@ -85,8 +88,7 @@ void run_export(const ExportArgs& args) {
   if (!args.backend.empty() && args.backend != "cpu" && args.backend != "cuda") {
     throw InputError("", "--backend", "expected \"cpu\" or \"cuda\", got \"" + args.backend + "\"");
   }
-  // What the simulator does not take yet (require_simulated_model): the flags
-  // without a prediction.
+  // What strata run does not take yet: the flags without launch files.
   if (s.model.is_moe() || s.model.kv_channels > 0) {
     run_export_unsimulated(args, s);
     return;
