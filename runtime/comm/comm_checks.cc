@@ -54,6 +54,38 @@ void all_to_all_shape(const TensorView& send, const TensorView& recv, int size) 
   }
 }
 
+AllToAllVOffsets all_to_all_v_shape(const TensorView& send, const std::vector<std::int64_t>& send_counts,
+                                    const TensorView& recv, const std::vector<std::int64_t>& recv_counts, int size) {
+  const char* op = "all_to_all_v";
+  if (send.dtype != recv.dtype) {
+    fail(op, fmt::format("send is {} and recv is {}", to_string(send.dtype), to_string(recv.dtype)));
+  }
+  AllToAllVOffsets offsets;
+  auto sum_up = [&](const std::vector<std::int64_t>& counts, const TensorView& buffer, const char* side,
+                    std::vector<std::int64_t>& out) {
+    if (static_cast<int>(counts.size()) != size) {
+      fail(op, fmt::format("{} {} counts for a group of {} ranks", counts.size(), side, size));
+    }
+    std::int64_t at = 0;
+    for (std::int64_t c : counts) {
+      if (c < 0) fail(op, fmt::format("a negative {} count ({})", side, c));
+      out.push_back(at);
+      at += c;
+    }
+    if (at > buffer.numel) {
+      fail(op, fmt::format("the {} counts add up to {} elements; the buffer holds {}", side, at, buffer.numel));
+    }
+  };
+  sum_up(send_counts, send, "send", offsets.send);
+  sum_up(recv_counts, recv, "recv", offsets.recv);
+  const char* s = static_cast<const char*>(send.data);
+  const char* r = static_cast<const char*>(recv.data);
+  if (send.numel > 0 && recv.numel > 0 && s < r + bytes(recv) && r < s + bytes(send)) {
+    fail(op, "send and recv overlap");
+  }
+  return offsets;
+}
+
 void root(const char* op, int root_rank, int size) {
   if (root_rank < 0 || root_rank >= size) {
     fail(op, fmt::format("root {} is not a rank of this group of {}", root_rank, size));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "runtime/device/device.h"
 
@@ -16,6 +17,14 @@ void same_shape(const char* op, const TensorView& send, const TensorView& recv);
 void gather_shape(const TensorView& send, const TensorView& recv, int size);
 void scatter_shape(const TensorView& send, const TensorView& recv, int size);
 void all_to_all_shape(const TensorView& send, const TensorView& recv, int size);
+// The counts of an uneven all-to-all: one per rank, none negative, their sums
+// within send and recv; the buffers of one dtype and apart. Returns each side's
+// block offsets (element offsets, in rank order).
+struct AllToAllVOffsets {
+  std::vector<std::int64_t> send, recv;
+};
+AllToAllVOffsets all_to_all_v_shape(const TensorView& send, const std::vector<std::int64_t>& send_counts,
+                                    const TensorView& recv, const std::vector<std::int64_t>& recv_counts, int size);
 // 0 <= rank < size.
 void root(const char* op, int root, int size);
 // A peer in the group other than self.

@@ -96,6 +96,16 @@ class Communicator {
   // recv comes from rank i. send and recv must not overlap.
   virtual std::unique_ptr<Request> start_all_to_all(const TensorView& send,
                                                     const TensorView& recv) = 0;
+  // The uneven all-to-all (MPI_Alltoallv; an MoE layer's token dispatch and
+  // combine): send_counts[j] elements of send go to rank j, recv_counts[i] come
+  // from rank i, each side's blocks back to back in rank order (block j of send
+  // starts at the sum of the counts before it). Every rank passes the counts that
+  // match its peers' (rank j's send_counts[i] == rank i's recv_counts[j]); the
+  // sends must fit send and the receives recv, which must not overlap.
+  virtual std::unique_ptr<Request> start_all_to_all_v(const TensorView& send,
+                                                      const std::vector<std::int64_t>& send_counts,
+                                                      const TensorView& recv,
+                                                      const std::vector<std::int64_t>& recv_counts) = 0;
   // Point-to-point to/from peer (a rank of this group, not this rank). MPI
   // matches by tag; NCCL ignores tags and matches per peer in posting order, so
   // post sends and receives between two ranks in the same order on both.
@@ -122,6 +132,10 @@ class Communicator {
   void broadcast(const TensorView& buffer, int root) { start_broadcast(buffer, root)->wait(); }
   void all_to_all(const TensorView& send, const TensorView& recv) {
     start_all_to_all(send, recv)->wait();
+  }
+  void all_to_all_v(const TensorView& send, const std::vector<std::int64_t>& send_counts, const TensorView& recv,
+                    const std::vector<std::int64_t>& recv_counts) {
+    start_all_to_all_v(send, send_counts, recv, recv_counts)->wait();
   }
   void send(const TensorView& buffer, int peer, int tag = 0) {
     start_send(buffer, peer, tag)->wait();

@@ -51,6 +51,16 @@ class SelfCommunicator final : public Communicator {
     comm_check::all_to_all_shape(send, recv, 1);
     return copy(send, recv);
   }
+  std::unique_ptr<Request> start_all_to_all_v(const TensorView& send, const std::vector<std::int64_t>& send_counts,
+                                              const TensorView& recv,
+                                              const std::vector<std::int64_t>& recv_counts) override {
+    comm_check::all_to_all_v_shape(send, send_counts, recv, recv_counts, 1);
+    if (send_counts[0] != recv_counts[0]) {
+      throw InternalError(fmt::format("all_to_all_v: a group of one sends itself {} elements and expects {}",
+                                      send_counts[0], recv_counts[0]));
+    }
+    return copy(send.slice(0, send_counts[0]), recv.slice(0, recv_counts[0]));
+  }
   std::unique_ptr<Request> start_send(const TensorView& /*buffer*/, int peer, int /*tag*/) override {
     comm_check::peer("send", peer, 0, 1);  // always throws: a group of one has no peer
     return nullptr;

@@ -207,6 +207,30 @@ class NcclCommunicator final : public Communicator {
     });
   }
 
+  std::unique_ptr<Request> start_all_to_all_v(const TensorView& send, const std::vector<std::int64_t>& send_counts,
+                                              const TensorView& recv,
+                                              const std::vector<std::int64_t>& recv_counts) override {
+    const comm_check::AllToAllVOffsets at = comm_check::all_to_all_v_shape(send, send_counts, recv, recv_counts, size_);
+    const ncclDataType_t type = nccl_type("all_to_all_v", send);
+    // One group of a send and a receive per peer with data (NCCL's all-to-all
+    // recipe; zero-count blocks are skipped, as both sides know them).
+    return launch("all_to_all_v", send.bytes(), [&](cudaStream_t s) {
+      ncclResult_t r = ncclGroupStart();
+      for (int p = 0; p < size_ && (r == ncclSuccess || r == ncclInProgress); ++p) {
+        if (send_counts[p] > 0) {
+          r = ncclSend(send.slice(at.send[p], send_counts[p]).data, static_cast<std::size_t>(send_counts[p]), type, p,
+                       comm_, s);
+        }
+        if ((r == ncclSuccess || r == ncclInProgress) && recv_counts[p] > 0) {
+          r = ncclRecv(recv.slice(at.recv[p], recv_counts[p]).data, static_cast<std::size_t>(recv_counts[p]), type, p,
+                       comm_, s);
+        }
+      }
+      const ncclResult_t end = ncclGroupEnd();
+      return (r == ncclSuccess || r == ncclInProgress) ? end : r;
+    });
+  }
+
   std::unique_ptr<Request> start_send(const TensorView& buffer, int peer, int tag) override {
     comm_check::peer("send", peer, rank_, size_);
     return launch(fmt::format("send to rank {} (tag {})", peer, tag), buffer.bytes(),

@@ -176,6 +176,24 @@ class MpiCommunicator final : public Communicator {
     return req;
   }
 
+  std::unique_ptr<Request> start_all_to_all_v(const TensorView& send, const std::vector<std::int64_t>& send_counts,
+                                              const TensorView& recv,
+                                              const std::vector<std::int64_t>& recv_counts) override {
+    const comm_check::AllToAllVOffsets at = comm_check::all_to_all_v_shape(send, send_counts, recv, recv_counts, size_);
+    auto req = request("all_to_all_v", send);
+    // MPI's counts and displacements are ints; they live in the request until it completes.
+    auto ints = std::make_shared<std::vector<int>>();
+    for (const auto* v : {&send_counts, &at.send, &recv_counts, &at.recv}) {
+      for (std::int64_t x : *v) ints->push_back(mpi_count("all_to_all_v", x));
+    }
+    const int* p = ints->data();
+    issue(req->requests(), "all_to_all_v",
+          MPI_Ialltoallv(send.data, p, p + size_, mpi_type("all_to_all_v", send), recv.data, p + 2 * size_,
+                         p + 3 * size_, mpi_type("all_to_all_v", recv), comm_, &req->requests().emplace_back()));
+    req->set_after([ints] {});
+    return req;
+  }
+
   std::unique_ptr<Request> start_send(const TensorView& buffer, int peer, int tag) override {
     comm_check::peer("send", peer, rank_, size_);
     check_tag("send", tag);

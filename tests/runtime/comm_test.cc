@@ -168,6 +168,42 @@ TEST_F(CommTest, AllToAllTransposesBlocks) {
   expect_near_all(get(out), want);
 }
 
+// Uneven blocks, as an MoE layer's token dispatch sends them: rank r sends
+// (r + 2j + 1) x 3 elements to rank j (rank 0 sends nothing to the last rank when
+// there are several, an empty block); block i of recv holds rank i's block for
+// this rank, back to back.
+TEST_F(CommTest, AllToAllVSendsUnevenBlocks) {
+  auto count = [&](int from, int to) -> std::int64_t {
+    if (size_ > 1 && from == 0 && to == size_ - 1) return 0;
+    return (from + 2 * to + 1) * 3;
+  };
+  std::vector<std::int64_t> send_counts, recv_counts;
+  std::int64_t send_total = 0, recv_total = 0;
+  for (int j = 0; j < size_; ++j) {
+    send_counts.push_back(count(rank_, j));
+    recv_counts.push_back(count(j, rank_));
+    send_total += send_counts.back();
+    recv_total += recv_counts.back();
+  }
+  // Rank r's send buffer holds values from its own stretch of the counter (1000 per rank).
+  Tensor in = filled(send_total, 106, rank_ * 1000);
+  Tensor out = device_->allocate_tensor(recv_total + 5, DType::kFp32);  // room to spare
+  world_->all_to_all_v(in.view(), send_counts, out.view(), recv_counts);
+  std::vector<double> want;
+  for (int i = 0; i < size_; ++i) {
+    std::int64_t offset = 0;  // where rank i's block for this rank starts in its send buffer
+    for (int j = 0; j < rank_; ++j) offset += count(i, j);
+    for (std::int64_t k = 0; k < count(i, rank_); ++k) want.push_back(value(106, i * 1000 + offset + k));
+  }
+  std::vector<float> got = get(out);
+  got.resize(static_cast<std::size_t>(recv_total));
+  expect_near_all(got, want);
+  // Counts that do not fit the buffer are the caller's mistake, named before anything starts.
+  std::vector<std::int64_t> too_many = send_counts;
+  too_many[0] += send_total + 1;
+  EXPECT_THROW(world_->start_all_to_all_v(in.view(), too_many, out.view(), recv_counts), InternalError);
+}
+
 TEST_F(CommTest, SendRecvAroundARing) {
   if (size_ < 2) GTEST_SKIP() << "point-to-point needs two ranks (run under mpirun -n 2)";
   const std::int64_t n = 4099;
