@@ -24,5 +24,7 @@ void add_export_command(CLI::App& app, int argc, char** argv);
 void add_run_command(CLI::App& app);
 // strata import calculon (cmd_import.cc).
 void add_import_command(CLI::App& app);
+// strata goodput: time to train with failures and checkpoints.
+void add_goodput_command(CLI::App& app);
 
 }  // namespace strata::cli

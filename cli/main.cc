@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   strata::cli::add_export_command(app, argc, argv);
   strata::cli::add_run_command(app);
   strata::cli::add_import_command(app);
+  strata::cli::add_goodput_command(app);
 
   try {
     app.parse(argc, argv);

@@ -20,12 +20,6 @@ std::uint64_t splitmix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// A uniform double in (0, 1) from the counter (a, b, c, d).
-double uniform(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uint64_t d) {
-  const std::uint64_t h = splitmix64(splitmix64(splitmix64(splitmix64(a) ^ b) ^ c) ^ d);
-  return (static_cast<double>(h >> 11) + 0.5) * 0x1.0p-53;
-}
-
 constexpr std::uint64_t kClockStream = 1;
 constexpr std::uint64_t kBootstrapStream = 2;
 
@@ -39,7 +33,7 @@ Estimate bootstrap(const std::vector<double>& values, std::uint64_t seed, const 
   const auto n = static_cast<std::uint64_t>(values.size());
   for (int b = 0; b < kResamples; ++b) {
     for (std::size_t i = 0; i < values.size(); ++i) {
-      const auto at = static_cast<std::size_t>(uniform(seed, kBootstrapStream, static_cast<std::uint64_t>(b), i) *
+      const auto at = static_cast<std::size_t>(counter_uniform(seed, kBootstrapStream, static_cast<std::uint64_t>(b), i) *
                                                static_cast<double>(n));
       resample[i] = values[std::min<std::size_t>(at, values.size() - 1)];
     }
@@ -56,6 +50,11 @@ nlohmann::ordered_json estimate_json(const Estimate& e) {
 
 }  // namespace
 
+double counter_uniform(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uint64_t d) {
+  const std::uint64_t h = splitmix64(splitmix64(splitmix64(splitmix64(a) ^ b) ^ c) ^ d);
+  return (static_cast<double>(h >> 11) + 0.5) * 0x1.0p-53;
+}
+
 std::vector<double> clock_factors(const ClockVariation& v, int sample, int ranks) {
   // Lognormal with mean 1 and coefficient of variation cv: sigma^2 = ln(1 + cv^2),
   // mu = -sigma^2 / 2.
@@ -64,8 +63,8 @@ std::vector<double> clock_factors(const ClockVariation& v, int sample, int ranks
   std::vector<double> f(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) {
     const auto s = static_cast<std::uint64_t>(sample), k = static_cast<std::uint64_t>(r);
-    const double u1 = uniform(v.seed, kClockStream, s, 2 * k);
-    const double u2 = uniform(v.seed, kClockStream, s, 2 * k + 1);
+    const double u1 = counter_uniform(v.seed, kClockStream, s, 2 * k);
+    const double u2 = counter_uniform(v.seed, kClockStream, s, 2 * k + 1);
     const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);  // Box-Muller
     f[static_cast<std::size_t>(r)] = std::exp(-0.5 * sigma2 + sigma * z);
   }

@@ -21,6 +21,10 @@
 
 namespace strata::sim {
 
+// A uniform double in (0, 1) from the counter (a, b, c, d): splitmix64 of the
+// four, the same on every platform and thread (what every sampled figure draws).
+double counter_uniform(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uint64_t d);
+
 struct ClockVariation {
   double cv = 0.0;  // coefficient of variation of a GPU's speed, per step
   std::uint64_t seed = 1;

@@ -1,0 +1,129 @@
+#include "sim/goodput.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "sim/sampling.h"
+
+namespace strata::sim {
+namespace {
+
+// The failure draws' stream (sim/sampling.h's counter generator; the clock
+// factors and the bootstrap have streams 1 and 2).
+constexpr std::uint64_t kFailureStream = 3;
+
+}  // namespace
+
+double young_interval_s(const FailureModel& f) { return std::sqrt(2.0 * f.checkpoint_s * f.job_mtbf_s); }
+
+double daly_interval_s(const FailureModel& f) {
+  const double d = f.checkpoint_s, m = f.job_mtbf_s;
+  if (d >= 2.0 * m) return m;
+  const double x = d / (2.0 * m);
+  return std::sqrt(2.0 * d * m) * (1.0 + std::sqrt(x) / 3.0 + x / 9.0) - d;
+}
+
+double expected_wall_s(const FailureModel& f, double work_s, double interval_s) {
+  const double m = f.job_mtbf_s;
+  return m * std::exp(f.restart_s / m) * std::expm1((interval_s + f.checkpoint_s) / m) * work_s / interval_s;
+}
+
+SampledRun sample_run(const FailureModel& f, double work_s, double interval_s, std::uint64_t seed, int sample) {
+  SampledRun run;
+  std::uint64_t draw = 0;
+  // The time to the next failure, from now: exponential of mean M (memoryless,
+  // so a fresh draw after each failure).
+  auto next_failure = [&] {
+    return -f.job_mtbf_s * std::log(counter_uniform(seed, kFailureStream, static_cast<std::uint64_t>(sample), draw++));
+  };
+  double done = 0.0;
+  double until_failure = next_failure();
+  while (done < work_s) {
+    const double piece = std::min(interval_s, work_s - done);
+    const double save = done + piece < work_s ? f.checkpoint_s : 0.0;  // none after the last piece
+    if (until_failure >= piece + save) {
+      run.wall_s += piece + save;
+      run.checkpoints_s += save;
+      until_failure -= piece + save;
+      done += piece;
+      continue;
+    }
+    // Fails before the piece is saved: what it did is lost; then the restart,
+    // which a failure can interrupt too (it starts over).
+    run.wall_s += until_failure;
+    run.lost_s += until_failure;
+    ++run.failures;
+    for (;;) {
+      until_failure = next_failure();
+      if (until_failure >= f.restart_s) break;
+      run.wall_s += until_failure;
+      run.restarts_s += until_failure;
+      ++run.failures;
+    }
+    run.wall_s += f.restart_s;
+    run.restarts_s += f.restart_s;
+    until_failure -= f.restart_s;
+  }
+  return run;
+}
+
+GoodputEstimate estimate_goodput(const FailureModel& f, double work_s, double step_s, int samples,
+                                 std::uint64_t seed, int interval_steps) {
+  if (samples < 1 || !(f.job_mtbf_s > 0.0) || f.checkpoint_s < 0.0 || f.restart_s < 0.0 || !(step_s > 0.0) ||
+      !(work_s > 0.0)) {
+    throw InternalError("estimate_goodput: needs samples >= 1, M > 0, delta, R >= 0, a step and work > 0");
+  }
+  GoodputEstimate e;
+  e.failures = f;
+  e.work_s = work_s;
+  e.step_s = step_s;
+  e.young_s = young_interval_s(f);
+  e.daly_s = daly_interval_s(f);
+  // Megatron-LM saves every --save-interval steps: the interval in whole steps.
+  auto steps_of = [&](double seconds) { return std::max(1, static_cast<int>(std::lround(seconds / step_s))); };
+  e.interval_steps = interval_steps > 0 ? interval_steps : steps_of(e.daly_s);
+  e.interval_s = e.interval_steps * step_s;
+  e.expected_wall_s = expected_wall_s(f, work_s, e.interval_s);
+
+  auto run_all = [&](double interval_s, std::vector<SampledRun>& runs) {
+    runs.clear();
+    double sum = 0.0;
+    for (int k = 0; k < samples; ++k) {
+      runs.push_back(sample_run(f, work_s, interval_s, seed, k));
+      sum += runs.back().wall_s;
+    }
+    return sum / samples;
+  };
+  e.mean_wall_s = run_all(e.interval_s, e.runs);
+  std::vector<double> walls;
+  for (const SampledRun& r : e.runs) {
+    walls.push_back(r.wall_s);
+    e.mean_failures += r.failures / static_cast<double>(samples);
+    e.mean_checkpoints_s += r.checkpoints_s / samples;
+    e.mean_lost_s += r.lost_s / samples;
+    e.mean_restarts_s += r.restarts_s / samples;
+  }
+  e.p025_wall_s = quantile(walls, 0.025);
+  e.p975_wall_s = quantile(walls, 0.975);
+
+  // The sampled optimum over whole-step intervals from a quarter to four times
+  // Daly's, geometrically spaced (2^(1/4) apart), each distinct one once.
+  e.best_interval_steps = e.interval_steps;
+  e.best_mean_wall_s = e.mean_wall_s;
+  std::vector<SampledRun> scratch;
+  int last = -1;
+  for (int i = -8; i <= 8; ++i) {
+    const int steps = steps_of(e.daly_s * std::exp2(i / 4.0));
+    if (steps == last || steps == e.interval_steps) continue;
+    last = steps;
+    const double mean = run_all(steps * step_s, scratch);
+    if (mean < e.best_mean_wall_s) {
+      e.best_mean_wall_s = mean;
+      e.best_interval_steps = steps;
+    }
+  }
+  return e;
+}
+
+}  // namespace strata::sim
