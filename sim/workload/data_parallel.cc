@@ -115,7 +115,10 @@ class DataParallelPass {
   // The expert data-parallel groups (MoE layers' routed experts) the pass of
   // tensor rank t of stage r issues: those whose members' lowest dense tensor rank
   // is t (an expert data-parallel group spans several tensor ranks when tp does
-  // not divide etp x ep), each once, with its simulated members.
+  // not divide etp x ep), each once, with its simulated members. (Then a member
+  // of a higher tensor rank has its expert reductions queued on its dp-comm
+  // stream before its dense ones: an approximation of Megatron's order, which
+  // issues each buffer's buckets as they become ready.)
   struct ExpertGroup {
     std::vector<int> sims;
     std::vector<int> gpus;
@@ -181,13 +184,16 @@ class DataParallelPass {
           int s = b_.sim_index(b_.global(t, d, r));
           if (s >= 0) rep.members.push_back({d, s});
         }
-        if (rep.members.empty() || p_.grad_replicas() == 1) continue;
+        // The routed experts can have data-parallel peers where the dense layers
+        // have none (dp x cp = 1, etp x ep < tp): their reductions still run (the
+        // dense ones then over groups of one, which cost nothing).
+        const std::vector<ExpertGroup> experts = expert_groups(t, r);
+        if (rep.members.empty() || (p_.grad_replicas() == 1 && experts.empty())) continue;
         rep.shards = place(rep.members, t, r, false);
         if (p_.zero_shard_groups() > 1) rep.across = place(rep.members, t, r, true);
         const std::vector<Member>& replicas = rep.members;
         const std::vector<GradBucket>& buckets = b_.buckets[r];
         const auto& program = b_.programs[r];
-        const std::vector<ExpertGroup> experts = expert_groups(t, r);
 
         if (p_.zero_stage == 3 && b_.module_hooks()) {
           add_zero3_modules(rep, r, last_dp, lbl_rs, lbl_across);
@@ -220,10 +226,10 @@ class DataParallelPass {
             }
             if (b.expert_params == 0) continue;
             info.bytes = static_cast<double>(b.expert_params) * e;
-            for (const ExpertGroup& g : experts) {
-              const TaskId task = dp_comm(g.sims, b_.collective(CollectiveOp::kAllGather, g.gpus, info.bytes),
+            for (const ExpertGroup& group : experts) {
+              const TaskId task = dp_comm(group.sims, b_.collective(CollectiveOp::kAllGather, group.gpus, info.bytes),
                                           lbl_ag_fwd, info);
-              for (int member : g.sims) b_.w.graph.add_dependency(task, bucket_first_use(member, op, b));
+              for (int member : group.sims) b_.w.graph.add_dependency(task, bucket_first_use(member, op, b));
             }
           }
         }
@@ -286,8 +292,9 @@ class DataParallelPass {
             }
             if (b.expert_params == 0) continue;
             info.bytes = static_cast<double>(b.expert_params) * e;
-            for (const ExpertGroup& g : experts) {
-              step_gathers_.push_back({g.sims, b_.collective(CollectiveOp::kAllGather, g.gpus, info.bytes), info});
+            for (const ExpertGroup& group : experts) {
+              step_gathers_.push_back(
+                  {group.sims, b_.collective(CollectiveOp::kAllGather, group.gpus, info.bytes), info});
             }
           }
         }

@@ -426,8 +426,8 @@ BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCost
   if (options.gather_copy_out_bytes > 0.0) {
     // One copy per gather: the forward's, and the backward's, which the
     // recompute, when there is one, runs first.
-    const double bytes = options.gather_copy_out_bytes;
-    const DetailOp copy{"param copy-out", Category::kElementwise, costs.device_copy(bytes).ns(), 0.0, 2.0 * bytes};
+    const double copied = options.gather_copy_out_bytes;
+    const DetailOp copy{"param copy-out", Category::kElementwise, costs.device_copy(copied).ns(), 0.0, 2.0 * copied};
     prepend(b.forward, copy);
     prepend(b.recompute.empty() ? b.backward : b.recompute, copy);
   }

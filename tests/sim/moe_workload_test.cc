@@ -232,5 +232,21 @@ TEST(MoeWorkload, ExpertGradientsReduceOverTheExpertDataParallelGroup) {
                    static_cast<double>(stage_expert_params_per_gpu(m, p, 0)) * p.grad_bytes());
 }
 
+// tp 8, dp 1, etp 1, ep 2: the dense layers have no data-parallel peer, but each
+// rank's experts are held by 8 / 2 = 4 ranks, which all-reduce their gradients.
+TEST(MoeWorkload, ExpertGradientsReduceWithoutDenseDataParallelism) {
+  const ModelSpec m = load_model_spec("mixtral-8x7b");
+  PlanSpec p = moe_plan(8, 2, 1);
+  ASSERT_EQ(p.dp, 1);
+  const sim::testing::UniformCosts ops(1'000);
+  const sim::testing::LinkCountComm comm;
+  const sim::Workload w = sim::build_workload(m, p, ops, comm, sim::Fidelity::kFull);
+  std::set<std::size_t> sizes;
+  for (sim::TaskId t : w.stream(0, sim::StreamKind::kDpComm)) {
+    if (w.notes.label_of_task(t).name == "expert grad all_reduce") sizes.insert(w.graph.comm(w.graph.comm_of(t)).links.size());
+  }
+  EXPECT_EQ(sizes, (std::set<std::size_t>{4}));
+}
+
 }  // namespace
 }  // namespace strata
