@@ -122,9 +122,11 @@ class OpEmitter {
     return b_.collective(s.op, s.group == CommGroup::kContext ? cp_group_ : group_, s.comm_bytes);
   }
 
-  // A tensor-parallel collective (segments have them only when tp > 1), or a
-  // context-parallel one, costed on the first member's context-parallel group and
-  // run by every member at once, on the model-parallel lane (tp-comm).
+  // A tensor-parallel collective (segments have them only when tp > 1), a
+  // context-parallel one, costed on the first member's context-parallel group, or
+  // an MoE layer's exchange on the members' expert groups (their shares at full
+  // fidelity: WorkloadBuild::expert_collective); run by every member at once, on
+  // the model-parallel lane (tp-comm).
   void comm_task(const Segment& s, std::int32_t label, int j) {
     TaskInfo info = info_for(j);
     info.bytes = s.comm_bytes;

@@ -58,7 +58,10 @@ void overlap_tp_collectives(std::vector<Segment>& segs, const TpOverlap& overlap
                             const TpCommTime& comm_ns) {
   std::size_t k = 0;
   while (k < segs.size()) {
-    if (!segs[k].is_comm) {
+    // Only the tensor-parallel collectives: a context-parallel exchange or an MoE
+    // layer's token exchange beside a GEMM is not Transformer Engine's to overlap
+    // (and is costed on another group).
+    if (!segs[k].is_comm || segs[k].group != CommGroup::kTensor) {
       ++k;
       continue;
     }

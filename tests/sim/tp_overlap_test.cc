@@ -48,6 +48,27 @@ Segment comm(CollectiveOp op) {
 DetailOp gemm(const char* name, TimeNs ns) { return {name, Category::kGemm, ns, 0.0, 0.0}; }
 DetailOp norm(const char* name, TimeNs ns) { return {name, Category::kElementwise, ns, 0.0, 0.0}; }
 
+// Only tensor-parallel collectives move into GEMMs: a context-parallel
+// all-to-all after qkv (cp_comm_type a2a) and an MoE layer's dispatch before the
+// experts stay collectives of their own, though their GEMMs are overlappable.
+TEST(TpOverlap, OtherGroupsCollectivesStay) {
+  Segment a2a = comm(CollectiveOp::kAllToAll);
+  a2a.group = CommGroup::kContext;
+  Segment dispatch = comm(CollectiveOp::kAllGather);
+  dispatch.group = CommGroup::kExpertTensor;
+  std::vector<Segment> segs = {compute({gemm("qkv", 100)}), a2a, compute({gemm("fc1", 100)}), dispatch,
+                               compute({gemm("fc1", 100)})};
+  TpOverlap o;
+  o.gemms["qkv_fprop"] = method(TpOverlapMethod::kBulk, 0);
+  o.gemms["fc1_fprop"] = method(TpOverlapMethod::kBulk, 0);
+  const TpCommTime c = [](CollectiveOp, double) { return TpComm{40, 0}; };
+  overlap_tp_collectives(segs, o, 2, 132, c);
+  ASSERT_EQ(segs.size(), 5u);
+  EXPECT_TRUE(segs[1].is_comm);
+  EXPECT_TRUE(segs[3].is_comm);
+  EXPECT_EQ(segs[0].ops[0].duration_ns, 100);
+}
+
 // The forward of a sequence-parallel attention block: norm | AG | qkv, attention,
 // proj | RS | residual. With qkv_fprop overlapped (bulk, no SMs: max(G, C)) and
 // proj_fprop not, the all-gather goes into qkv and the reduce-scatter stays.
