@@ -63,9 +63,9 @@ void write_files(const std::string& dir, const sim::ExportResult& exported) {
   }
 }
 
-// A model the runtime does not run yet (MoE layers; its own kv_channels, which
-// the simulator refuses too: sim/scenario.h): its Megatron-LM flags, checked
-// against the memory model; no strata-run.json or launch files for strata run.
+// A model the runtime does not run yet (MoE layers, its own kv_channels): its
+// Megatron-LM flags, checked against the memory model; no strata-run.json or
+// launch files for strata run. `strata simulate` predicts the plan.
 void run_export_unsimulated(const ExportArgs& args, const Scenario& s) {
   const MemoryReport memory = memory_report(s.model, s.plan, device_memory(s.profile));
   const sim::ExportResult exported = sim::export_megatron_only(s, memory, export_options(args));
@@ -74,8 +74,8 @@ void run_export_unsimulated(const ExportArgs& args, const Scenario& s) {
   fmt::print("{} with tp {} pp {} dp {}{} on {}: peak memory {:.2f} GiB of {:.2f} GiB ({})\n", s.model.name,
              s.plan.tp, s.plan.pp, s.plan.dp, experts, s.cluster.name, memory.peak_bytes / kGiB,
              memory.capacity_bytes / kGiB,
-             s.model.kv_channels > 0 ? "kv_channels: not simulated, not run by strata run"
-                                     : "MoE layers: strata run does not run them yet; `strata simulate` predicts the plan");
+             fmt::format("{}: strata run does not run them yet; `strata simulate` predicts the plan",
+                         s.model.is_moe() ? "MoE layers" : "heads of kv_channels"));
   fmt::print("wrote");
   for (const sim::ExportFile& f : exported.files) fmt::print(" {}", f.name);
   fmt::print(" to {}\n", args.out_dir);

@@ -303,7 +303,7 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const DeviceMe
       // the whole sequence and, backward, their gradients (allgather); Q, K, V
       // and the output re-laid over the heads and their gradients (a2a, 2).
       const double kv = 2.0 * e * tokens * p.micro_batch_size * static_cast<double>(m.kv_width()) / t;
-      const double qkv = e * tokens * p.micro_batch_size * (m.hidden_size + 2.0 * m.kv_width()) / t;
+      const double qkv = e * tokens * p.micro_batch_size * (m.q_width() + 2.0 * m.kv_width()) / t;
       switch (p.cp_comm_type) {
         case CpCommType::kP2p: buffers += 4.0 * kv; break;
         case CpCommType::kAllGather: buffers += 2.0 * kv * p.cp; break;

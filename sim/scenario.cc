@@ -96,12 +96,6 @@ void require_simulated_model(const Scenario& s) {
                      "the event simulator does not model hybrid sharding of MoE layers yet (several distributed-"
                      "optimizer instances over the expert data-parallel group): remove zero_shard_size");
   }
-  if (s.model.kv_channels > 0) {
-    throw InputError(s.model_file, "$.kv_channels",
-                     "the event simulator does not model attention heads of kv_channels other than hidden_size / "
-                     "num_attention_heads yet: `strata memory` and `strata export` take this model; simulate and "
-                     "sweep need it without kv_channels");
-  }
 }
 
 nlohmann::ordered_json inputs_json(const Scenario& s) {

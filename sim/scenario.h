@@ -62,9 +62,8 @@ void read_scenario_plan(Scenario& s, const nlohmann::json& doc, const std::strin
                         const std::string& path, bool allow_cross_node_tp);
 
 // Throws InputError (exit 2) when the event simulator cannot simulate the
-// scenario's model yet: MoE layers (at the model's $.num_experts) and a head
-// size other than hidden_size / num_attention_heads (its $.kv_channels). What
-// `strata memory` and `strata export` still do for such a model, the message says.
+// scenario yet: an MoE plan with ZeRO-3 (at $.zero_stage) or with hybrid
+// sharding (at $.zero_shard_size). The message says what it does model.
 void require_simulated_model(const Scenario& s);
 
 // The inputs echoed into outputs.
