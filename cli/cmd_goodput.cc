@@ -11,6 +11,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/dtype.h"
+#include "costmodel/cost_model.h"
 #include "plan/memory_model.h"
 #include "plan/params.h"
 #include "sim/goodput.h"
@@ -29,6 +30,7 @@ struct GoodputArgs {
   double storage_gbytes_per_s = 0.0;  // 0: Tectonic's per-GPU share times the job's GPUs
   double restart_minutes = -1.0;      // required: no public figure to default to
   int save_interval = 0;              // 0: Daly's
+  bool async_checkpoint = false;
   int samples = 100;
   std::uint64_t seed = 1;
   std::string json_file;
@@ -74,8 +76,13 @@ void run_goodput(const GoodputArgs& args) {
                                          : args.storage_gbytes_per_s * 1e9;
   sim::FailureModel f;
   f.job_mtbf_s = args.gpu_mtbf_hours * 3600.0 / gpus;
-  f.checkpoint_s = checkpoint_bytes / storage;
   f.restart_s = args.restart_minutes * 60.0;
+  const double write_s = checkpoint_bytes / storage;
+  // Asynchronously the job stalls only while each GPU copies its share of the
+  // checkpoint to host memory (the device profile's host copy); the write follows.
+  const double snapshot_s = CostModel(s.profile).host_copy_seconds(checkpoint_bytes / gpus);
+  f.checkpoint_s = args.async_checkpoint ? snapshot_s : write_s;
+  f.persist_s = args.async_checkpoint ? write_s : 0.0;
   const sim::GoodputEstimate e = sim::estimate_goodput(f, work_s, step_s, args.samples, args.seed, args.save_interval);
 
   const double lost_saves = e.mean_checkpoints_s / e.mean_wall_s;
@@ -103,7 +110,9 @@ void run_goodput(const GoodputArgs& args) {
                                             ? "published: Tectonic's 2 TB/s sustained for Llama 3's 16,384 GPUs "
                                               "(arXiv 2407.21783, section 3.3.1), this job's share by GPUs"
                                             : "given (--storage-gbytes-per-s)"},
-                     {"write_s", f.checkpoint_s}};
+                     {"write_s", write_s},
+                     {"async", args.async_checkpoint},
+                     {"stall_s", f.checkpoint_s}};
   j["interval"] = {{"young_s", e.young_s},
                    {"daly_s", e.daly_s},
                    {"used_steps", e.interval_steps},
@@ -133,10 +142,13 @@ void run_goodput(const GoodputArgs& args) {
              args.gpu_mtbf_hours == sim::kLlama3GpuMtbfHours ? " (Llama 3's fleet: 419 failures, 54 days, 16,384 H100)"
                                                              : " (given)",
              gpus, args.restart_minutes);
-  fmt::print("checkpoint  {:.2f} TB ({:.0f} B per parameter) at {:.1f} GB/s{}: {} a save\n", checkpoint_bytes / 1e12,
-             dtype_bytes(s.plan.dtype) + state_bytes, storage / 1e9,
-             default_storage ? " (Tectonic's 2 TB/s for 16,384 GPUs, this job's share)" : " (given)",
-             span(f.checkpoint_s));
+  fmt::print("checkpoint  {:.2f} TB ({:.0f} B per parameter) at {:.1f} GB/s{}: {} a save{}\n",
+             checkpoint_bytes / 1e12, dtype_bytes(s.plan.dtype) + state_bytes, storage / 1e9,
+             default_storage ? " (Tectonic's 2 TB/s for 16,384 GPUs, this job's share)" : " (given)", span(write_s),
+             args.async_checkpoint
+                 ? fmt::format(", written behind the training after a {} snapshot to host memory (async)",
+                               span(f.checkpoint_s))
+                 : "");
   const std::string optimum =
       e.best_interval_steps == e.interval_steps
           ? "the sampled runs' optimum too"
@@ -145,9 +157,10 @@ void run_goodput(const GoodputArgs& args) {
   fmt::print("interval    Young {}, Daly {}: every {} steps ({}; Megatron-LM --save-interval {}), {}\n",
              span(e.young_s), span(e.daly_s), e.interval_steps, span(e.interval_s), e.interval_steps, optimum);
   fmt::print("train       {:.3g} tokens, {:.0f} steps: {} at speed; with failures {} (95% of {} runs: {} to {}; "
-             "Daly's formula {}), {:.0f} failures\n",
+             "Daly's formula{} {}), {:.0f} failures\n",
              args.train_tokens, steps, days(work_s), days(e.mean_wall_s), args.samples, days(e.p025_wall_s),
-             days(e.p975_wall_s), days(e.expected_wall_s), e.mean_failures);
+             days(e.p975_wall_s), args.async_checkpoint ? " with the snapshot as the save" : "",
+             days(e.expected_wall_s), e.mean_failures);
   fmt::print("goodput     {:.1f}%: lost to checkpoints {:.1f}%, to work redone {:.1f}%, to restarts {:.1f}%; "
              "{:.0f} GPU-hours against {:.0f} at speed\n",
              100.0 * e.goodput(), 100.0 * lost_saves, 100.0 * lost_rework, 100.0 * lost_restarts,
@@ -178,6 +191,9 @@ void add_goodput_command(CLI::App& app) {
   cmd->add_option("--save-interval", args->save_interval,
                   "checkpoint every this many steps instead of Daly's optimum")
       ->check(CLI::Range(1, 100000000));
+  cmd->add_flag("--async-checkpoint", args->async_checkpoint,
+                "asynchronous saves (Megatron-LM --async-save): the job stalls only to copy each GPU's share to "
+                "host memory; a failure before the write completes falls back to the checkpoint before");
   cmd->add_option("--samples", args->samples, "sampled runs (default 100)")->check(CLI::Range(1, 100000));
   cmd->add_option("--seed", args->seed, "seed of the sampled failures (default 1)");
   cmd->add_option("--fidelity", args->fidelity, "simulation fidelity of the step (default folded)")

@@ -37,22 +37,55 @@ SampledRun sample_run(const FailureModel& f, double work_s, double interval_s, s
   auto next_failure = [&] {
     return -f.job_mtbf_s * std::log(counter_uniform(seed, kFailureStream, static_cast<std::uint64_t>(sample), draw++));
   };
-  double done = 0.0;
+  double done = 0.0;      // work done, saved or not
+  double durable = 0.0;   // work a restart resumes from: the last checkpoint written
+  double pending = -1.0;  // an asynchronous checkpoint being written: the work it holds (-1: none)
+  double written_in = 0.0;  // and the wall time until it is written
   double until_failure = next_failure();
+  // Time passes without a failure: an asynchronous write in flight progresses.
+  auto elapse = [&](double t) {
+    until_failure -= t;
+    if (pending >= 0.0) {
+      written_in -= t;
+      if (written_in <= 0.0) {
+        durable = pending;
+        pending = -1.0;
+      }
+    }
+  };
   while (done < work_s) {
     const double piece = std::min(interval_s, work_s - done);
-    const double save = done + piece < work_s ? f.checkpoint_s : 0.0;  // none after the last piece
+    const bool last = done + piece >= work_s;
+    // A new save waits for the previous write to be done (one snapshot buffer).
+    const double wait = !last && pending >= 0.0 ? std::max(0.0, written_in - piece) : 0.0;
+    const double save = last ? 0.0 : f.checkpoint_s + wait;  // none after the last piece
     if (until_failure >= piece + save) {
       run.wall_s += piece + save;
       run.checkpoints_s += save;
-      until_failure -= piece + save;
+      elapse(piece + save);
       done += piece;
+      if (!last) {
+        if (f.persist_s > 0.0) {
+          pending = done;
+          written_in = f.persist_s;
+        } else {
+          durable = done;
+        }
+      }
       continue;
     }
-    // Fails before the piece is saved: what it did is lost; then the restart,
-    // which a failure can interrupt too (it starts over).
+    // Fails before the piece is saved (and, asynchronously, written): the work
+    // since the last written checkpoint is lost; then the restart, which a
+    // failure can interrupt too (it starts over).
     run.wall_s += until_failure;
     run.lost_s += until_failure;
+    // Pieces finished but not yet written (asynchronously) when the failure
+    // strikes are lost too: their time is in the wall time already, and they are
+    // done again. A write that completed before the failure counts.
+    if (pending >= 0.0 && written_in <= until_failure) durable = pending;
+    run.lost_s += done - durable;
+    done = durable;
+    pending = -1.0;
     ++run.failures;
     for (;;) {
       until_failure = next_failure();
@@ -82,7 +115,8 @@ GoodputEstimate estimate_goodput(const FailureModel& f, double work_s, double st
   e.daly_s = daly_interval_s(f);
   // Megatron-LM saves every --save-interval steps: the interval in whole steps.
   auto steps_of = [&](double seconds) { return std::max(1, static_cast<int>(std::lround(seconds / step_s))); };
-  e.interval_steps = interval_steps > 0 ? interval_steps : steps_of(e.daly_s);
+  // Asynchronously, a save cannot come sooner than the last one is written.
+  e.interval_steps = interval_steps > 0 ? interval_steps : steps_of(std::max(e.daly_s, f.persist_s));
   e.interval_s = e.interval_steps * step_s;
   e.expected_wall_s = expected_wall_s(f, work_s, e.interval_s);
 

@@ -43,13 +43,19 @@ struct FailureModel {
   double job_mtbf_s = 0.0;   // M: the whole job's mean time between failures
   double checkpoint_s = 0.0;  // delta: a checkpoint's time, the job stalled
   double restart_s = 0.0;     // R: from a failure to training again (reschedule, load)
+  // An asynchronous checkpoint (Megatron-LM's --async-save, PyTorch DCP's
+  // async_save): the job stalls delta to snapshot its state to host memory, then
+  // trains while the snapshot is written for persist_s; a failure before the
+  // write completes falls back to the checkpoint before. 0: synchronous (the
+  // write is the stall).
+  double persist_s = 0.0;
 };
 
 double young_interval_s(const FailureModel& f);
 double daly_interval_s(const FailureModel& f);
 
 // Daly's expected wall time of work_s seconds of training, checkpointing every
-// interval_s seconds of work.
+// interval_s seconds of work (synchronous checkpoints: persist_s not counted).
 double expected_wall_s(const FailureModel& f, double work_s, double interval_s);
 
 // One sampled run's wall time and its parts: the work itself, checkpoints
@@ -64,14 +70,16 @@ struct SampledRun {
 
 // The wall time of work_s seconds of training in run `sample` of `seed`:
 // failures drawn from an exponential of mean job_mtbf_s, a checkpoint after
-// every interval_s of work (and none after the last piece).
+// every interval_s of work (and none after the last piece). With persist_s a
+// checkpoint counts only once written: a failure during the write loses the
+// work since the one before, and a save waits for the previous write to finish.
 SampledRun sample_run(const FailureModel& f, double work_s, double interval_s, std::uint64_t seed, int sample);
 
 struct GoodputEstimate {
   FailureModel failures;
   double work_s = 0.0;        // the training at speed, no failures, no checkpoints
   double step_s = 0.0;        // one step (the simulator's)
-  double interval_s = 0.0;    // the interval used: Daly's, as whole steps (at least one)
+  double interval_s = 0.0;    // the interval used: Daly's (asynchronously at least the write), as whole steps
   int interval_steps = 0;     // Megatron-LM's --save-interval
   double young_s = 0.0, daly_s = 0.0;
   double expected_wall_s = 0.0;  // Daly's eq. 13 at interval_s

@@ -90,5 +90,43 @@ TEST(Goodput, Llama3FleetMtbf) {
   EXPECT_NEAR(kLlama3GpuMtbfHours / kLlama3Gpus, 3.093, 1e-3);
 }
 
+// Asynchronous saves without failures: 100 s of work in pieces of 10 s, a 1 s
+// snapshot each, each write taking 60 s: a save waits for the write before it
+// (60 - 10 = 50 s), so the first save costs 1 s and the next eight 51 s each.
+TEST(Goodput, AsynchronousSaveWaitsForThePreviousWrite) {
+  FailureModel f;
+  f.job_mtbf_s = 1e18;
+  f.checkpoint_s = 1.0;
+  f.persist_s = 60.0;
+  const SampledRun r = sample_run(f, 100.0, 10.0, 1, 0);
+  EXPECT_EQ(r.failures, 0);
+  EXPECT_DOUBLE_EQ(r.checkpoints_s, 1.0 + 8 * 51.0);
+  EXPECT_DOUBLE_EQ(r.wall_s, 100.0 + 409.0);
+}
+
+// With failures: a 1 s snapshot written in 60 s behind the training beats a
+// synchronous 60 s save, though a failure during a write loses the piece before
+// too; every run's parts still add up to its wall time.
+TEST(Goodput, AsynchronousSavesCostLessThanSynchronousOnes) {
+  FailureModel sync = hourly();
+  FailureModel async = hourly();
+  async.checkpoint_s = 1.0;
+  async.persist_s = 60.0;
+  // The same 1 s stall, the write instant: what the 60 s write costs in lost work.
+  FailureModel instant = async;
+  instant.persist_s = 0.0;
+  double sync_sum = 0.0, async_sum = 0.0, async_lost = 0.0, instant_lost = 0.0;
+  for (int k = 0; k < 500; ++k) {
+    const SampledRun a = sample_run(async, 360000.0, 600.0, 9, k);
+    EXPECT_NEAR(a.wall_s, 360000.0 + a.checkpoints_s + a.lost_s + a.restarts_s, 1e-6 * a.wall_s);
+    async_sum += a.wall_s;
+    async_lost += a.lost_s;
+    sync_sum += sample_run(sync, 360000.0, 600.0, 9, k).wall_s;
+    instant_lost += sample_run(instant, 360000.0, 600.0, 9, k).lost_s;
+  }
+  EXPECT_LT(async_sum, sync_sum);
+  EXPECT_GT(async_lost, instant_lost);
+}
+
 }  // namespace
 }  // namespace strata::sim
