@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/validators.h"
 #include "core/atomic_file.h"
 #include "core/data_paths.h"
 #include "core/error.h"
@@ -34,6 +35,10 @@ struct SweepArgs {
   std::vector<std::string> where;
   int top = 10;
   int full_top = 3;
+  int samples = 0;
+  double clock_cv = 0.0;
+  std::uint64_t seed = 1;
+  std::string rank_by = "mean";
   int threads = 0;
   std::vector<int> nodes;
   bool allow_cross_node_tp = false;
@@ -95,6 +100,8 @@ void print_table(const sim::SweepResult& s, int top) {
              "rank", "tp", "cp", moe ? fmt::format(" {:>6}", "ep/etp") : "", "pp", "dp", "vpp", "mbs", "schedule",
              "ZeRO", "recompute", "SP", "flash", "tokens/s", "MFU", "step s", "bubble", "exp tp", "exp cp",
              moe ? fmt::format(" {:>8}", "exp ep") : "", "exp dp+z", "peak GiB", "headroom", "fidelity");
+  // A sampled sweep's re-simulated plans end their line with their P50 and P90
+  // step times (and the P90's 95% interval).
   for (const sim::PlanOutcome& o : s.plans) {
     if (o.rank == 0 || o.rank > top) break;
     const PlanSpec& p = o.plan;
@@ -116,6 +123,10 @@ void print_table(const sim::SweepResult& s, int top) {
                100 * o.mfu, o.step_time_s, 100 * o.bubble_ratio, seconds(o.exposed_s[0]),
                seconds(o.exposed_s[static_cast<int>(sim::CommKind::kCp)]), exp_ep, seconds(o.exposed_s[2] + o.exposed_s[3]), o.peak_bytes / (1024.0 * 1024 * 1024),
                100 * o.headroom(), o.fidelity, o.pareto ? " pareto" : "");
+    if (o.p90_step_time_s > 0.0) {
+      fmt::print("{:>4} sampled: P50 step {:.4f} s, P90 {:.4f} s [{:.4f}, {:.4f}]\n", "", o.p50_step_time_s,
+                 o.p90_step_time_s, o.p90_ci_low_s, o.p90_ci_high_s);
+    }
   }
 }
 
@@ -155,6 +166,10 @@ SweepRun sweep_once(const SweepArgs& a, const Loaded& l, const SweepWorld& ranks
   options.threads = a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
   options.top_k = a.top;
   options.full_top = a.full_top;
+  options.samples = a.samples;
+  options.clock_cv = a.clock_cv;
+  options.seed = a.seed;
+  options.rank_by_p90 = a.rank_by == "p90";
   ProgressLine progress("sweep", 0);
   if (!ranks.root()) progress.set_enabled(false);
   options.progress = [&](std::int64_t done, std::int64_t total, std::string_view) {
@@ -215,6 +230,16 @@ void write_outputs(const std::string& dir, const SweepArgs& a, const Loaded& l, 
 }
 
 void run_sweep_command(const SweepArgs& a) {
+  if (a.samples > 0 && a.clock_cv <= 0.0) {
+    throw InputError("", "--clock-cv",
+                     "--samples needs the spread of each GPU's speed per step, an assumption: e.g. --clock-cv 0.03");
+  }
+  if (a.samples > 0 && a.full_top < 1) {
+    throw InputError("", "--samples", "samples the plans re-simulated at full fidelity: --full-top must be at least 1");
+  }
+  if (a.rank_by == "p90" && a.samples <= 0) {
+    throw InputError("", "--rank-by", "p90 needs the sampled step times: give --samples N --clock-cv X");
+  }
   rt::MpiSession mpi;  // a sharded sweep when launched under mpirun
   const SweepWorld ranks;
   Loaded base = load(a);
@@ -297,6 +322,18 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--top", a->top, "plans to print and explain (default 10)")->check(CLI::PositiveNumber);
   cmd->add_option("--full-top", a->full_top, "best plans re-simulated at full fidelity (default 3)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--samples", a->samples,
+                  "sample the --full-top plans' step this many times with each GPU's speed drawn per step (needs "
+                  "--clock-cv): their P50 and P90 step times")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--clock-cv", a->clock_cv,
+                  "with --samples: coefficient of variation of each GPU's speed per step (an assumption, e.g. 0.03)")
+      ->check(finite_in(1e-6, 1.0));
+  cmd->add_option("--seed", a->seed, "with --samples: the seed of the sampled speeds (default 1)");
+  cmd->add_option("--rank-by", a->rank_by,
+                  "mean (default) or p90: order the sampled --full-top plans by their P90 step time, the most "
+                  "robust to slow steps first")
+      ->check(CLI::IsMember({"mean", "p90"}));
   cmd->add_option("--threads", a->threads, "simulation threads (default: all cores)")->check(CLI::PositiveNumber);
   cmd->add_option("--nodes", a->nodes, "node counts to compare, e.g. 16,32,64,128")
       ->delimiter(',')

@@ -20,6 +20,14 @@ struct SweepOptions {
   int threads = 1;
   int top_k = 10;      // plans explained and printed
   int full_top = 3;    // best plans re-simulated at full fidelity (0: none)
+  // With samples > 0, the plans re-simulated at full fidelity are also sampled
+  // `samples` times under clock variation (sim/sampling.h): their P50 and P90
+  // step times; rank_by_p90 then orders them by P90 (the most robust first),
+  // ahead of the rest as before.
+  int samples = 0;
+  double clock_cv = 0.0;
+  std::uint64_t seed = 1;
+  bool rank_by_p90 = false;
   // This process simulates plan indices i with i % shard_count == shard_index
   // (sharded sweeps under mpirun; the caller merges).
   int shard_index = 0;
@@ -60,6 +68,10 @@ struct PlanOutcome : PlanMetrics {
   // Ranking.
   int rank = 0;         // 1 = best; 0 when not ranked (does not fit)
   bool pareto = false;  // on the front of throughput vs memory headroom
+  // Sampled (SweepOptions::samples): the step time's P50 and P90 with the P90's
+  // 95% confidence interval; 0 when not sampled.
+  double p50_step_time_s = 0.0;
+  double p90_step_time_s = 0.0, p90_ci_low_s = 0.0, p90_ci_high_s = 0.0;
   std::string why;      // for the top plans: why it beats the next one
 
   double headroom() const { return capacity_bytes > 0 ? 1.0 - peak_bytes / capacity_bytes : 0.0; }

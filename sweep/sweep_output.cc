@@ -1,5 +1,7 @@
 #include "sweep/sweep_output.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "plan/moe_spec.h"
@@ -45,6 +47,12 @@ nlohmann::ordered_json outcome_json(const PlanOutcome& o) {
                          {"zero", o.exposed_s[3]}, {"offload", o.exposed_s[4]}};
   if (o.plan.cp > 1) r["exposed_comm_s"]["cp"] = o.exposed_s[static_cast<int>(CommKind::kCp)];
   if (o.plan.moe.active) r["exposed_comm_s"]["ep"] = o.exposed_s[static_cast<int>(CommKind::kEp)];
+  if (o.p90_step_time_s > 0.0) {
+    // Sampled under clock variation (strata sweep --samples).
+    r["p50_step_time_s"] = o.p50_step_time_s;
+    r["p90_step_time_s"] = o.p90_step_time_s;
+    r["p90_ci95"] = {o.p90_ci_low_s, o.p90_ci_high_s};
+  }
   r["peak_bytes"] = o.peak_bytes;
   r["capacity_bytes"] = o.capacity_bytes;
   r["headroom"] = o.headroom();
@@ -68,6 +76,10 @@ std::string sweep_csv(const SweepResult& sweep) {
   // (a dense model's file is as it was).
   const bool moe = !sweep.plans.empty() && sweep.plans.front().plan.moe.active;
   if (moe) out += ",ep,etp,moe_token_dispatcher_type,exposed_ep_s";
+  // A sampled sweep's plans re-simulated at full fidelity have their P50 and P90.
+  const bool sampled = std::any_of(sweep.plans.begin(), sweep.plans.end(),
+                                   [](const PlanOutcome& o) { return o.p90_step_time_s > 0.0; });
+  if (sampled) out += ",p50_step_time_s,p90_step_time_s";
   out += '\n';
   for (const PlanOutcome& o : sweep.plans) {
     const PlanSpec& p = o.plan;
@@ -101,6 +113,9 @@ std::string sweep_csv(const SweepResult& sweep) {
     if (moe) {
       out += fmt::format(",{},{},{},", p.moe.ep, p.moe.etp, to_string(p.moe.token_dispatcher));
       if (o.simulated) out += num(o.exposed_s[static_cast<int>(CommKind::kEp)]);
+    }
+    if (sampled) {
+      out += o.p90_step_time_s > 0.0 ? fmt::format(",{},{}", num(o.p50_step_time_s), num(o.p90_step_time_s)) : ",,";
     }
     out += '\n';
   }

@@ -99,6 +99,47 @@ TEST(SweepCommand, MoeSweepExploresExpertParallelism) {
   EXPECT_LE(best["plan"]["ep"].get<int>() * best["plan"]["etp"].get<int>(), 8);
 }
 
+// --samples with --rank-by p90: the plans re-simulated at full fidelity are
+// sampled under clock variation and ordered by their P90 step time (ahead of the
+// rest); the files hold their P50 and P90 and do not depend on the thread count;
+// ranking by P90 without samples is bad input.
+TEST(SweepCommand, RankByP90OrdersTheSampledPlans) {
+  TempDir dir;
+  auto sampled = [&](const std::string& out, const std::string& threads) {
+    std::vector<std::string> args = small_sweep(dir.file(out));
+    args.insert(args.end(), {"--samples", "8", "--clock-cv", "0.05", "--rank-by", "p90", "--threads", threads});
+    return run_strata(args);
+  };
+  CommandResult r = sampled("one", "1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(sampled("two", "2").exit_code, 0);
+  EXPECT_EQ(read_file(dir.file("one/sweep.csv")), read_file(dir.file("two/sweep.csv")));
+  EXPECT_EQ(read_file(dir.file("one/sweep.json")), read_file(dir.file("two/sweep.json")));
+  const std::string csv = read_file(dir.file("one/sweep.csv"));
+  EXPECT_NE(csv.substr(0, csv.find('\n')).find(",p50_step_time_s,p90_step_time_s"), std::string::npos);
+  const nlohmann::json doc = nlohmann::json::parse(read_file(dir.file("one/sweep.json")));
+  // small_sweep re-simulates 2 plans at full fidelity: both sampled, ranked 1 and 2 by P90.
+  double last = 0.0;
+  for (int i = 0; i < 2; ++i) {
+    const nlohmann::json& res = doc["plans"][i]["result"];
+    ASSERT_TRUE(res.contains("p90_step_time_s")) << i;
+    const double p90 = res["p90_step_time_s"].get<double>();
+    EXPECT_GE(p90, res["p50_step_time_s"].get<double>());
+    EXPECT_GE(p90, last);
+    EXPECT_LE(res["p90_ci95"][0].get<double>(), p90);
+    EXPECT_GE(res["p90_ci95"][1].get<double>(), p90);
+    last = p90;
+  }
+  EXPECT_FALSE(doc["plans"][2]["result"].contains("p90_step_time_s"));
+  EXPECT_NE(r.out.find("P90 step"), std::string::npos) << r.out;
+  std::vector<std::string> bad = small_sweep(dir.file("bad"));
+  bad.insert(bad.end(), {"--rank-by", "p90"});
+  r = run_strata(bad);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--rank-by"), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(dir.file("bad/sweep.csv")));
+}
+
 // --nodes: the best plan per size, with scaling efficiency against the smallest.
 TEST(SweepCommand, NodesComparesClusterSizes) {
   TempDir dir;
