@@ -85,6 +85,8 @@ ResultData read_result_object(const nlohmann::json& result, const std::string& f
     d.exposed.pp_s = e.number_or("pp", 0.0, 0.0, kInf);
     d.exposed.dp_s = e.number_or("dp", 0.0, 0.0, kInf);
     d.exposed.zero_s = e.number_or("zero", 0.0, 0.0, kInf);
+    d.exposed.cp_s = e.number_or("cp", -1.0, 0.0, kInf);
+    d.exposed.ep_s = e.number_or("ep", -1.0, 0.0, kInf);
   }
   d.compute_s = r.number_or("compute_s", 0.0, 0.0, kInf);
   d.num_gpus = static_cast<int>(r.integer_or("num_gpus", 0, 0, 100000000));

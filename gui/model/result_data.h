@@ -26,6 +26,8 @@ struct LinkUse {
 
 struct ExposedComm {
   double tp_s = 0.0, pp_s = 0.0, dp_s = 0.0, zero_s = 0.0;
+  // Present only for a plan that has them (cp > 1, an MoE model); -1 when absent.
+  double cp_s = -1.0, ep_s = -1.0;
 };
 
 struct ResultData {

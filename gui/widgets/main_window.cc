@@ -48,6 +48,8 @@ std::string result_headline(const ResultData& r) {
   text += " · exposed TP " + format_time_ns(r.exposed.tp_s * 1e9) + ", PP " +
           format_time_ns(r.exposed.pp_s * 1e9) + ", DP " + format_time_ns(r.exposed.dp_s * 1e9) +
           ", ZeRO " + format_time_ns(r.exposed.zero_s * 1e9);
+  if (r.exposed.cp_s >= 0) text += ", CP " + format_time_ns(r.exposed.cp_s * 1e9);
+  if (r.exposed.ep_s >= 0) text += ", EP " + format_time_ns(r.exposed.ep_s * 1e9);
   if (r.num_gpus > 0) text += fmt::format(" · {} GPUs", r.num_gpus);
   if (!r.fidelity.empty()) text += " · " + r.fidelity + " fidelity";
   return text;

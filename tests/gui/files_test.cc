@@ -1,7 +1,11 @@
 // sweep.csv / sweep.json, result.json and memory.json reading, file kind
 // detection, the sweep's per-plan memory from the memory model, the topology
 // picture and the task texts.
+#include <QTemporaryDir>
 #include <QTest>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 #include <cmath>
 
 #include "costmodel/profile.h"
@@ -179,6 +183,17 @@ class FilesTest : public QObject {
     QCOMPARE(r.mfu, 0.41);
     QCOMPARE(r.bubble_ratio_per_stage, (std::vector<double>{0.2, 0.3}));
     QCOMPARE(r.exposed.dp_s, 1e-4);
+    // A dense plan without cp has neither of these; an MoE plan's result has ep.
+    QCOMPARE(r.exposed.cp_s, -1.0);
+    QCOMPARE(r.exposed.ep_s, -1.0);
+    {
+      QTemporaryDir dir;
+      nlohmann::json moe = nlohmann::json::parse(std::ifstream(testing::data_file("run/result.json")));
+      moe["exposed_comm_s"]["ep"] = 0.25;
+      const std::string path = dir.filePath("result.json").toStdString();
+      std::ofstream(path) << moe.dump();
+      QCOMPARE(read_result_file(path).exposed.ep_s, 0.25);
+    }
     QCOMPARE(r.fidelity, std::string("full"));
     QVERIFY(r.memory.has_value());
     QCOMPARE(r.memory->stages.size(), std::size_t{2});
