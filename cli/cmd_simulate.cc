@@ -31,6 +31,7 @@ struct SimulateArgs {
   double train_tokens = 0.0;
   std::vector<std::string> slow_ranks;  // "R:F"
   std::vector<std::string> slow_nodes;  // "N:F"
+  std::vector<std::string> slow_nics;   // "N:R:F"
   int samples = 0;
   std::uint64_t seed = 1;
   double clock_cv = 0.0;
@@ -77,9 +78,50 @@ std::vector<sim::SlowRank> parse_slow(const std::vector<std::string>& texts, int
   return out;
 }
 
-// What the slow ranks cost the step, against every GPU at speed.
+// --slow-nic NODE:RAIL:FACTOR, repeatable: a node below `nodes`, a NIC below
+// `rails` (the fabric NICs of a node), a factor in (1, 100].
+std::vector<sim::SlowNic> parse_slow_nics(const std::vector<std::string>& texts, int nodes, int rails) {
+  std::vector<sim::SlowNic> out;
+  for (const std::string& text : texts) {
+    auto fail = [&](const std::string& why) {
+      throw InputError("", "--slow-nic",
+                       fmt::format("\"{}\": {} (allowed: NODE:NIC:FACTOR, NODE 0..{}, NIC 0..{} (the node's "
+                                   "fabric NICs), FACTOR in (1, 100], e.g. 3:0:2 for node 3's first NIC at half its "
+                                   "bandwidth)",
+                                   text, why, nodes - 1, rails - 1));
+    };
+    if (rails < 1) fail("the cluster has no fabric NICs (a single node, or no fabric)");
+    sim::SlowNic nic;
+    std::size_t used = 0;
+    try {
+      const std::size_t a = text.find(':'), b = a == std::string::npos ? a : text.find(':', a + 1);
+      if (b == std::string::npos) fail("expected two ':'");
+      nic.node = std::stoi(text.substr(0, a), &used);
+      if (used != a) fail("the node is not an integer");
+      nic.rail = std::stoi(text.substr(a + 1, b - a - 1), &used);
+      if (used != b - a - 1) fail("the NIC is not an integer");
+      const std::string factor = text.substr(b + 1);
+      nic.factor = std::stod(factor, &used);
+      if (used != factor.size()) fail("the factor is not a number");
+    } catch (const std::logic_error&) {
+      fail("the node, NIC or factor is not a number");
+    }
+    if (nic.node < 0 || nic.node >= nodes) fail(fmt::format("node {} is outside the cluster's {} nodes", nic.node, nodes));
+    if (nic.rail < 0 || nic.rail >= rails) fail(fmt::format("NIC {} is outside a node's {} fabric NICs", nic.rail, rails));
+    if (!std::isfinite(nic.factor) || nic.factor <= 1.0 || nic.factor > 100.0) {
+      fail(fmt::format("factor {} is outside (1, 100]", nic.factor));
+    }
+    for (const sim::SlowNic& other : out) {
+      if (other.node == nic.node && other.rail == nic.rail) fail("that NIC is given twice");
+    }
+    out.push_back(nic);
+  }
+  return out;
+}
+
+// What the slow ranks and NICs cost the step, against every GPU and NIC at speed.
 nlohmann::ordered_json what_if_json(const std::vector<sim::SlowRank>& slow, const std::vector<sim::SlowRank>& nodes,
-                                    double baseline_s, double step_s) {
+                                    const std::vector<sim::SlowNic>& nics, double baseline_s, double step_s) {
   nlohmann::ordered_json j;
   nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
   for (const sim::SlowRank& r : slow) ranks.push_back({{"rank", r.rank}, {"factor", r.factor}});
@@ -88,6 +130,11 @@ nlohmann::ordered_json what_if_json(const std::vector<sim::SlowRank>& slow, cons
     nlohmann::ordered_json n = nlohmann::ordered_json::array();
     for (const sim::SlowRank& r : nodes) n.push_back({{"node", r.rank}, {"factor", r.factor}});
     j["slow_nodes"] = n;
+  }
+  if (!nics.empty()) {
+    nlohmann::ordered_json n = nlohmann::ordered_json::array();
+    for (const sim::SlowNic& x : nics) n.push_back({{"node", x.node}, {"nic", x.rail}, {"factor", x.factor}});
+    j["slow_nics"] = n;
   }
   j["baseline_step_time_s"] = baseline_s;
   j["step_time_s"] = step_s;
@@ -176,6 +223,13 @@ void run_simulate(const SimulateArgs& args) {
       }
     }
   }
+  const std::vector<sim::SlowNic> slow_nics =
+      parse_slow_nics(args.slow_nics, s.cluster.nodes, s.cluster.nodes > 1 ? s.cluster.fabric.nics_per_node : 0);
+  if (!slow_nics.empty() && options.fidelity != sim::Fidelity::kFull) {
+    throw InputError("", "--slow-nic",
+                     "needs --fidelity full: folded fidelity costs each collective with its symmetric copies at "
+                     "full speed, so one slow NIC cannot be told apart");
+  }
   if (!slow.empty() && options.fidelity != sim::Fidelity::kFull) {
     throw InputError("", args.slow_ranks.empty() ? "--slow-node" : "--slow-rank",
                      "needs --fidelity full: folded fidelity simulates one rank per pipeline stage, which stands for "
@@ -195,11 +249,13 @@ void run_simulate(const SimulateArgs& args) {
   }
   // The what-if's baseline: the same step with every GPU at speed.
   double baseline_s = 0.0;
-  if (!slow.empty()) {
+  const bool what_if = !slow.empty() || !slow_nics.empty();
+  if (what_if) {
     sim::SimulationOptions at_speed = options;
     at_speed.keep_timeline = false;
     baseline_s = sim::simulate(s, at_speed).metrics.step_time_s;
     options.slow_ranks = slow;
+    options.slow_nics = slow_nics;
   }
   ProgressLine progress("simulate", 100);
   options.progress = [&](std::int64_t done, std::int64_t total, std::string_view what) {
@@ -217,7 +273,7 @@ void run_simulate(const SimulateArgs& args) {
     training = training_json(s, r, args.train_tokens);
     result["training"] = training;
   }
-  if (!slow.empty()) result["what_if"] = what_if_json(slow, slow_nodes, baseline_s, r.metrics.step_time_s);
+  if (what_if) result["what_if"] = what_if_json(slow, slow_nodes, slow_nics, baseline_s, r.metrics.step_time_s);
   std::optional<sim::StepDistribution> distribution;
   if (args.samples > 0) {
     ProgressLine sampling("sampling", args.samples);
@@ -240,7 +296,7 @@ void run_simulate(const SimulateArgs& args) {
     out.add(args.out_dir + "/trace.json", sim::result_trace(s, r, traced));
   }
   print_summary(s, r, wall, training);
-  if (!slow.empty()) {
+  if (what_if) {
     std::string who;
     for (const sim::SlowRank& x : slow_ranks) {
       who += fmt::format("{}rank {} x{:.2f}", who.empty() ? "" : ", ", x.rank, x.factor);
@@ -248,7 +304,12 @@ void run_simulate(const SimulateArgs& args) {
     for (const sim::SlowRank& x : slow_nodes) {
       who += fmt::format("{}node {} x{:.2f} ({} GPUs)", who.empty() ? "" : ", ", x.rank, x.factor, per_node);
     }
-    fmt::print("what-if          {} (compute): step {} against {} with every GPU at speed ({:+.1f}%)\n", who,
+    const std::string compute = who.empty() ? "" : " (compute)";
+    for (const sim::SlowNic& x : slow_nics) {
+      who += fmt::format("{}node {} NIC {} at 1/{:.2f} of its bandwidth", who.empty() ? "" : ", ", x.node, x.rail,
+                         x.factor);
+    }
+    fmt::print("what-if          {}{}: step {} against {} with everything at speed ({:+.1f}%)\n", who, compute,
                seconds(r.metrics.step_time_s), seconds(baseline_s), 100.0 * (r.metrics.step_time_s / baseline_s - 1.0));
   }
   if (distribution) {
@@ -292,6 +353,9 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--slow-rank", args->slow_ranks,
                   "RANK:FACTOR, repeatable: what if that GPU's kernels took FACTOR times as long (a throttled "
                   "clock); prints the step against every GPU at speed (full fidelity)");
+  cmd->add_option("--slow-nic", args->slow_nics,
+                  "NODE:NIC:FACTOR, repeatable: what if that fabric NIC carried 1/FACTOR of its bandwidth (a link "
+                  "negotiated down, a bad cable); prints the step against every NIC at speed (full fidelity)");
   cmd->add_option("--slow-node", args->slow_nodes,
                   "NODE:FACTOR, repeatable: the same for every GPU of that node (a hot or power-capped node)");
   cmd->add_option("--samples", args->samples,

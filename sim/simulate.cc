@@ -97,12 +97,22 @@ std::vector<LinkUse> link_usage(const topo::Topology& topology, const Workload& 
 
 }  // namespace
 
+namespace {
+
+topo::Topology build_topology(const ClusterSpec& cluster, const std::vector<SlowNic>& slow_nics) {
+  topo::Topology t = topo::Topology::build(cluster);
+  for (const SlowNic& n : slow_nics) t.slow_nic(n.node, n.rail, n.factor);
+  return t;
+}
+
+}  // namespace
+
 struct Simulator::State {
-  State(const ClusterSpec& c, const Profile& p)
+  State(const ClusterSpec& c, const Profile& p, const std::vector<SlowNic>& slow_nics)
       : cluster(c),
         profile(p),
         cost_model(profile),
-        topology(topo::Topology::build(cluster)),
+        topology(build_topology(cluster, slow_nics)),
         collectives(topology, topo::default_nccl_tuning(), efficiency_from(cost_model)) {}
   ClusterSpec cluster;
   Profile profile;
@@ -112,8 +122,8 @@ struct Simulator::State {
   mutable CommCostCache comm_cache;
 };
 
-Simulator::Simulator(const ClusterSpec& cluster, const Profile& profile)
-    : state_(std::make_unique<State>(cluster, profile)) {}
+Simulator::Simulator(const ClusterSpec& cluster, const Profile& profile, const std::vector<SlowNic>& slow_nics)
+    : state_(std::make_unique<State>(cluster, profile, slow_nics)) {}
 
 Simulator::~Simulator() = default;
 
@@ -251,7 +261,7 @@ SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
 
 SimulationResult simulate(const Scenario& s, const SimulationOptions& options) {
   try {
-    return Simulator(s.cluster, s.profile).run(s.model, s.plan, options);
+    return Simulator(s.cluster, s.profile, options.slow_nics).run(s.model, s.plan, options);
   } catch (const WorkloadTooLarge& e) {
     const PlanSpec& p = s.plan;
     const bool by_batch = e.microbatches >= e.simulated_ranks;

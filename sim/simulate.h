@@ -28,9 +28,20 @@ struct SlowRank {
   double factor = 1.0;
 };
 
+// A NIC on the fabric at 1/factor of its bandwidth (topo::Topology::slow_nic).
+struct SlowNic {
+  int node = 0;
+  int rail = 0;
+  double factor = 1.0;
+};
+
 struct SimulationOptions {
   Fidelity fidelity = Fidelity::kFull;
   std::vector<SlowRank> slow_ranks;
+  // Slowed NICs: the whole step is simulated on a topology with them (the
+  // free function simulate() builds that Simulator; Simulator::run takes its
+  // own topology and ignores this).
+  std::vector<SlowNic> slow_nics;
   // Each global rank's compute factor for this step (sim/sampling.h's clock
   // variation); empty: every GPU at speed. Full fidelity only; with slow_ranks
   // the factors multiply.
@@ -94,7 +105,8 @@ struct SimulationResult {
 // from several threads at once (sweeps).
 class Simulator {
  public:
-  Simulator(const ClusterSpec& cluster, const Profile& profile);
+  // slow_nics: a what-if topology, those NICs slowed before anything is costed.
+  Simulator(const ClusterSpec& cluster, const Profile& profile, const std::vector<SlowNic>& slow_nics = {});
   ~Simulator();
   Simulator(const Simulator&) = delete;
   Simulator& operator=(const Simulator&) = delete;

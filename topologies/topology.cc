@@ -60,6 +60,24 @@ const Link& Topology::link(LinkId id) const {
   return state_->built.links[static_cast<std::size_t>(id)];
 }
 
+std::vector<LinkId> Topology::slow_nic(int node, int rail, double factor) {
+  std::vector<LinkId> slowed;
+  auto is_the_nic = [&](int v) {
+    const VertexInfo& info = vertex(v);
+    return info.kind == VertexKind::kNic && info.node == node && info.index == rail;
+  };
+  for (std::size_t id = 0; id < state_->built.links.size(); ++id) {
+    Link& l = state_->built.links[id];
+    const bool fabric = l.kind == LinkKind::kInfiniband || l.kind == LinkKind::kEthernet;
+    if (fabric && (is_the_nic(l.from_vertex) || is_the_nic(l.to_vertex))) {
+      l.bandwidth_bytes_per_s /= factor;
+      l.line_rate_bytes_per_s /= factor;
+      slowed.push_back(static_cast<LinkId>(id));
+    }
+  }
+  return slowed;
+}
+
 int Topology::num_vertices() const { return static_cast<int>(boost::num_vertices(state_->built.graph)); }
 const VertexInfo& Topology::vertex(int v) const { return state_->built.graph[static_cast<std::size_t>(v)]; }
 const Graph& Topology::graph() const { return state_->built.graph; }

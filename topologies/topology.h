@@ -82,6 +82,11 @@ class Topology {
 
   // NICs per node on the fabric (0 for a single node or no fabric).
   int rails() const;
+  // A what-if: NIC `rail` of `node` carries 1/factor of its bandwidth on the
+  // fabric, both directions (a NIC negotiated down, or a degraded cable). Routes
+  // stay as built (NCCL keeps its rails). Returns the links slowed; none when the
+  // node has no such NIC on a fabric.
+  std::vector<LinkId> slow_nic(int node, int rail, double factor);
   // The NVSwitch vertex of a node, or -1.
   int nvswitch_of_node(int node) const;
   // The links between a GPU and its node's NVSwitch: {GPU → switch, switch → GPU},

@@ -625,5 +625,31 @@ TEST(GoodputCommand, Llama3EffectiveTrainingTimeAboveNinetyPercent) {
   EXPECT_LT(goodput("20")["wall"]["goodput"].get<double>(), 0.90);
 }
 
+// --slow-nic: one fabric NIC at a fraction of its bandwidth slows the data-parallel
+// traffic that crosses it; the slower the NIC, the slower the step; the result
+// names the NIC; a NIC outside the cluster is bad input naming the flag.
+TEST(SimulateCommand, SlowNicWhatIfSlowsTheStepMoreTheSlowerItIs) {
+  TempDir dir;
+  auto run = [&](const std::string& nic, const std::string& out) {
+    std::vector<std::string> args = llama70b_64(dir.file(out));
+    args.insert(args.end(), {"--no-trace", "--slow-nic", nic});
+    return run_strata(args);
+  };
+  ASSERT_EQ(run("0:0:2", "half").exit_code, 0);
+  ASSERT_EQ(run("0:0:4", "quarter").exit_code, 0);
+  const json half = read_json(dir.file("half/result.json"))["what_if"];
+  const json quarter = read_json(dir.file("quarter/result.json"))["what_if"];
+  EXPECT_EQ(half["slow_nics"][0]["node"], 0);
+  EXPECT_EQ(half["slow_nics"][0]["nic"], 0);
+  EXPECT_DOUBLE_EQ(half["slow_nics"][0]["factor"].get<double>(), 2.0);
+  EXPECT_GE(half["slowdown"].get<double>(), 0.0);
+  EXPECT_GT(quarter["slowdown"].get<double>(), half["slowdown"].get<double>());
+  EXPECT_DOUBLE_EQ(half["baseline_step_time_s"].get<double>(), quarter["baseline_step_time_s"].get<double>());
+  const CommandResult bad = run("8:0:2", "bad");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--slow-nic"), std::string::npos) << bad.err;
+  EXPECT_FALSE(file_exists(dir.file("bad/result.json")));
+}
+
 }  // namespace
 }  // namespace strata::testing

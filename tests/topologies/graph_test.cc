@@ -1,5 +1,7 @@
 // The cluster graph: parts and links of the node presets, the fat-tree's shape,
 // and clusters the fabric cannot hold.
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -303,4 +305,27 @@ TEST(Graph, PresetsCarrySources) {
 }
 
 }  // namespace
+// A slowed NIC (simulate --slow-nic): both directions of its fabric link carry
+// 1/factor of their bandwidth; the NIC's PCIe side and every other link stay.
+TEST(SlowNic, HalvesBothDirectionsOfItsFabricLinkOnly) {
+  Topology t = Topology::build(shipped("dgx-h100-8node"));
+  std::vector<double> before;
+  for (int l = 0; l < t.num_links(); ++l) before.push_back(t.link(l).bandwidth_bytes_per_s);
+  const std::vector<LinkId> slowed = t.slow_nic(3, 5, 2.0);
+  ASSERT_EQ(slowed.size(), 2u);
+  for (int l = 0; l < t.num_links(); ++l) {
+    const bool is_slowed = std::find(slowed.begin(), slowed.end(), l) != slowed.end();
+    EXPECT_DOUBLE_EQ(t.link(l).bandwidth_bytes_per_s, is_slowed ? before[l] / 2.0 : before[l]) << l;
+  }
+  for (LinkId l : slowed) {
+    const Link& link = t.link(l);
+    const int nic = t.vertex(link.from_vertex).kind == VertexKind::kNic ? link.from_vertex : link.to_vertex;
+    EXPECT_EQ(t.vertex(nic).node, 3);
+    EXPECT_EQ(t.vertex(nic).index, 5);
+  }
+  // A single node has no fabric link to slow.
+  Topology one = Topology::build(shipped("dgx-h100-1node"));
+  EXPECT_TRUE(one.slow_nic(0, 0, 2.0).empty());
+}
+
 }  // namespace strata::topo
