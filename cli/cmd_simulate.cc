@@ -323,6 +323,11 @@ void run_simulate(const SimulateArgs& args) {
     fmt::print("  mean {} ({:+.1f}% against {} at speed)\n", est(d.mean),
                100.0 * (d.mean.value / d.noiseless_step_time_s - 1.0), seconds(d.noiseless_step_time_s));
     fmt::print("  P50 {}, P90 {}, P99 {}\n", est(d.p50), est(d.p90), est(d.p99));
+    std::string critical;
+    for (const auto& [rank, share] : sim::most_critical_ranks(d, 6)) {
+      critical += fmt::format("{}rank {} {:.0f}%", critical.empty() ? "" : ", ", rank, 100.0 * share);
+    }
+    if (!critical.empty()) fmt::print("  on the critical path (share of samples): {}\n", critical);
   }
   out.commit();
   fmt::print("\nwrote {}/result.json", args.out_dir);

@@ -89,6 +89,7 @@ StepDistribution sample_steps(const Simulator& simulator, const ModelSpec& model
   d.variation = variation;
   d.noiseless_step_time_s = noiseless_step_time_s;
   d.step_time_s.assign(static_cast<std::size_t>(samples), 0.0);
+  std::vector<std::vector<int>> critical(static_cast<std::size_t>(samples));
   std::atomic<int> next{0}, done{0};
   std::mutex failure_mutex;
   std::exception_ptr failure;
@@ -100,7 +101,9 @@ StepDistribution sample_steps(const Simulator& simulator, const ModelSpec& model
     for (int k = next++; k < samples; k = next++) {
       try {
         o.rank_factors = clock_factors(variation, k, plan.num_gpus());
-        d.step_time_s[static_cast<std::size_t>(k)] = simulator.run(model, plan, o).metrics.step_time_s;
+        SimulationResult r = simulator.run(model, plan, o);
+        d.step_time_s[static_cast<std::size_t>(k)] = r.metrics.step_time_s;
+        critical[static_cast<std::size_t>(k)] = std::move(r.critical_ranks);
       } catch (...) {
         const std::lock_guard<std::mutex> lock(failure_mutex);
         if (!failure) failure = std::current_exception();
@@ -115,6 +118,11 @@ StepDistribution sample_steps(const Simulator& simulator, const ModelSpec& model
   work(true);
   for (std::thread& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
+  std::vector<int> on_path(static_cast<std::size_t>(plan.num_gpus()), 0);
+  for (const std::vector<int>& ranks : critical) {
+    for (int rank : ranks) ++on_path[static_cast<std::size_t>(rank)];
+  }
+  for (int n : on_path) d.critical_share.push_back(static_cast<double>(n) / samples);
   auto mean = [](std::vector<double> v) {
     double sum = 0.0;
     for (double x : v) sum += x;
@@ -125,6 +133,22 @@ StepDistribution sample_steps(const Simulator& simulator, const ModelSpec& model
   d.p90 = bootstrap(d.step_time_s, variation.seed, [](std::vector<double> v) { return quantile(std::move(v), 0.9); });
   d.p99 = bootstrap(d.step_time_s, variation.seed, [](std::vector<double> v) { return quantile(std::move(v), 0.99); });
   return d;
+}
+
+std::vector<std::pair<int, double>> most_critical_ranks(const StepDistribution& d, std::size_t limit) {
+  std::vector<std::pair<int, double>> ranks;
+  for (std::size_t r = 0; r < d.critical_share.size(); ++r) {
+    if (d.critical_share[r] > 0.0) ranks.emplace_back(static_cast<int>(r), d.critical_share[r]);
+  }
+  std::stable_sort(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (ranks.size() > limit) ranks.resize(limit);
+  return ranks;
+}
+
+nlohmann::ordered_json critical_path_json(const StepDistribution& d, std::size_t limit) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& [rank, share] : most_critical_ranks(d, limit)) out.push_back({{"rank", rank}, {"share", share}});
+  return out;
 }
 
 nlohmann::ordered_json to_json(const StepDistribution& d) {
@@ -138,6 +162,7 @@ nlohmann::ordered_json to_json(const StepDistribution& d) {
   j["p50_s"] = estimate_json(d.p50);
   j["p90_s"] = estimate_json(d.p90);
   j["p99_s"] = estimate_json(d.p99);
+  j["critical_path"] = critical_path_json(d, 16);
   j["step_time_s"] = d.step_time_s;
   return j;
 }

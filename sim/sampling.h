@@ -46,6 +46,9 @@ struct StepDistribution {
   std::vector<double> step_time_s;  // per sample, in sample order
   double noiseless_step_time_s = 0.0;
   Estimate mean, p50, p90, p99;
+  // Per global rank, the share of samples in which its compute was on the
+  // step's critical path (SimulationResult::critical_ranks).
+  std::vector<double> critical_share;
 };
 
 // The p-quantile (0..1) of values, linearly interpolated between order
@@ -60,6 +63,11 @@ StepDistribution sample_steps(const Simulator& simulator, const ModelSpec& model
                               const SimulationOptions& options, const ClockVariation& variation, int samples,
                               double noiseless_step_time_s, int threads = 1,
                               const std::function<void(int, int)>& progress = {});
+
+// The ranks most often on the critical path, by share of samples (then by rank),
+// at most `limit` of them.
+std::vector<std::pair<int, double>> most_critical_ranks(const StepDistribution& d, std::size_t limit);
+nlohmann::ordered_json critical_path_json(const StepDistribution& d, std::size_t limit);
 
 // result.json's "distribution" section (docs/formats.md).
 nlohmann::ordered_json to_json(const StepDistribution& d);

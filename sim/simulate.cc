@@ -107,6 +107,28 @@ topo::Topology build_topology(const ClusterSpec& cluster, const std::vector<Slow
 
 }  // namespace
 
+std::vector<int> critical_path_ranks(const Workload& w, const RunResult& run) {
+  const TaskGraph& g = w.graph;
+  TaskId t = -1;
+  for (TaskId k = 0; k < g.num_tasks(); ++k) {
+    if (t < 0 || run.end_ns[k] > run.end_ns[t]) t = k;
+  }
+  std::vector<char> on(w.global_rank.size(), 0);
+  const int compute = stream_index(StreamKind::kCompute);
+  for (; t >= 0; t = run.blocker[t]) {
+    if (g.comm_of(t) >= 0) continue;
+    for (const std::int32_t* s = g.slots_begin(t); s != g.slots_end(t); ++s) {
+      if (*s % g.streams_per_rank() == compute) on[static_cast<std::size_t>(g.rank_of_slot(*s))] = 1;
+    }
+  }
+  std::vector<int> ranks;
+  for (std::size_t i = 0; i < on.size(); ++i) {
+    if (on[i] != 0) ranks.push_back(w.global_rank[i]);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
+}
+
 struct Simulator::State {
   State(const ClusterSpec& c, const Profile& p, const std::vector<SlowNic>& slow_nics)
       : cluster(c),
@@ -195,6 +217,7 @@ SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
   report(900, "the results");
 
   r.metrics = step_metrics(workload, run);
+  if (options.fidelity == Fidelity::kFull) r.critical_ranks = critical_path_ranks(workload, run);
   r.flops = step_flops(model, plan);
   r.memory = memory_report(model, plan, device_memory(st.profile));
   r.events = run.events;

@@ -95,10 +95,19 @@ struct SimulationResult {
   std::vector<LinkUse> links;               // full fidelity only, links that carried bytes
   std::vector<SectionOrigin> cost_origins;  // which cost figures are measured
   std::vector<std::string> notes;
+  // Full fidelity: the global ranks whose compute lies on the step's critical path
+  // (from the task that ends last, back through what let each task start), in
+  // increasing order. Which GPUs a faster step would need faster.
+  std::vector<int> critical_ranks;
   // Kept for the trace.
   Workload workload;
   RunResult run;
 };
+
+// The global ranks with compute tasks on the chain that ends the step: from the
+// task that ends last, each task's blocker (what let it start) back to the
+// start; in increasing order (SimulationResult::critical_ranks).
+std::vector<int> critical_path_ranks(const Workload& workload, const RunResult& run);
 
 // Simulates plans on one cluster with one device profile. Building it costs the
 // topology and the collective model once; run() may then be called for many plans,

@@ -100,5 +100,25 @@ TEST(ClockVariation, ReplicasWaitForTheirSlowestAsOrderStatisticsSay) {
   EXPECT_NEAR(expected_max_factor(cv, 1), 1.0, 1e-9);
 }
 
+// Four replicas with free communication, replica 2's GPU half as fast again: the
+// step ends with its work, so the critical path runs through rank 2 alone.
+TEST(ClockVariation, CriticalPathRunsThroughTheSlowReplica) {
+  ModelSpec model = strata::testing::small_gpt(2);
+  PlanSpec p;
+  p.dp = 4;
+  p.micro_batch_size = 1;
+  p.global_batch_size = 8;
+  testing::GemmCountCosts costs(1000, model.vocab_size);
+  testing::FreeComm comm;
+  Workload w = build_workload(model, p, costs, comm, Fidelity::kFull);
+  std::vector<double> factor(w.global_rank.size(), 1.0);
+  for (std::size_t i = 0; i < factor.size(); ++i) {
+    if (w.global_rank[i] == 2) factor[i] = 1.5;
+  }
+  w.graph.scale_compute(stream_index(StreamKind::kCompute), factor);
+  const RunResult run = run_task_graph(w.graph, nullptr);
+  EXPECT_EQ(critical_path_ranks(w, run), std::vector<int>{2});
+}
+
 }  // namespace
 }  // namespace strata::sim
