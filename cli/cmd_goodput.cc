@@ -2,6 +2,8 @@
 // simulated step, the job's mean time between failures, the checkpoint's size
 // and write time, the optimal checkpoint interval (Young, Daly, and the sampled
 // optimum), and the days to train with their spread (sim/goodput.h).
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "cli/commands.h"
