@@ -580,18 +580,20 @@ ExportResult export_plan(const Scenario& s, const SimulationResult& r, const Exp
   return out;
 }
 
-ExportResult export_megatron_only(const Scenario& s, const MemoryReport& memory, const ExportOptions& o) {
+ExportResult export_megatron_only(const Scenario& s, const MemoryReport& memory, const ExportOptions& o,
+                                  const SimulationResult* prediction) {
   if (auto why = does_not_fit(s, memory); why && !o.force) {
     throw InputError(s.plan_file, "$", *why + "; nothing exported (pass --force to export it anyway)");
   }
   ExportResult out;
   std::vector<std::string> megatron_notes;
   const std::vector<MegatronFlag> flags = megatron_flags(s.model, s.plan, &megatron_notes);
+  if (prediction != nullptr) out.files.push_back({"prediction.json", result_json(s, *prediction).dump(2) + "\n", false});
   out.files.push_back({"megatron-args.sh", megatron_script(s, o, flags, megatron_notes), true});
-  out.notes.push_back(fmt::format("megatron-args.sh only: the event simulator and strata run do not model {} yet, so "
-                                  "there is no prediction.json, strata-run.json, launch.slurm or launch-mpirun.sh "
-                                  "(`strata memory` gives the plan's memory)",
-                                  s.model.is_moe() ? "MoE layers" : "attention heads of their own kv_channels"));
+  out.notes.push_back(fmt::format("no strata-run.json, launch.slurm or launch-mpirun.sh: strata run does not run {} "
+                                  "yet; megatron-args.sh runs the plan with Megatron-LM{}",
+                                  s.model.is_moe() ? "MoE layers" : "attention heads of their own kv_channels",
+                                  prediction != nullptr ? ", prediction.json is the simulator's" : ""));
   if (!s.model.is_moe()) {
     if (auto ds = deepspeed_unsupported(s.plan)) {
       out.notes.push_back("no deepspeed.json: " + *ds);

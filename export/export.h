@@ -81,12 +81,13 @@ std::optional<std::string> does_not_fit(const Scenario& scenario, const MemoryRe
 // memory and options.force is false.
 ExportResult export_plan(const Scenario& scenario, const SimulationResult& result, const ExportOptions& options);
 
-// The files of a plan the event simulator and `strata run` cannot take yet (an
-// MoE model or one with its own kv_channels, require_simulated_model):
-// megatron-args.sh (and for a dense model deepspeed.json), checked against the
-// memory model's report (InputError when it does not fit and options.force is
-// false), with notes saying why the other files are not written.
-ExportResult export_megatron_only(const Scenario& scenario, const MemoryReport& memory, const ExportOptions& options);
+// The files of a plan `strata run` cannot take yet (an MoE model or one with its
+// own kv_channels): megatron-args.sh (and for a dense model deepspeed.json),
+// checked against the memory model's report (InputError when it does not fit
+// and options.force is false), and the simulator's prediction.json when
+// `prediction` is given, with notes saying why the other files are not written.
+ExportResult export_megatron_only(const Scenario& scenario, const MemoryReport& memory, const ExportOptions& options,
+                                  const SimulationResult* prediction = nullptr);
 
 // The scenario of plan `rank` of a sweep (sweep.json, schema "strata-sweep/1":
 // {"request": {"model", "cluster", "profile"}, "plans": [{"rank", "plan", "result"}]}).

@@ -15,12 +15,17 @@ ExportedPlan export_plan_to(const Scenario& scenario, const std::string& dir,
   sim::SimulationOptions options;
   options.fidelity = sim::Fidelity::kFull;
   options.progress = progress;
-  require_simulated_model(scenario);  // an MoE model's Megatron flags: `strata export`
+  require_simulated_model(scenario);  // what it does not model: `strata export` writes the flags alone
   const sim::SimulationResult result = sim::simulate(scenario, options);  // Cancelled when asked
   // strata export's defaults (cli/cmd_export.cc): ExportOptions' own.
   sim::ExportOptions o;
   o.command_line = "strata-gui (File > Export Plan)";
-  const sim::ExportResult exported = sim::export_plan(scenario, result, o);
+  // strata run does not take MoE layers or heads of their own kv_channels: their
+  // Megatron-LM flags and the prediction, as `strata export` writes them.
+  const bool runtime_takes = !scenario.model.is_moe() && scenario.model.kv_channels == 0;
+  const sim::ExportResult exported =
+      runtime_takes ? sim::export_plan(scenario, result, o)
+                    : sim::export_megatron_only(scenario, result.memory, o, &result);
 
   OutputSet out;
   ExportedPlan plan;

@@ -57,7 +57,7 @@ TEST(MoeCommand, SimulateRefusesWhatItDoesNotModelForMoe) {
   EXPECT_FALSE(file_exists(dir.file("hsdp/result.json")));
 }
 
-TEST(MoeCommand, ExportWritesTheMegatronFlagsOnly) {
+TEST(MoeCommand, ExportWritesTheMegatronFlagsAndThePrediction) {
   TempDir dir;
   const CommandResult r = run_strata(mixtral({"export", "--out", dir.file("launch")}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -70,9 +70,15 @@ TEST(MoeCommand, ExportWritesTheMegatronFlagsOnly) {
     EXPECT_NE(script.find(line), std::string::npos) << line << script;
   }
   EXPECT_EQ(script.find("--moe-expert-capacity-factor"), std::string::npos) << "dropless";
-  for (const char* absent : {"strata-run.json", "prediction.json", "deepspeed.json", "launch.slurm"}) {
+  for (const char* absent : {"strata-run.json", "deepspeed.json", "launch.slurm"}) {
     EXPECT_FALSE(file_exists(dir.file(std::string("launch/") + absent))) << absent;
   }
+  // The simulator's prediction of the plan, as `strata simulate` writes it (the
+  // default --fidelity full).
+  const nlohmann::json prediction = nlohmann::json::parse(read_file(dir.file("launch/prediction.json")));
+  EXPECT_EQ(prediction["fidelity"], "full");
+  EXPECT_GT(prediction["exposed_comm_s"]["ep"].get<double>(), 0.0);
+  EXPECT_NE(r.out.find("predicted step"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("no deepspeed.json: DeepSpeed builds MoE layers in the model's code"), std::string::npos)
       << r.out;
 }

@@ -182,6 +182,28 @@ class MainWindowTest : public QObject {
   }
 
   // File ▸ Export Plan: the files of `strata export` (export/export.h) for the plan
+  // An MoE plan: strata run does not take it, so the export is Megatron-LM's
+  // flags and the prediction, as `strata export` writes them; no strata-run.json.
+  void exports_an_moe_plan_as_megatron_flags_and_prediction() {
+    MainWindow w;
+    ScenarioArgs args;
+    args.model = "mixtral-8x7b";
+    args.plan = "mixtral-8x7b-64";
+    args.cluster = "dgx-h100-8node";
+    w.simulate(args, sim::Fidelity::kFolded);
+    QVERIFY(w.jobs()->wait_idle(60000));
+    QVERIFY2(w.last_error().isEmpty(), qPrintable(w.last_error()));
+    QTemporaryDir dir;
+    w.export_plan_to(dir.path());
+    QVERIFY(w.jobs()->wait_idle(60000));
+    QVERIFY2(w.last_error().isEmpty(), qPrintable(w.last_error()));
+    QVERIFY(QFile::exists(dir.filePath("megatron-args.sh")));
+    QVERIFY(QFile::exists(dir.filePath("prediction.json")));
+    QVERIFY(!QFile::exists(dir.filePath("strata-run.json")));
+    QVERIFY(!QFile::exists(dir.filePath("launch-mpirun.sh")));
+    QVERIFY(read_text(dir.filePath("megatron-args.sh")).find("--expert-model-parallel-size 8") != std::string::npos);
+  }
+
   // on screen, from a simulation, from a result.json and from a sweep row.
   void exports_the_plan_on_screen() {
     MainWindow w;
