@@ -78,7 +78,8 @@ std::optional<std::string> does_not_fit(const Scenario& scenario, const Simulati
 std::optional<std::string> does_not_fit(const Scenario& scenario, const MemoryReport& memory);
 
 // Every file. Throws InputError (the plan's file) when the plan does not fit in
-// memory and options.force is false.
+// memory and options.force is false; InternalError for a model strata run does
+// not take (MoE layers, kv_channels: export_megatron_only).
 ExportResult export_plan(const Scenario& scenario, const SimulationResult& result, const ExportOptions& options);
 
 // The files of a plan `strata run` cannot take yet (an MoE model or one with its
