@@ -29,6 +29,7 @@ struct GoodputArgs {
   std::string fidelity = "folded";
   double train_tokens = 0.0;
   double gpu_mtbf_hours = sim::kLlama3GpuMtbfHours;
+  double node_mtbf_hours = 0.0;  // 0: node failures are in the GPUs' figure (Llama 3's counts every cause)
   double storage_gbytes_per_s = 0.0;  // 0: Tectonic's per-GPU share times the job's GPUs
   double restart_minutes = -1.0;      // required: no public figure to default to
   int save_interval = 0;              // 0: Daly's
@@ -77,7 +78,13 @@ void run_goodput(const GoodputArgs& args) {
   const double storage = default_storage ? sim::kTectonicSustainedBytesPerS / sim::kLlama3Gpus * gpus
                                          : args.storage_gbytes_per_s * 1e9;
   sim::FailureModel f;
-  f.job_mtbf_s = args.gpu_mtbf_hours * 3600.0 / gpus;
+  // Failures of the job's GPUs and, when given apart, of its nodes (host,
+  // NICs, cables: whatever takes a whole node down), as independent Poisson
+  // processes: their rates add.
+  const int nodes = (gpus + s.cluster.gpus_per_node - 1) / s.cluster.gpus_per_node;
+  const double failures_per_hour =
+      gpus / args.gpu_mtbf_hours + (args.node_mtbf_hours > 0.0 ? nodes / args.node_mtbf_hours : 0.0);
+  f.job_mtbf_s = 3600.0 / failures_per_hour;
   f.restart_s = args.restart_minutes * 60.0;
   const double write_s = checkpoint_bytes / storage;
   // Asynchronously the job stalls only while each GPU copies its share of the
@@ -99,6 +106,8 @@ void run_goodput(const GoodputArgs& args) {
   j["steps"] = steps;
   j["work_s"] = work_s;
   j["failures"] = {{"gpu_mtbf_hours", args.gpu_mtbf_hours},
+                   {"node_mtbf_hours", args.node_mtbf_hours},
+                   {"nodes", nodes},
                    {"gpu_mtbf_origin", args.gpu_mtbf_hours == sim::kLlama3GpuMtbfHours
                                            ? "published: Llama 3 405B, 419 unexpected interruptions in 54 days on "
                                              "16,384 H100 (arXiv 2407.21783, section 3.3.4)"
@@ -139,11 +148,15 @@ void run_goodput(const GoodputArgs& args) {
 
   fmt::print("goodput     {} on {} ({} GPUs), {}: step {} ({} fidelity)\n", s.model.name, s.cluster.name, gpus,
              sim::plan_label(s.plan), seconds(step_s), to_string(r.fidelity));
-  fmt::print("failures    job MTBF {:.2f} h: GPU MTBF {:.0f} h{} over {} GPUs; restart {:.1f} min (given)\n",
+  fmt::print("failures    job MTBF {:.2f} h: GPU MTBF {:.0f} h{} over {} GPUs{}; restart {:.1f} min (given)\n",
              f.job_mtbf_s / 3600.0, args.gpu_mtbf_hours,
              args.gpu_mtbf_hours == sim::kLlama3GpuMtbfHours ? " (Llama 3's fleet: 419 failures, 54 days, 16,384 H100)"
                                                              : " (given)",
-             gpus, args.restart_minutes);
+             gpus,
+             args.node_mtbf_hours > 0.0
+                 ? fmt::format(", node MTBF {:.0f} h (given) over {} nodes", args.node_mtbf_hours, nodes)
+                 : "",
+             args.restart_minutes);
   fmt::print("checkpoint  {:.2f} TB ({:.0f} B per parameter) at {:.1f} GB/s{}: {} a save{}\n",
              checkpoint_bytes / 1e12, dtype_bytes(s.plan.dtype) + state_bytes, storage / 1e9,
              default_storage ? " (Tectonic's 2 TB/s for 16,384 GPUs, this job's share)" : " (given)", span(write_s),
@@ -185,6 +198,10 @@ void add_goodput_command(CLI::App& app) {
   cmd->add_option("--gpu-mtbf-hours", args->gpu_mtbf_hours,
                   "a GPU's mean time between failures that stop the job (default 50,676 h: Llama 3's 419 "
                   "unexpected interruptions in 54 days on 16,384 H100)")
+      ->check(finite_in(1e-3, 1e9));
+  cmd->add_option("--node-mtbf-hours", args->node_mtbf_hours,
+                  "a node's mean time between failures of its own (host, NICs, cables), added to the GPUs' "
+                  "(default: none apart; Llama 3's fleet figure counts every cause)")
       ->check(finite_in(1e-3, 1e9));
   cmd->add_option("--storage-gbytes-per-s", args->storage_gbytes_per_s,
                   "checkpoint write bandwidth the job gets, GB/s (default: Tectonic's 2 TB/s for 16,384 GPUs, "

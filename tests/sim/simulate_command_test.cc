@@ -588,6 +588,16 @@ TEST(GoodputCommand, FiguresFollowTheirDefinitions) {
   args.back() = dir.file("again.json");
   ASSERT_EQ(run_strata(args).exit_code, 0);
   EXPECT_EQ(read_file(dir.file("g.json")), read_file(dir.file("again.json")));
+  // Node failures apart: 64 GPUs at 50,676 h and 8 nodes at 10,000 h fail at
+  // 64 / 50,676 + 8 / 10,000 per hour together.
+  std::vector<std::string> with_nodes = base;
+  with_nodes.insert(with_nodes.end(), {"--restart-minutes", "15", "--node-mtbf-hours", "10000", "--json",
+                                       dir.file("nodes.json")});
+  ASSERT_EQ(run_strata(with_nodes).exit_code, 0);
+  const json gn = read_json(dir.file("nodes.json"));
+  EXPECT_EQ(gn["failures"]["nodes"], 8);
+  EXPECT_NEAR(gn["failures"]["job_mtbf_s"].get<double>(), 3600.0 / (64.0 * 419 / (54.0 * 24 * 16384) + 8.0 / 10000),
+              1e-6);
   // The restart time has no default; an MTBF must be positive.
   r = run_strata(base);
   EXPECT_EQ(r.exit_code, 2);
