@@ -63,76 +63,38 @@ void write_files(const std::string& dir, const sim::ExportResult& exported) {
   }
 }
 
-// A model the runtime does not run yet (MoE layers, its own kv_channels): its
-// Megatron-LM flags, checked against the memory model; no strata-run.json or
-// launch files for strata run. `strata simulate` predicts the plan.
-// prediction: the simulated plan, or null where the simulator does not take it
-// (an MoE plan with ZeRO-3 or hybrid sharding: require_simulated_model).
-void run_export_unsimulated(const ExportArgs& args, const Scenario& s, const sim::SimulationResult* prediction) {
-  const MemoryReport memory = memory_report(s.model, s.plan, device_memory(s.profile));
-  const sim::ExportResult exported = sim::export_megatron_only(s, memory, export_options(args), prediction);
-  write_files(args.out_dir, exported);
-  const std::string experts = s.plan.moe.active ? fmt::format(" ep {} etp {}", s.plan.moe.ep, s.plan.moe.etp) : "";
-  const std::string step =
-      prediction != nullptr ? fmt::format("predicted step {:.4g} s, ", prediction->metrics.step_time_s) : "";
-  fmt::print("{} with tp {} pp {} dp {}{} on {}: {}peak memory {:.2f} GiB of {:.2f} GiB ({})\n", s.model.name,
-             s.plan.tp, s.plan.pp, s.plan.dp, experts, s.cluster.name, step, memory.peak_bytes / kGiB,
-             memory.capacity_bytes / kGiB,
-             fmt::format("{}: strata run does not run them yet", s.model.is_moe() ? "MoE layers" : "heads of kv_channels"));
-  fmt::print("wrote");
-  for (const sim::ExportFile& f : exported.files) fmt::print(" {}", f.name);
-  fmt::print(" to {}\n", args.out_dir);
-  for (const std::string& n : exported.notes) fmt::print("note: {}\n", n);
-  fmt::print("run it with Megatron-LM: MEGATRON=/path/to/Megatron-LM bash {}/megatron-args.sh\n", args.out_dir);
-}
-
 void run_export(const ExportArgs& args) {
   const Scenario s = load_chosen_scenario(args.scenario);
   if (!args.backend.empty() && args.backend != "cpu" && args.backend != "cuda") {
     throw InputError("", "--backend", "expected \"cpu\" or \"cuda\", got \"" + args.backend + "\"");
   }
-  auto simulate = [&] {
+  // A plan the simulator does not take (simulation_refusal) is exported without a
+  // prediction: Megatron-LM's flags, checked against the memory model.
+  std::optional<sim::SimulationResult> result;
+  if (!simulation_refusal(s)) {
     sim::SimulationOptions options;
     options.fidelity = args.fidelity == "full" ? sim::Fidelity::kFull : sim::Fidelity::kFolded;
-    ProgressLine progress("export", 100);
-    options.progress = [&](std::int64_t done, std::int64_t total, std::string_view) {
-      progress.update(100 * done / total, "simulating the plan");
-      return true;
-    };
-    sim::SimulationResult r = sim::simulate(s, options);
-    progress.finish();
-    return r;
-  };
-  // What strata run does not take yet: the flags (and the prediction where the
-  // simulator takes the plan) without launch files.
-  if (s.model.is_moe() || s.model.kv_channels > 0) {
-    bool simulated = true;
-    try {
-      require_simulated_model(s);
-    } catch (const InputError&) {
-      simulated = false;
-    }
-    if (!simulated) {
-      run_export_unsimulated(args, s, nullptr);
-      return;
-    }
-    const sim::SimulationResult result = simulate();
-    run_export_unsimulated(args, s, &result);
-    return;
+    result = simulate_with_progress(s, options, "export");
   }
-  const sim::SimulationResult result = simulate();
-
-  const sim::ExportResult exported = sim::export_plan(s, result, export_options(args));
+  const MemoryReport memory = result ? result->memory : memory_report(s.model, s.plan, device_memory(s.profile));
+  const sim::ExportResult exported = result ? sim::export_plan(s, *result, export_options(args))
+                                            : sim::export_megatron_only(s, memory, export_options(args));
   write_files(args.out_dir, exported);
-  fmt::print("{} with tp {} pp {} dp {} on {}: predicted step {:.4g} s, peak memory {:.2f} GiB of {:.2f} GiB\n",
-             s.model.name, s.plan.tp, s.plan.pp, s.plan.dp, s.cluster.name, result.metrics.step_time_s,
-             result.memory.peak_bytes / kGiB, result.memory.capacity_bytes / kGiB);
+  const std::string experts = s.plan.moe.active ? fmt::format(" ep {} etp {}", s.plan.moe.ep, s.plan.moe.etp) : "";
+  const std::string step = result ? fmt::format("predicted step {:.4g} s, ", result->metrics.step_time_s) : "";
+  fmt::print("{} with tp {} pp {} dp {}{} on {}: {}peak memory {:.2f} GiB of {:.2f} GiB\n", s.model.name, s.plan.tp,
+             s.plan.pp, s.plan.dp, experts, s.cluster.name, step, memory.peak_bytes / kGiB,
+             memory.capacity_bytes / kGiB);
   fmt::print("wrote");
   for (const sim::ExportFile& f : exported.files) fmt::print(" {}", f.name);
   fmt::print(" to {}\n", args.out_dir);
   for (const std::string& n : exported.notes) fmt::print("note: {}\n", n);
-  fmt::print("run it: bash {}/launch-mpirun.sh   (or sbatch launch.slurm; Megatron-LM: megatron-args.sh)\n",
-             args.out_dir);
+  if (run_refusal(s.model)) {
+    fmt::print("run it with Megatron-LM: MEGATRON=/path/to/Megatron-LM bash {}/megatron-args.sh\n", args.out_dir);
+  } else {
+    fmt::print("run it: bash {}/launch-mpirun.sh   (or sbatch launch.slurm; Megatron-LM: megatron-args.sh)\n",
+               args.out_dir);
+  }
 }
 
 }  // namespace

@@ -60,7 +60,7 @@ void run_goodput(const GoodputArgs& args) {
   sim::SimulationOptions options;
   options.fidelity = args.fidelity == "full" ? sim::Fidelity::kFull : sim::Fidelity::kFolded;
   options.keep_timeline = false;
-  const sim::SimulationResult r = sim::simulate(s, options);
+  const sim::SimulationResult r = simulate_with_progress(s, options, "goodput");
   const double step_s = r.metrics.step_time_s;
   const double tokens_per_step = static_cast<double>(s.plan.global_batch_size) * s.model.seq_length;
   const double steps = std::ceil(args.train_tokens / tokens_per_step);

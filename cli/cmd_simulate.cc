@@ -38,38 +38,48 @@ struct SimulateArgs {
   int threads = 0;
 };
 
+// The `n` numbers of a what-if flag's value, "A:B" or "A:B:C", each read whole;
+// nothing when the value has another number of fields or one is not a number.
+std::optional<std::vector<double>> colon_numbers(const std::string& text, std::size_t n) {
+  std::vector<double> out;
+  std::size_t from = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t to = i + 1 < n ? text.find(':', from) : text.size();
+    if (to == std::string::npos) return std::nullopt;
+    const std::string field = text.substr(from, to - from);
+    std::size_t used = 0;
+    try {
+      out.push_back(std::stod(field, &used));
+    } catch (const std::logic_error&) {
+      return std::nullopt;
+    }
+    if (used != field.size() || !std::isfinite(out.back())) return std::nullopt;
+    from = to + 1;
+  }
+  return out;
+}
+
+// An index field of colon_numbers: a whole number in [0, count).
+bool is_index(double v, int count) { return v == std::floor(v) && v >= 0 && v < count; }
+
 // --slow-rank R:F (what = "rank", flag "--slow-rank") or --slow-node N:F, each an
 // index below `count` and a factor in (0, 100].
 std::vector<sim::SlowRank> parse_slow(const std::vector<std::string>& texts, int count, const char* what,
                                       const char* flag) {
   std::vector<sim::SlowRank> out;
+  const std::string index = std::string(what) == "rank" ? "RANK" : "NODE";
   for (const std::string& text : texts) {
     auto fail = [&](const std::string& why) {
       throw InputError("", flag,
                        fmt::format("\"{}\": {} (allowed: {}:FACTOR, {} 0..{}, FACTOR in (0, 100], e.g. 7:1.2 for "
                                    "{} 7's kernels 20% slower)",
-                                   text, why, std::string(what) == "rank" ? "RANK" : "NODE",
-                                   std::string(what) == "rank" ? "RANK" : "NODE", count - 1, what));
+                                   text, why, index, index, count - 1, what));
     };
-    const std::size_t colon = text.find(':');
-    if (colon == std::string::npos) fail("no ':' between the rank and the factor");
-    sim::SlowRank slow;
-    std::size_t used = 0;
-    try {
-      slow.rank = std::stoi(text.substr(0, colon), &used);
-      if (used != colon) fail("the rank is not an integer");
-      const std::string factor = text.substr(colon + 1);
-      slow.factor = std::stod(factor, &used);
-      if (used != factor.size()) fail("the factor is not a number");
-    } catch (const std::logic_error&) {
-      fail("the rank or the factor is not a number");
-    }
-    if (slow.rank < 0 || slow.rank >= count) {
-      fail(fmt::format("{} {} is outside the plan's {} {}s", what, slow.rank, count, what));
-    }
-    if (!std::isfinite(slow.factor) || slow.factor <= 0.0 || slow.factor > 100.0) {
-      fail(fmt::format("factor {} is outside (0, 100]", slow.factor));
-    }
+    const std::optional<std::vector<double>> v = colon_numbers(text, 2);
+    if (!v) fail(fmt::format("expected two numbers, {}:FACTOR", index));
+    if (!is_index((*v)[0], count)) fail(fmt::format("{} {} is not one of the plan's {} {}s", what, (*v)[0], count, what));
+    const sim::SlowRank slow{static_cast<int>((*v)[0]), (*v)[1]};
+    if (slow.factor <= 0.0 || slow.factor > 100.0) fail(fmt::format("factor {} is outside (0, 100]", slow.factor));
     for (const sim::SlowRank& other : out) {
       if (other.rank == slow.rank) fail(fmt::format("{} {} is given twice", what, slow.rank));
     }
@@ -78,7 +88,7 @@ std::vector<sim::SlowRank> parse_slow(const std::vector<std::string>& texts, int
   return out;
 }
 
-// --slow-nic NODE:RAIL:FACTOR, repeatable: a node below `nodes`, a NIC below
+// --slow-nic NODE:NIC:FACTOR, repeatable: a node below `nodes`, a NIC below
 // `rails` (the fabric NICs of a node), a factor in (1, 100].
 std::vector<sim::SlowNic> parse_slow_nics(const std::vector<std::string>& texts, int nodes, int rails) {
   std::vector<sim::SlowNic> out;
@@ -91,26 +101,12 @@ std::vector<sim::SlowNic> parse_slow_nics(const std::vector<std::string>& texts,
                                    text, why, nodes - 1, rails - 1));
     };
     if (rails < 1) fail("the cluster has no fabric NICs (a single node, or no fabric)");
-    sim::SlowNic nic;
-    std::size_t used = 0;
-    try {
-      const std::size_t a = text.find(':'), b = a == std::string::npos ? a : text.find(':', a + 1);
-      if (b == std::string::npos) fail("expected two ':'");
-      nic.node = std::stoi(text.substr(0, a), &used);
-      if (used != a) fail("the node is not an integer");
-      nic.rail = std::stoi(text.substr(a + 1, b - a - 1), &used);
-      if (used != b - a - 1) fail("the NIC is not an integer");
-      const std::string factor = text.substr(b + 1);
-      nic.factor = std::stod(factor, &used);
-      if (used != factor.size()) fail("the factor is not a number");
-    } catch (const std::logic_error&) {
-      fail("the node, NIC or factor is not a number");
-    }
-    if (nic.node < 0 || nic.node >= nodes) fail(fmt::format("node {} is outside the cluster's {} nodes", nic.node, nodes));
-    if (nic.rail < 0 || nic.rail >= rails) fail(fmt::format("NIC {} is outside a node's {} fabric NICs", nic.rail, rails));
-    if (!std::isfinite(nic.factor) || nic.factor <= 1.0 || nic.factor > 100.0) {
-      fail(fmt::format("factor {} is outside (1, 100]", nic.factor));
-    }
+    const std::optional<std::vector<double>> v = colon_numbers(text, 3);
+    if (!v) fail("expected three numbers, NODE:NIC:FACTOR");
+    if (!is_index((*v)[0], nodes)) fail(fmt::format("node {} is not one of the cluster's {} nodes", (*v)[0], nodes));
+    if (!is_index((*v)[1], rails)) fail(fmt::format("NIC {} is not one of a node's {} fabric NICs", (*v)[1], rails));
+    const sim::SlowNic nic{static_cast<int>((*v)[0]), static_cast<int>((*v)[1]), (*v)[2]};
+    if (nic.factor <= 1.0 || nic.factor > 100.0) fail(fmt::format("factor {} is outside (1, 100]", nic.factor));
     for (const sim::SlowNic& other : out) {
       if (other.node == nic.node && other.rail == nic.rail) fail("that NIC is given twice");
     }

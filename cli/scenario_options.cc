@@ -1,6 +1,7 @@
 #include "cli/scenario_options.h"
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "export/export.h"
 
 namespace strata::cli {
@@ -65,6 +66,18 @@ Scenario load_chosen_scenario(const ScenarioChoice& choice) {
     throw InputError("", "--model", "give --model, --plan and --cluster (or --from-sweep FILE --rank K)");
   }
   return load_scenario(a);
+}
+
+sim::SimulationResult simulate_with_progress(const Scenario& s, sim::SimulationOptions options,
+                                             const std::string& command) {
+  ProgressLine progress(command, 100);
+  options.progress = [&](std::int64_t done, std::int64_t total, std::string_view) {
+    progress.update(100 * done / total, "simulating the plan");
+    return true;
+  };
+  sim::SimulationResult r = sim::simulate(s, options);
+  progress.finish();
+  return r;
 }
 
 }  // namespace strata::cli

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "sim/scenario.h"
+#include "sim/simulate.h"
 
 namespace strata::cli {
 
@@ -24,5 +25,10 @@ void add_scenario_or_sweep_options(CLI::App& command, ScenarioChoice& choice);
 
 // The chosen scenario; InputError when both ways, or neither, are given.
 Scenario load_chosen_scenario(const ScenarioChoice& choice);
+
+// Simulates the scenario with a progress line named `command` on a terminal
+// (quiet otherwise), for the commands whose simulation is a step of their work.
+sim::SimulationResult simulate_with_progress(const Scenario& s, sim::SimulationOptions options,
+                                             const std::string& command);
 
 }  // namespace strata::cli

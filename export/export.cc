@@ -549,12 +549,9 @@ std::string mpirun_script(const Scenario& s, const ExportOptions& o) {
 }  // namespace
 
 ExportResult export_plan(const Scenario& s, const SimulationResult& r, const ExportOptions& o) {
-  // strata-run.json is for plans strata run takes: the others go through
-  // export_megatron_only (their flags and the prediction).
-  if (s.model.is_moe() || s.model.kv_channels > 0) {
-    throw InternalError("export_plan: strata run does not take " + s.model.name + " (MoE layers or kv_channels); "
-                        "export_megatron_only writes its files");
-  }
+  // strata-run.json and its launchers only for a model strata run takes; for the
+  // others Megatron-LM's flags and the prediction.
+  if (run_refusal(s.model)) return export_megatron_only(s, r.memory, o, &r);
   if (auto why = does_not_fit(s, r); why && !o.force) {
     throw InputError(s.plan_file, "$", *why + "; nothing exported (pass --force to export it anyway)");
   }

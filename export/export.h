@@ -77,16 +77,17 @@ nlohmann::ordered_json run_config_json(const Scenario& scenario, const Simulatio
 std::optional<std::string> does_not_fit(const Scenario& scenario, const SimulationResult& result);
 std::optional<std::string> does_not_fit(const Scenario& scenario, const MemoryReport& memory);
 
-// Every file. Throws InputError (the plan's file) when the plan does not fit in
-// memory and options.force is false; InternalError for a model strata run does
-// not take (MoE layers, kv_channels: export_megatron_only).
+// Every file: for a model strata run does not take (plan/run_spec.h run_refusal)
+// those of export_megatron_only with the prediction. Throws InputError (the
+// plan's file) when the plan does not fit in memory and options.force is false.
 ExportResult export_plan(const Scenario& scenario, const SimulationResult& result, const ExportOptions& options);
 
-// The files of a plan `strata run` cannot take yet (an MoE model or one with its
-// own kv_channels): megatron-args.sh (and for a dense model deepspeed.json),
-// checked against the memory model's report (InputError when it does not fit
-// and options.force is false), and the simulator's prediction.json when
-// `prediction` is given, with notes saying why the other files are not written.
+// The files of a plan `strata run` cannot take yet (run_refusal: an MoE model or
+// one with its own kv_channels): megatron-args.sh (and for a dense model
+// deepspeed.json), checked against the memory model's report (InputError when it
+// does not fit and options.force is false), and the simulator's prediction.json
+// when `prediction` is given (null: a plan the simulator does not take), with
+// notes saying why the other files are not written.
 ExportResult export_megatron_only(const Scenario& scenario, const MemoryReport& memory, const ExportOptions& options,
                                   const SimulationResult* prediction = nullptr);
 

@@ -101,18 +101,20 @@ std::vector<GradBucket> grad_buckets(const ModelSpec& model, const PlanSpec& pla
     if (!current.blocks.empty()) buckets.push_back(std::move(current));
     current = GradBucket{};
   };
+  // An MoE model's layers are of two kinds: which one a chunk's layer is needs its global index.
+  const std::optional<PipelineSplit> split = model.is_moe() ? std::optional(pipeline_split(model, plan)) : std::nullopt;
   for (int chunk : chunks_by_last_backward(program, plan.vpp)) {
     current.chunk = chunk;
     std::vector<BlockRef> blocks = chunk_blocks(model, plan, pp_rank, chunk);
     std::reverse(blocks.begin(), blocks.end());  // backward order
-    const int first_layer = model.is_moe() ? pipeline_split(model, plan).first[virtual_stage(plan, pp_rank, chunk)] : 0;
+    const int first_layer = split ? split->first[virtual_stage(plan, pp_rank, chunk)] : 0;
     for (const BlockRef& block : blocks) {
       const bool shared = is_shared_embedding(model, plan, block);
       const bool alone = every_block_alone || (shared && distributed_optimizer);
       if (alone) close();
       current.chunk = chunk;
       current.blocks.push_back(block);
-      if (block.kind == ParamBlock::kLayer && model.is_moe() && model.is_moe_layer(first_layer + block.layer)) {
+      if (block.kind == ParamBlock::kLayer && split && model.is_moe_layer(first_layer + block.layer)) {
         current.params += moe_layer_dense_params_per_gpu(model, plan.tp);
         current.expert_params += moe_layer_expert_params_per_gpu(model, plan);
       } else {

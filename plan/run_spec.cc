@@ -9,6 +9,21 @@
 #include "plan/rank_layout.h"
 
 namespace strata {
+
+std::optional<RunRefusal> run_refusal(const ModelSpec& model) {
+  if (model.is_moe()) {
+    return RunRefusal{"$.model.num_experts",
+                      fmt::format("strata run does not run MoE layers yet (model {} has {} experts): `strata memory` "
+                                  "sizes the plan and megatron-args.sh from `strata export` runs it with Megatron-LM",
+                                  model.name, model.moe.num_experts)};
+  }
+  if (model.kv_channels > 0) {
+    return RunRefusal{"$.model.kv_channels",
+                      "strata run builds attention heads of hidden_size / num_attention_heads; a model with its own "
+                      "kv_channels runs with Megatron-LM from megatron-args.sh"};
+  }
+  return std::nullopt;
+}
 namespace {
 
 using ojson = nlohmann::ordered_json;

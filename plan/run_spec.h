@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,16 @@ struct RunSpec {
   nlohmann::ordered_json prediction = nlohmann::ordered_json::object();  // summary, echoed by `strata run`
   nlohmann::ordered_json profile = nlohmann::ordered_json::object();     // name, kind, device, file
 };
+
+// What of a model strata run does not run yet: the strata-run.json key at fault
+// ("$.model.num_experts": MoE layers; "$.model.kv_channels": heads of their own
+// size) and why, or nothing. The runtime refuses such a model up front; strata
+// export writes no strata-run.json for it (Megatron-LM's flags instead).
+struct RunRefusal {
+  std::string json_path;
+  std::string message;
+};
+std::optional<RunRefusal> run_refusal(const ModelSpec& model);
 
 // Every rank of the plan, numbered by its RankLayout, on nodes of gpus_per_node.
 std::vector<RankPlacement> rank_placements(const PlanSpec& plan, int gpus_per_node);

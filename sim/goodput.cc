@@ -120,19 +120,11 @@ GoodputEstimate estimate_goodput(const FailureModel& f, double work_s, double st
   e.interval_s = e.interval_steps * step_s;
   e.expected_wall_s = expected_wall_s(f, work_s, e.interval_s);
 
-  auto run_all = [&](double interval_s, std::vector<SampledRun>& runs) {
-    runs.clear();
-    double sum = 0.0;
-    for (int k = 0; k < samples; ++k) {
-      runs.push_back(sample_run(f, work_s, interval_s, seed, k));
-      sum += runs.back().wall_s;
-    }
-    return sum / samples;
-  };
-  e.mean_wall_s = run_all(e.interval_s, e.runs);
   std::vector<double> walls;
-  for (const SampledRun& r : e.runs) {
+  for (int k = 0; k < samples; ++k) {
+    const SampledRun r = sample_run(f, work_s, e.interval_s, seed, k);
     walls.push_back(r.wall_s);
+    e.mean_wall_s += r.wall_s / samples;
     e.mean_failures += r.failures / static_cast<double>(samples);
     e.mean_checkpoints_s += r.checkpoints_s / samples;
     e.mean_lost_s += r.lost_s / samples;
@@ -145,13 +137,13 @@ GoodputEstimate estimate_goodput(const FailureModel& f, double work_s, double st
   // Daly's, geometrically spaced (2^(1/4) apart), each distinct one once.
   e.best_interval_steps = e.interval_steps;
   e.best_mean_wall_s = e.mean_wall_s;
-  std::vector<SampledRun> scratch;
   int last = -1;
   for (int i = -8; i <= 8; ++i) {
     const int steps = steps_of(e.daly_s * std::exp2(i / 4.0));
     if (steps == last || steps == e.interval_steps) continue;
     last = steps;
-    const double mean = run_all(steps * step_s, scratch);
+    double mean = 0.0;
+    for (int k = 0; k < samples; ++k) mean += sample_run(f, work_s, steps * step_s, seed, k).wall_s / samples;
     if (mean < e.best_mean_wall_s) {
       e.best_mean_wall_s = mean;
       e.best_interval_steps = steps;

@@ -85,7 +85,6 @@ struct GoodputEstimate {
   double expected_wall_s = 0.0;  // Daly's eq. 13 at interval_s
   // Sampled runs at interval_s: the wall time's mean, its 2.5% and 97.5%
   // quantiles, and the mean of each part.
-  std::vector<SampledRun> runs;
   double mean_wall_s = 0.0, p025_wall_s = 0.0, p975_wall_s = 0.0;
   double mean_failures = 0.0, mean_checkpoints_s = 0.0, mean_lost_s = 0.0, mean_restarts_s = 0.0;
   // The sampled optimum: the interval, in whole steps, whose sampled runs have

@@ -97,6 +97,7 @@ StepDistribution sample_steps(const Simulator& simulator, const ModelSpec& model
   auto work = [&](bool reports) {
     SimulationOptions o = options;
     o.keep_timeline = false;
+    o.critical_path = true;
     o.progress = {};
     for (int k = next++; k < samples; k = next++) {
       try {

@@ -84,18 +84,28 @@ Scenario load_scenario(const ScenarioArgs& args) {
   return s;
 }
 
+std::optional<InputError> simulation_refusal(const ModelSpec& model, const PlanSpec& plan,
+                                             const std::string& plan_file) {
+  if (model.is_moe() && plan.zero_stage == 3) {
+    return InputError(plan_file, "$.zero_stage",
+                      "the event simulator models MoE layers (model " + model.name +
+                          ") with ZeRO stages 0 to 2, as Megatron-Core's distributed optimizer shards them; "
+                          "ZeRO-3 / FSDP over expert-parallel groups is not modelled yet: use zero_stage 0, 1 or 2");
+  }
+  if (model.is_moe() && plan.zero_shard_size > 0 && plan.dp > 0 && plan.zero_shard_groups() > 1) {
+    return InputError(plan_file, "$.zero_shard_size",
+                      "the event simulator does not model hybrid sharding of MoE layers yet (several distributed-"
+                      "optimizer instances over the expert data-parallel group): remove zero_shard_size");
+  }
+  return std::nullopt;
+}
+
+std::optional<InputError> simulation_refusal(const Scenario& s) {
+  return simulation_refusal(s.model, s.plan, s.plan_file);
+}
+
 void require_simulated_model(const Scenario& s) {
-  if (s.model.is_moe() && s.plan.zero_stage == 3) {
-    throw InputError(s.plan_file, "$.zero_stage",
-                     "the event simulator models MoE layers (model " + s.model.name +
-                         ") with ZeRO stages 0 to 2, as Megatron-Core's distributed optimizer shards them; "
-                         "ZeRO-3 / FSDP over expert-parallel groups is not modelled yet: use zero_stage 0, 1 or 2");
-  }
-  if (s.model.is_moe() && s.plan.zero_shard_size > 0 && s.plan.dp > 0 && s.plan.zero_shard_groups() > 1) {
-    throw InputError(s.plan_file, "$.zero_shard_size",
-                     "the event simulator does not model hybrid sharding of MoE layers yet (several distributed-"
-                     "optimizer instances over the expert data-parallel group): remove zero_shard_size");
-  }
+  if (std::optional<InputError> refusal = simulation_refusal(s)) throw *refusal;
 }
 
 nlohmann::ordered_json inputs_json(const Scenario& s) {

@@ -5,10 +5,12 @@
 // $.profile), the plan checked against model and cluster.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "costmodel/profile.h"
 #include "plan/model_spec.h"
 #include "plan/plan_spec.h"
@@ -61,9 +63,14 @@ Profile load_scenario_profile(const ClusterSpec& cluster, const std::string& clu
 void read_scenario_plan(Scenario& s, const nlohmann::json& doc, const std::string& file,
                         const std::string& path, bool allow_cross_node_tp);
 
-// Throws InputError (exit 2) when the event simulator cannot simulate the
-// scenario yet: an MoE plan with ZeRO-3 (at $.zero_stage) or with hybrid
-// sharding (at $.zero_shard_size). The message says what it does model.
+// Why the event simulator cannot simulate a plan of the model yet, or nothing:
+// an MoE plan with ZeRO-3 (at $.zero_stage) or with hybrid sharding (at
+// $.zero_shard_size). The message says what it does model. The sweep skips
+// such plans as invalid.
+std::optional<InputError> simulation_refusal(const ModelSpec& model, const PlanSpec& plan,
+                                             const std::string& plan_file);
+std::optional<InputError> simulation_refusal(const Scenario& s);
+// Throws simulation_refusal's error (exit 2) when there is one.
 void require_simulated_model(const Scenario& s);
 
 // The inputs echoed into outputs.

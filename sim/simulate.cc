@@ -217,7 +217,7 @@ SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
   report(900, "the results");
 
   r.metrics = step_metrics(workload, run);
-  if (options.fidelity == Fidelity::kFull) r.critical_ranks = critical_path_ranks(workload, run);
+  if (options.critical_path && options.fidelity == Fidelity::kFull) r.critical_ranks = critical_path_ranks(workload, run);
   r.flops = step_flops(model, plan);
   r.memory = memory_report(model, plan, device_memory(st.profile));
   r.events = run.events;

@@ -42,6 +42,9 @@ struct SimulationOptions {
   // free function simulate() builds that Simulator; Simulator::run takes its
   // own topology and ignores this).
   std::vector<SlowNic> slow_nics;
+  // Full fidelity: find the step's critical-path ranks (SimulationResult::
+  // critical_ranks), one more pass over the tasks; sampled steps ask for it.
+  bool critical_path = false;
   // Each global rank's compute factor for this step (sim/sampling.h's clock
   // variation); empty: every GPU at speed. Full fidelity only; with slow_ranks
   // the factors multiply.
@@ -95,7 +98,7 @@ struct SimulationResult {
   std::vector<LinkUse> links;               // full fidelity only, links that carried bytes
   std::vector<SectionOrigin> cost_origins;  // which cost figures are measured
   std::vector<std::string> notes;
-  // Full fidelity: the global ranks whose compute lies on the step's critical path
+  // Full fidelity with SimulationOptions::critical_path: the global ranks whose compute lies on the step's critical path
   // (from the task that ends last, back through what let each task start), in
   // increasing order. Which GPUs a faster step would need faster.
   std::vector<int> critical_ranks;

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "costmodel/framework_profile.h"
+#include "sim/scenario.h"
 
 namespace strata::sim {
 namespace {
@@ -170,16 +171,14 @@ std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& clu
         for (Schedule schedule : schedules) {
           // ZeRO with a single replica (dp x cp) shards nothing: only stage 0.
           const bool zero3 = framework_shards && !splits_backward(schedule) && (g.pp == 1 || !zero3_needs_one_stage);
-          // MoE layers are simulated with Megatron-Core's distributed optimizer
-          // (ZeRO 0-2, one instance: require_simulated_model).
-          const int max_zero = g.dp * g.cp > 1 ? (zero3 && !m.is_moe() ? 3 : 2) : 0;
+          const int max_zero = g.dp * g.cp > 1 ? (zero3 ? 3 : 2) : 0;
           for (int zero = 0; zero <= max_zero; ++zero) {
             // Shard sizes of this grid: those that split its dp x cp replicas into
             // groups (one group of all is the plain plan, 0), with ZeRO only.
             std::vector<int> shards;
             for (int z : shard_sizes) {
               const int replicas = g.dp * g.cp;
-              const int shard = zero == 0 || z == 0 || z >= replicas || replicas % z != 0 || m.is_moe() ? 0 : z;
+              const int shard = zero == 0 || z == 0 || z >= replicas || replicas % z != 0 ? 0 : z;
               if (std::find(shards.begin(), shards.end(), shard) == shards.end()) shards.push_back(shard);
             }
             for (int shard : shards) {
@@ -193,51 +192,56 @@ std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& clu
                         for (bool og : overlap_grad) {
                           for (bool opg : overlap_param) {
                             for (DType dtype : dtypes) {
-                             for (const auto& [ep, etp] : expert_layouts(g)) {
-                              ++counts.candidates;
-                              PlanSpec p;
-                              if (m.is_moe()) {
-                                p.moe.ep = ep;
-                                p.moe.etp = etp;
-                                // The all-to-all dispatcher and grouped GEMMs: what
-                                // Megatron-Core's MoE recipes run with ep > 1.
-                                p.moe.token_dispatcher = MoeDispatcher::kAllToAll;
-                                p.moe.grouped_gemm = true;
+                              for (const auto& [ep, etp] : expert_layouts(g)) {
+                                ++counts.candidates;
+                                PlanSpec p;
+                                if (m.is_moe()) {
+                                  p.moe.ep = ep;
+                                  p.moe.etp = etp;
+                                  // The all-to-all dispatcher and grouped GEMMs: what
+                                  // Megatron-Core's MoE recipes run with ep > 1.
+                                  p.moe.token_dispatcher = MoeDispatcher::kAllToAll;
+                                  p.moe.grouped_gemm = true;
+                                }
+                                p.tp = g.tp;
+                                p.cp = g.cp;
+                                p.cp_comm_type = cp_comm;
+                                p.pp = g.pp;
+                                p.dp = g.dp;
+                                p.vpp = vpp;
+                                p.micro_batch_size = mbs;
+                                p.global_batch_size = req.global_batch_size;
+                                p.schedule = schedule;
+                                p.zero_stage = zero;
+                                p.zero_shard_size = shard;
+                                p.offload_optimizer = offload;
+                                p.recompute = recompute;
+                                p.sequence_parallel = sp;
+                                p.flash_attention = fa;
+                                p.overlap_grad_reduce = og;
+                                p.overlap_param_gather = opg;
+                                p.dtype = dtype;
+                                p.framework = req.framework;
+                                // Megatron-LM accumulates and reduces bf16 gradients in fp32
+                                // (arguments.py), as plan.json's default does.
+                                p.accumulate_allreduce_grads_in_fp32 = dtype == DType::kBf16;
+                                if (!satisfies(p, req.constraints)) {
+                                  ++counts.constrained;
+                                  continue;
+                                }
+                                try {
+                                  resolve_and_check_plan(p, m, context, "(sweep)");
+                                } catch (const InputError&) {
+                                  ++counts.invalid;
+                                  continue;
+                                }
+                                // A plan the simulator does not model (an MoE plan's ZeRO-3).
+                                if (simulation_refusal(m, p, "(sweep)")) {
+                                  ++counts.invalid;
+                                  continue;
+                                }
+                                plans.push_back(p);
                               }
-                              p.tp = g.tp;
-                              p.cp = g.cp;
-                              p.cp_comm_type = cp_comm;
-                              p.pp = g.pp;
-                              p.dp = g.dp;
-                              p.vpp = vpp;
-                              p.micro_batch_size = mbs;
-                              p.global_batch_size = req.global_batch_size;
-                              p.schedule = schedule;
-                              p.zero_stage = zero;
-                              p.zero_shard_size = shard;
-                              p.offload_optimizer = offload;
-                              p.recompute = recompute;
-                              p.sequence_parallel = sp;
-                              p.flash_attention = fa;
-                              p.overlap_grad_reduce = og;
-                              p.overlap_param_gather = opg;
-                              p.dtype = dtype;
-                              p.framework = req.framework;
-                              // Megatron-LM accumulates and reduces bf16 gradients in fp32
-                              // (arguments.py), as plan.json's default does.
-                              p.accumulate_allreduce_grads_in_fp32 = dtype == DType::kBf16;
-                              if (!satisfies(p, req.constraints)) {
-                                ++counts.constrained;
-                                continue;
-                              }
-                              try {
-                                resolve_and_check_plan(p, m, context, "(sweep)");
-                              } catch (const InputError&) {
-                                ++counts.invalid;
-                                continue;
-                              }
-                              plans.push_back(p);
-                             }
                             }
                           }
                         }

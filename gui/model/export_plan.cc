@@ -20,12 +20,7 @@ ExportedPlan export_plan_to(const Scenario& scenario, const std::string& dir,
   // strata export's defaults (cli/cmd_export.cc): ExportOptions' own.
   sim::ExportOptions o;
   o.command_line = "strata-gui (File > Export Plan)";
-  // strata run does not take MoE layers or heads of their own kv_channels: their
-  // Megatron-LM flags and the prediction, as `strata export` writes them.
-  const bool runtime_takes = !scenario.model.is_moe() && scenario.model.kv_channels == 0;
-  const sim::ExportResult exported =
-      runtime_takes ? sim::export_plan(scenario, result, o)
-                    : sim::export_megatron_only(scenario, result.memory, o, &result);
+  const sim::ExportResult exported = sim::export_plan(scenario, result, o);
 
   OutputSet out;
   ExportedPlan plan;

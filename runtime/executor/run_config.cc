@@ -33,16 +33,8 @@ RunConfig read_run_config(const nlohmann::json& doc, const std::string& file) {
   c.profile = spec.profile;
 
   // What this runtime cannot run, said up front rather than half-way.
-  if (c.model.is_moe()) {
-    throw InputError(file, "$.model.num_experts",
-                     fmt::format("strata run does not run MoE layers yet (model {} has {} experts): `strata memory` "
-                                 "sizes the plan and megatron-args.sh from `strata export` runs it with Megatron-LM",
-                                 c.model.name, c.model.moe.num_experts));
-  }
-  if (c.model.kv_channels > 0) {
-    throw InputError(file, "$.model.kv_channels",
-                     "strata run builds attention heads of hidden_size / num_attention_heads; a model with its own "
-                     "kv_channels runs with Megatron-LM from megatron-args.sh");
+  if (const std::optional<RunRefusal> refusal = run_refusal(c.model)) {
+    throw InputError(file, refusal->json_path, refusal->message);
   }
   if (c.plan.offload_optimizer) {
     throw InputError(file, "$.training.offload_optimizer",

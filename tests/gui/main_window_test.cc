@@ -42,6 +42,16 @@ void open_and_wait(MainWindow& w, const QString& path, bool measured = false) {
   QVERIFY(w.jobs()->wait_idle(30000));
 }
 
+// Run ▸ Simulate on shipped inputs, waiting for the job.
+void simulate_and_wait(MainWindow& w, const char* model, const char* plan, const char* cluster, sim::Fidelity f) {
+  ScenarioArgs args;
+  args.model = model;
+  args.plan = plan;
+  args.cluster = cluster;
+  w.simulate(args, f);
+  QVERIFY(w.jobs()->wait_idle(60000));
+}
+
 }  // namespace
 
 class MainWindowTest : public QObject {
@@ -158,12 +168,7 @@ class MainWindowTest : public QObject {
 
   void simulates_a_shipped_scenario() {
     MainWindow w;
-    ScenarioArgs args;
-    args.model = "tiny";
-    args.plan = "tiny-2";
-    args.cluster = "dgx-a100-1node";
-    w.simulate(args, sim::Fidelity::kFull);
-    QVERIFY(w.jobs()->wait_idle(60000));
+    simulate_and_wait(w, "tiny", "tiny-2", "dgx-a100-1node", sim::Fidelity::kFull);
     QVERIFY(w.last_error().isEmpty());
     QVERIFY(w.last_simulation() != nullptr);
     // tiny-2 on 8 GPUs: pp 2, dp 4; every rank traced.
@@ -181,17 +186,11 @@ class MainWindowTest : public QObject {
     QCOMPARE(back.trace->num_spans(), t.num_spans());
   }
 
-  // File ▸ Export Plan: the files of `strata export` (export/export.h) for the plan
   // An MoE plan: strata run does not take it, so the export is Megatron-LM's
   // flags and the prediction, as `strata export` writes them; no strata-run.json.
   void exports_an_moe_plan_as_megatron_flags_and_prediction() {
     MainWindow w;
-    ScenarioArgs args;
-    args.model = "mixtral-8x7b";
-    args.plan = "mixtral-8x7b-64";
-    args.cluster = "dgx-h100-8node";
-    w.simulate(args, sim::Fidelity::kFolded);
-    QVERIFY(w.jobs()->wait_idle(60000));
+    simulate_and_wait(w, "mixtral-8x7b", "mixtral-8x7b-64", "dgx-h100-8node", sim::Fidelity::kFolded);
     QVERIFY2(w.last_error().isEmpty(), qPrintable(w.last_error()));
     QTemporaryDir dir;
     w.export_plan_to(dir.path());
@@ -204,16 +203,12 @@ class MainWindowTest : public QObject {
     QVERIFY(read_text(dir.filePath("megatron-args.sh")).find("--expert-model-parallel-size 8") != std::string::npos);
   }
 
+  // File ▸ Export Plan: the files of `strata export` (export/export.h) for the plan
   // on screen, from a simulation, from a result.json and from a sweep row.
   void exports_the_plan_on_screen() {
     MainWindow w;
     QVERIFY(w.export_scenario() == nullptr);
-    ScenarioArgs args;
-    args.model = "tiny";
-    args.plan = "tiny-2";
-    args.cluster = "dgx-a100-1node";
-    w.simulate(args, sim::Fidelity::kFull);
-    QVERIFY(w.jobs()->wait_idle(60000));
+    simulate_and_wait(w, "tiny", "tiny-2", "dgx-a100-1node", sim::Fidelity::kFull);
     QVERIFY(w.export_scenario() != nullptr);
     QTemporaryDir dir;
     w.export_plan_to(dir.path());

@@ -158,13 +158,16 @@ TEST(MoeWorkload, NoExpertParallelismNoExchanges) {
 TEST(MoeWorkload, GroupedExpertGemmHasOneGemmPerLocalExpert) {
   const ModelSpec m = load_model_spec("mixtral-8x7b");
   LayerOpContext c = layer_op_context(moe_plan(1, 2, 1));
+  int found = 0;
   for (const LayerOp& op : layer_forward_ops(m, c, MlpKind::kMoe)) {
     if (op.role != OpRole::kExpertFc1) continue;
+    ++found;
     EXPECT_EQ(op.gemm.batch, 4);
     EXPECT_EQ(op.gemm.m, 4096 * 2 / 4);
     EXPECT_EQ(op.gemm.n, 2 * 14336);
     EXPECT_DOUBLE_EQ(op.flops, op.gemm.flops());
   }
+  EXPECT_EQ(found, 1);
 }
 
 // A stage's buckets hold its routed experts' parameters apart from the rest: their
