@@ -1,6 +1,6 @@
 // The cpu Device class, shared by the files that implement its kernels
 // (cpu_device.cc: memory, copies, timing; cpu_gemm.cc; cpu_norm.cc;
-// cpu_activation.cc; cpu_elementwise.cc; cpu_embedding_loss.cc). Private to runtime/cpu.
+// cpu_activation.cc; cpu_elementwise.cc; cpu_embedding_loss.cc; cpu_routing.cc). Private to runtime/cpu.
 #pragma once
 
 #include <algorithm>
@@ -68,6 +68,10 @@ class CpuDevice final : public Device {
                std::int64_t dst_ld, std::int64_t rows, std::int64_t cols) override;
   void permute_0213(const TensorView& x, std::int64_t d0, std::int64_t d1, std::int64_t d2,
                     std::int64_t d3, const TensorView& y) override;
+  void gather_sum_rows(const TensorView& src, const IndexView& index, const TensorView& weight, std::int64_t k,
+                       std::int64_t cols, const TensorView& dst) override;
+  void gather_row_dots(const TensorView& a, const TensorView& b, const IndexView& index, std::int64_t k,
+                       std::int64_t cols, const TensorView& out) override;
 
   void embedding_forward(const IndexView& ids, const TensorView& table, std::int64_t vocab_rows,
                          std::int64_t h, std::int64_t vocab_start, const TensorView& out) override;

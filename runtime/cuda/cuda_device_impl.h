@@ -1,7 +1,8 @@
 // The cuda Device class, shared by cuda_device.cc (memory, copies, events,
 // cuBLAS GEMMs), the kernel files (cuda_norm.cu, cuda_activation.cu,
-// cuda_elementwise.cu, cuda_embedding_loss.cu, cuda_reduce_adam.cu), and by the NCCL
-// communicator (which orders its stream after the device's). Private to runtime/cuda.
+// cuda_elementwise.cu, cuda_routing.cu, cuda_embedding_loss.cu, cuda_reduce_adam.cu),
+// and by the NCCL communicator (which orders its stream after the device's).
+// Private to runtime/cuda.
 //
 // All work is issued on one non-blocking stream per device, so calls are ordered
 // as the Device contract says; each call first makes this device current.
@@ -80,6 +81,10 @@ class CudaDevice final : public Device {
                std::int64_t dst_ld, std::int64_t rows, std::int64_t cols) override;
   void permute_0213(const TensorView& x, std::int64_t d0, std::int64_t d1, std::int64_t d2,
                     std::int64_t d3, const TensorView& y) override;
+  void gather_sum_rows(const TensorView& src, const IndexView& index, const TensorView& weight,
+                       std::int64_t k, std::int64_t cols, const TensorView& dst) override;
+  void gather_row_dots(const TensorView& a, const TensorView& b, const IndexView& index,
+                       std::int64_t k, std::int64_t cols, const TensorView& out) override;
 
   void embedding_forward(const IndexView& ids, const TensorView& table, std::int64_t vocab_rows,
                          std::int64_t h, std::int64_t vocab_start, const TensorView& out) override;

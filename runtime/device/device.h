@@ -329,6 +329,21 @@ class Device {
   virtual void permute_0213(const TensorView& x, std::int64_t d0, std::int64_t d1,
                             std::int64_t d2, std::int64_t d3, const TensorView& y) = 0;
 
+  // ---- Token routing (mixture-of-experts layers) -----------------------------------
+  // Weighted row gather: dst row r [cols] = sum over j < k of weight[r*k + j] *
+  // src row index[r*k + j], for r < index.count / k; entries with index < 0 add
+  // nothing (a row with none is zeros). weight is fp32 [index.count] or empty (all
+  // 1). Summed in fp32 in j order, written in dst's dtype; src and dst share a
+  // dtype and must not overlap. k = 1 permutes rows (an MoE layer's dispatch);
+  // k = top-k sums each token's experts' outputs by its gates (the combine).
+  virtual void gather_sum_rows(const TensorView& src, const IndexView& index, const TensorView& weight,
+                               std::int64_t k, std::int64_t cols, const TensorView& dst) = 0;
+  // out (fp32) [index.count] = dot(a row i / k, b row index[i]) over cols, in
+  // fp32 (0 where index[i] < 0): the gradient of the combine's gates, with a
+  // [index.count / k, cols] the combined output's gradient and b the experts' outputs.
+  virtual void gather_row_dots(const TensorView& a, const TensorView& b, const IndexView& index, std::int64_t k,
+                               std::int64_t cols, const TensorView& out) = 0;
+
   // ---- Embedding (Megatron's VocabParallelEmbedding) ------------------------------
   // out [tokens, h] row t = table[ids[t] - vocab_start] when that row is in
   // this shard's table [vocab_rows, h], else zeros (summed over TP ranks later).
