@@ -89,7 +89,7 @@ void run_export(const ExportArgs& args) {
   for (const sim::ExportFile& f : exported.files) fmt::print(" {}", f.name);
   fmt::print(" to {}\n", args.out_dir);
   for (const std::string& n : exported.notes) fmt::print("note: {}\n", n);
-  if (run_refusal(s.model)) {
+  if (run_refusal(s.model, s.plan)) {
     fmt::print("run it with Megatron-LM: MEGATRON=/path/to/Megatron-LM bash {}/megatron-args.sh\n", args.out_dir);
   } else {
     fmt::print("run it: bash {}/launch-mpirun.sh   (or sbatch launch.slurm; Megatron-LM: megatron-args.sh)\n",

@@ -64,9 +64,12 @@ std::string relative(double measured, double predicted) {
 void print_summary(const rt::RunConfig& c, const rt::MeasuredRun& run, const std::string& dir) {
   const PlanSpec& p = c.plan;
   const std::string cp = p.cp > 1 ? fmt::format(" cp {} ({})", p.cp, to_string(p.cp_comm_type)) : std::string();
-  fmt::print("{}: tp {}{} pp {} dp {}, micro-batch {} x {}, {}, ZeRO {}, recompute {}{} on {} ({} ranks x {} "
+  const std::string ep = p.moe.active ? fmt::format(" ep {} ({} experts, top-{})", p.moe.ep, c.model.moe.num_experts,
+                                                    c.model.moe.moe_router_topk)
+                                      : std::string();
+  fmt::print("{}: tp {}{} pp {} dp {}{}, micro-batch {} x {}, {}, ZeRO {}, recompute {}{} on {} ({} ranks x {} "
              "thread(s), {})\n",
-             c.model.name, p.tp, cp, p.pp, p.dp, p.micro_batch_size, p.num_microbatches(), to_string(p.schedule),
+             c.model.name, p.tp, cp, p.pp, p.dp, ep, p.micro_batch_size, p.num_microbatches(), to_string(p.schedule),
              p.zero_stage, to_string(p.recompute), p.sequence_parallel ? ", sequence parallel" : "", run.backend,
              run.ranks.size(), run.threads_per_rank, run.transport);
   fmt::print("{:>5} {:>12} {:>10} {:>11}\n", "step", "time", "loss", "grad norm");
@@ -87,6 +90,11 @@ void print_summary(const rt::RunConfig& c, const rt::MeasuredRun& run, const std
     const double want = st < predicted_stages.size() ? predicted_stages[st] : 0.0;
     fmt::print("memory      stage {} peak {:.2f} MiB, predicted {:.2f} MiB: {}\n", st, stages[st] / kMiB, want / kMiB,
                relative(static_cast<double>(stages[st]), want));
+  }
+  if (p.moe.active) {
+    fmt::print("experts     the busiest ep rank took {:.2f} x the mean of the routed tokens (predicted with "
+               "moe_router_imbalance {:.2f})\n",
+               rt::mean_expert_load(c, run), p.moe.router_imbalance);
   }
   for (const std::string& n : run.notes) fmt::print("note: {}\n", n);
   fmt::print("wrote {}/measured.json, {}/measured-trace.json (open beside the prediction in strata-gui)\n", dir, dir);

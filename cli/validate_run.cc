@@ -75,7 +75,7 @@ std::vector<RunComparison> run_quick(const RunValidationArgs& args) {
   const jobs::QuickValidation q = jobs::run_quick_validation(options);
   progress.finish();
   fmt::print("strata validate --quick: calibrate (cpu, 2 ranks) -> simulate -> export -> mpirun -n 2 strata run, "
-             "model tiny, {:.0f} s{}; load average {:.1f} before, {:.1f} after, on {} cores{}\n\n",
+             "models tiny and tiny-moe, {:.0f} s{}; load average {:.1f} before, {:.1f} after, on {} cores{}\n\n",
              q.wall_s, q.kept_dir.empty() ? "" : ", files in " + q.kept_dir, q.before.load, q.after.load,
              q.before.cores,
              q.before.busy() || q.after.busy() ? " (busy: the measured times include waits for a core)" : "");
@@ -96,8 +96,8 @@ void add_run_validation_options(CLI::App& validate, RunValidationArgs& args) {
                     "compare, over 2-rank plans");
   validate.add_option("--work-dir", args.work_dir, "--quick: keep its files in this directory");
   validate.add_option("--profile", args.profile,
-                      "--quick: the cpu profile `mpirun -n 2 strata calibrate --backend cpu --quick --model tiny` "
-                      "wrote on this host (default: calibrate first)");
+                      "--quick: the cpu profile `mpirun -n 2 strata calibrate --backend cpu --quick --model tiny "
+                      "--model tiny-moe` wrote on this host (default: calibrate first)");
 }
 
 bool run_validation_requested(const RunValidationArgs& args) { return args.quick || !args.run_dirs.empty(); }

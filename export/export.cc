@@ -548,10 +548,24 @@ std::string mpirun_script(const Scenario& s, const ExportOptions& o) {
 
 }  // namespace
 
+namespace {
+
+// Why an MoE plan has no deepspeed.json: DeepSpeed-MoE is not a deepspeed.json
+// setting (deepspeed/moe/layer.py).
+std::string deepspeed_moe_note() {
+  return "DeepSpeed builds MoE layers in the model's code (deepspeed.moe.layer.MoE: num_experts, ep_size, k, "
+         "capacity_factor, drop_tokens; Megatron-DeepSpeed's --num-experts, --moe-expert-parallel-size, --topk), not "
+         "from its JSON config, and its expert parallelism has no expert tensor parallelism nor Megatron-Core's "
+         "folding of experts over tp and cp: a deepspeed.json would describe the ZeRO and precision half of this plan "
+         "only";
+}
+
+}  // namespace
+
 ExportResult export_plan(const Scenario& s, const SimulationResult& r, const ExportOptions& o) {
   // strata-run.json and its launchers only for a model strata run takes; for the
   // others Megatron-LM's flags and the prediction.
-  if (run_refusal(s.model)) return export_megatron_only(s, r.memory, o, &r);
+  if (run_refusal(s.model, s.plan)) return export_megatron_only(s, r.memory, o, &r);
   if (auto why = does_not_fit(s, r); why && !o.force) {
     throw InputError(s.plan_file, "$", *why + "; nothing exported (pass --force to export it anyway)");
   }
@@ -561,7 +575,7 @@ ExportResult export_plan(const Scenario& s, const SimulationResult& r, const Exp
   out.files.push_back({"strata-run.json", run_config_json(s, r, o).dump(2) + "\n", false});
   out.files.push_back({"prediction.json", result_json(s, r).dump(2) + "\n", false});
   out.files.push_back({"megatron-args.sh", megatron_script(s, o, flags, megatron_notes), true});
-  const std::optional<std::string> ds = deepspeed_unsupported(s.plan);
+  const std::optional<std::string> ds = s.model.is_moe() ? deepspeed_moe_note() : deepspeed_unsupported(s.plan);
   if (ds) {
     out.notes.push_back("no deepspeed.json: " + *ds);
   } else {
@@ -593,23 +607,15 @@ ExportResult export_megatron_only(const Scenario& s, const MemoryReport& memory,
   const std::vector<MegatronFlag> flags = megatron_flags(s.model, s.plan, &megatron_notes);
   if (prediction != nullptr) out.files.push_back({"prediction.json", result_json(s, *prediction).dump(2) + "\n", false});
   out.files.push_back({"megatron-args.sh", megatron_script(s, o, flags, megatron_notes), true});
-  out.notes.push_back(fmt::format("no strata-run.json, launch.slurm or launch-mpirun.sh: strata run does not run {} "
-                                  "yet; megatron-args.sh runs the plan with Megatron-LM{}",
-                                  s.model.is_moe() ? "MoE layers" : "attention heads of their own kv_channels",
+  const std::optional<RunRefusal> refusal = run_refusal(s.model, s.plan);
+  out.notes.push_back(fmt::format("no strata-run.json, launch.slurm or launch-mpirun.sh: {}; megatron-args.sh runs the "
+                                  "plan with Megatron-LM{}",
+                                  refusal ? refusal->message : std::string("the simulator does not take this plan"),
                                   prediction != nullptr ? ", prediction.json is the simulator's" : ""));
-  if (!s.model.is_moe()) {
-    if (auto ds = deepspeed_unsupported(s.plan)) {
-      out.notes.push_back("no deepspeed.json: " + *ds);
-    } else {
-      out.files.push_back({"deepspeed.json", deepspeed_config(s.plan, o).dump(2) + "\n", false});
-    }
+  if (auto ds = s.model.is_moe() ? deepspeed_moe_note() : deepspeed_unsupported(s.plan)) {
+    out.notes.push_back("no deepspeed.json: " + *ds);
   } else {
-    // DeepSpeed-MoE is not a deepspeed.json setting (deepspeed/moe/layer.py).
-    out.notes.push_back("no deepspeed.json: DeepSpeed builds MoE layers in the model's code (deepspeed.moe.layer.MoE: "
-                        "num_experts, ep_size, k, capacity_factor, drop_tokens; Megatron-DeepSpeed's --num-experts, "
-                        "--moe-expert-parallel-size, --topk), not from its JSON config, and its expert parallelism has "
-                        "no expert tensor parallelism nor Megatron-Core's folding of experts over tp and cp: a "
-                        "deepspeed.json would describe the ZeRO and precision half of this plan only");
+    out.files.push_back({"deepspeed.json", deepspeed_config(s.plan, o).dump(2) + "\n", false});
   }
   for (const std::string& n : megatron_notes) out.notes.push_back("megatron-args.sh: " + n);
   if (auto why = does_not_fit(s, memory)) out.notes.push_back("exported with --force: " + *why);

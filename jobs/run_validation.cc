@@ -63,7 +63,7 @@ double positive_number_at(const nlohmann::json& doc, const std::string& file, co
 std::string plan_label(const nlohmann::json& plan) {
   std::string s;
   auto part = [&](const std::string& p) { s += (s.empty() ? "" : ", ") + p; };
-  for (const char* k : {"tp", "cp", "pp", "dp"}) {
+  for (const char* k : {"tp", "cp", "ep", "pp", "dp"}) {
     if (plan.value(k, 1) > 1) part(fmt::format("{} {}", k, plan.value(k, 1)));
   }
   const int dp = std::max(1, plan.value("dp", 1));
@@ -73,6 +73,7 @@ std::string plan_label(const nlohmann::json& plan) {
   if (plan.value("zero_stage", 0) > 0) part(fmt::format("ZeRO {}", plan.value("zero_stage", 0)));
   if (plan.value("recompute", std::string("none")) != "none") part("recompute " + plan.value("recompute", std::string()));
   if (plan.value("sequence_parallel", false)) part("seq par");
+  if (plan.value("moe_router_imbalance", 1.0) > 1.0) part(fmt::format("load {:.2f}", plan.value("moe_router_imbalance", 1.0)));
   return s;
 }
 
@@ -143,10 +144,12 @@ void run_step(const std::vector<std::string>& argv, const std::string& log, cons
 }
 
 // The 2-rank plans --quick runs on the shipped "tiny" model (tp 2, pp 2, dp 2 and
-// cp 2, with several micro-batch counts and ZeRO stages).
+// cp 2, with several micro-batch counts and ZeRO stages) and on its MoE variant
+// "tiny-moe" (its experts over ep 2: the dispatch and combine all-to-alls).
 struct QuickPlan {
   const char* name;
   const char* json;
+  const char* model = "tiny";
 };
 const QuickPlan kQuickPlans[] = {
     {"tp2-m2", R"({"tp": 2, "pp": 1, "micro_batch_size": 1, "global_batch_size": 2})"},
@@ -162,7 +165,31 @@ const QuickPlan kQuickPlans[] = {
     // strata run's explicit attention is what runs on the cpu
     {"cp2-m2-ring",
      R"({"tp": 1, "cp": 2, "pp": 1, "micro_batch_size": 1, "global_batch_size": 2, "flash_attention": true})"},
+    {"moe-ep2-m2-a2a",
+     R"({"tp": 1, "pp": 1, "ep": 2, "moe_token_dispatcher_type": "alltoall", "micro_batch_size": 1,
+         "global_batch_size": 4, "zero_stage": 1})",
+     "tiny-moe"},
 };
+
+// An MoE plan's routing balance is an input of the prediction (the plan's
+// moe_router_imbalance, 1 by default), not something the simulator predicts: the
+// run routes real tokens through a random router. As a user would with the
+// balance of their own router, predict again with the load the run measured
+// (measured.json "moe"), and compare step times at the same routing.
+void repredict_with_measured_load(nlohmann::json plan, const std::string& model, const std::string& plan_dir) {
+  const std::string measured = plan_dir + "/measured.json";
+  const double load =
+      positive_number_at(member(json::parse_file(measured), measured, "$", "moe"), measured, "$.moe",
+                         "expert_load_max_over_mean");
+  plan["moe_router_imbalance"] = std::max(1.0, std::round(load * 100.0) / 100.0);
+  write_file_atomic(plan_dir + "/plan-measured-load.json", plan.dump(2) + "\n");
+  ScenarioArgs sa;
+  sa.model = model;
+  sa.plan = plan_dir + "/plan-measured-load.json";
+  sa.cluster = plan_dir + "/../cluster.json";
+  const Scenario s = load_scenario(sa);
+  write_file_atomic(plan_dir + "/prediction.json", sim::result_json(s, sim::simulate(s)).dump(2) + "\n");
+}
 
 }  // namespace
 
@@ -199,8 +226,8 @@ QuickValidation run_quick_validation(const QuickValidationOptions& args) {
   if (profile.empty()) {
     report_progress(args.progress, 0, steps, "calibrating the cpu backend (2 ranks)");
     profile = dir + "/profile.json";
-    run_step(rt::mpirun_argv(mpirun, 2, {self, "calibrate", "--backend", "cpu", "--quick", "--model", "tiny", "--out",
-                                          profile}),
+    run_step(rt::mpirun_argv(mpirun, 2, {self, "calibrate", "--backend", "cpu", "--quick", "--model", "tiny", "--model",
+                                          "tiny-moe", "--out", profile}),
              dir + "/calibrate.log", "mpirun -n 2 strata calibrate --backend cpu --quick", std::chrono::seconds(300));
   } else {
     profile = fs::absolute(profile).string();
@@ -239,7 +266,7 @@ QuickValidation run_quick_validation(const QuickValidationOptions& args) {
     plan["source"] = "strata validate --quick";
     write_file_atomic(plan_dir + "/plan.json", plan.dump(2) + "\n");
     ScenarioArgs sa;
-    sa.model = "tiny";
+    sa.model = qp.model;
     sa.plan = plan_dir + "/plan.json";
     sa.cluster = dir + "/cluster.json";
     const Scenario s = load_scenario(sa);
@@ -257,6 +284,7 @@ QuickValidation run_quick_validation(const QuickValidationOptions& args) {
     run_step(rt::mpirun_argv(mpirun, 2, {self, "run", plan_dir + "/strata-run.json"}), plan_dir + "/run.log",
              std::string("mpirun -n 2 strata run (plan ") + qp.name + ")", std::chrono::seconds(120));
     const double probe_after_s = probe_gemm_seconds();
+    if (s.model.is_moe()) repredict_with_measured_load(plan, qp.model, plan_dir);
     RunComparison row = compare_run(plan_dir);
     row.host_speed = host_speed_during(result.probe_start_s, probe_before_s, probe_after_s);
     result.runs.push_back(row);
@@ -335,7 +363,9 @@ RunComparison compare_run_documents(const nlohmann::json& pred, const std::strin
   const nlohmann::json& measured_plan = member(meas, meas_file, "$", "plan");
   const nlohmann::json& predicted_plan = member(member(pred, pred_file, "$", "inputs"), pred_file, "$.inputs", "plan");
   for (const auto& [key, value] : predicted_plan.items()) {
-    if (key == "source" || key == "notes") continue;
+    // moe_router_imbalance: the expected routing balance the prediction assumed
+    // (a what-if input); the run routes for real and measures its own.
+    if (key == "source" || key == "notes" || key == "moe_router_imbalance") continue;
     if (!measured_plan.contains(key) || measured_plan[key] != value) {
       throw InputError(meas_file, "$.plan." + key,
                        fmt::format("the run measured a different plan than {} predicted ({} {} vs {})", pred_file, key,

@@ -6,24 +6,45 @@
 
 #include "core/error.h"
 #include "core/json_reader.h"
+#include "plan/moe_spec.h"
 #include "plan/rank_layout.h"
 
 namespace strata {
 
-std::optional<RunRefusal> run_refusal(const ModelSpec& model) {
-  if (model.is_moe()) {
-    return RunRefusal{"$.model.num_experts",
-                      fmt::format("strata run does not run MoE layers yet (model {} has {} experts): `strata memory` "
-                                  "sizes the plan and megatron-args.sh from `strata export` runs it with Megatron-LM",
-                                  model.name, model.moe.num_experts)};
-  }
+std::optional<RunRefusal> run_refusal(const ModelSpec& model, const PlanSpec& plan) {
   if (model.kv_channels > 0) {
     return RunRefusal{"$.model.kv_channels",
                       "strata run builds attention heads of hidden_size / num_attention_heads; a model with its own "
                       "kv_channels runs with Megatron-LM from megatron-args.sh"};
   }
+  if (!model.is_moe()) return std::nullopt;
+  // The runtime's MoE layer (runtime/executor/moe_layer.h): routed experts over
+  // ep ranks folded in dp, whole experts, the all-to-all dispatcher.
+  const std::string megatron = ": `strata simulate` costs it and megatron-args.sh from `strata export` runs it with "
+                               "Megatron-LM";
+  auto refuse = [&](std::string path, std::string why) {
+    return RunRefusal{std::move(path), fmt::format("strata run's MoE layers do not run {} yet{}", why, megatron)};
+  };
+  if (plan.tp > 1) return refuse("$.parallel.tensor_model_parallel_size", "with tensor parallelism");
+  if (plan.cp > 1) return refuse("$.parallel.context_parallel_size", "with context parallelism");
+  if (plan.moe.etp > 1) return refuse("$.parallel.expert_tensor_parallel_size", "expert tensor parallelism (etp > 1)");
+  if (plan.moe.token_dispatcher != MoeDispatcher::kAllToAll) {
+    return refuse("$.parallel.moe_token_dispatcher_type", "the \"allgather\" token dispatcher (they run \"alltoall\")");
+  }
+  const MoeModel& moe = model.moe;
+  if (moe.moe_shared_expert_intermediate_size > 0) {
+    return refuse("$.model.moe_shared_expert_intermediate_size", "shared experts");
+  }
+  if (moe.moe_router_load_balancing_type != "aux_loss" && moe.moe_router_load_balancing_type != "none") {
+    return refuse("$.model.moe_router_load_balancing_type",
+                  fmt::format("\"{}\" balancing (they run \"aux_loss\" and \"none\")", moe.moe_router_load_balancing_type));
+  }
+  if (splits_backward(plan.schedule)) return refuse("$.parallel.pipeline_schedule", "in zero-bubble schedules");
+  if (plan.zero_stage == 3) return refuse("$.training.zero_stage", "with ZeRO-3");
+  if (plan.zero_shard_size > 0) return refuse("$.training.zero_shard_size", "with hybrid sharding");
   return std::nullopt;
 }
+
 namespace {
 
 using ojson = nlohmann::ordered_json;
@@ -43,6 +64,11 @@ const std::map<std::string, std::string>& megatron_paths() {
       {"offload_optimizer", "$.training.offload_optimizer"},
       {"recompute", "$.training.recompute_granularity"},
       {"dtype", "$.training.params_dtype"},
+      {"ep", "$.parallel.expert_model_parallel_size"},
+      {"etp", "$.parallel.expert_tensor_parallel_size"},
+      {"moe_token_dispatcher_type", "$.parallel.moe_token_dispatcher_type"},
+      {"moe_expert_capacity_factor", "$.parallel.moe_expert_capacity_factor"},
+      {"moe_grouped_gemm", "$.parallel.moe_grouped_gemm"},
   };
   return paths;
 }
@@ -86,10 +112,43 @@ ojson parallel_json(const PlanSpec& p) {
   j["virtual_pipeline_model_parallel_size"] = p.vpp;
   write_stage_split(p, j);
   j["sequence_parallel"] = p.sequence_parallel;
+  if (p.moe.active) {  // Megatron-Core's names, only for a model with experts
+    j["expert_model_parallel_size"] = p.moe.ep;
+    j["expert_tensor_parallel_size"] = p.moe.etp;
+    j["moe_token_dispatcher_type"] = to_string(p.moe.token_dispatcher);
+    if (p.moe.expert_capacity_factor > 0.0) j["moe_expert_capacity_factor"] = p.moe.expert_capacity_factor;
+    j["moe_grouped_gemm"] = p.moe.grouped_gemm;
+  }
   j["pipeline_schedule"] = to_string(p.schedule);
   j["rank_order"] = to_string(p.rank_order);
   j["world_size"] = p.num_gpus();
   return j;
+}
+
+// The MoE keys of "parallel" (absent for a dense model), into plan.json's fields;
+// first_key names the first present by its plan.json name, as check_moe_plan reports it.
+void read_moe_parallel(json::ObjectReader& r, PlanSpec& p) {
+  static const std::pair<const char*, const char*> keys[] = {
+      {"expert_model_parallel_size", "ep"},
+      {"expert_tensor_parallel_size", "etp"},
+      {"moe_token_dispatcher_type", "moe_token_dispatcher_type"},
+      {"moe_expert_capacity_factor", "moe_expert_capacity_factor"},
+      {"moe_grouped_gemm", "moe_grouped_gemm"},
+  };
+  for (const auto& [key, plan_key] : keys) {
+    if (r.has(key)) {
+      p.moe.first_key = plan_key;
+      break;
+    }
+  }
+  p.moe.ep = static_cast<int>(r.integer_or("expert_model_parallel_size", 1, 1, 1 << 16));
+  p.moe.etp = static_cast<int>(r.integer_or("expert_tensor_parallel_size", 0, 1, 1 << 16));
+  p.moe.token_dispatcher =
+      r.choice_or("moe_token_dispatcher_type", "allgather", moe_dispatcher_names()) == "alltoall"
+          ? MoeDispatcher::kAllToAll
+          : MoeDispatcher::kAllGather;
+  p.moe.expert_capacity_factor = r.number_or("moe_expert_capacity_factor", 0.0, 0.01, 1000.0);
+  p.moe.grouped_gemm = r.boolean_or("moe_grouped_gemm", false);
 }
 
 void read_parallel(json::ObjectReader r, PlanSpec& p, int& world_size) {
@@ -101,6 +160,7 @@ void read_parallel(json::ObjectReader r, PlanSpec& p, int& world_size) {
   p.vpp = static_cast<int>(r.integer("virtual_pipeline_model_parallel_size", 1, 1024));
   read_stage_split(r, p);
   p.sequence_parallel = r.boolean("sequence_parallel");
+  read_moe_parallel(r, p);
   p.schedule = *parse_schedule(r.choice("pipeline_schedule", schedule_names()));
   if (r.has("rank_order")) p.rank_order = read_rank_order(r.string("rank_order"), r.file(), r.path_of("rank_order"));
   world_size = static_cast<int>(r.integer("world_size", 1, 1 << 24));

@@ -63,15 +63,19 @@ struct RunSpec {
   nlohmann::ordered_json profile = nlohmann::ordered_json::object();     // name, kind, device, file
 };
 
-// What of a model strata run does not run yet: the strata-run.json key at fault
-// ("$.model.num_experts": MoE layers; "$.model.kv_channels": heads of their own
-// size) and why, or nothing. The runtime refuses such a model up front; strata
-// export writes no strata-run.json for it (Megatron-LM's flags instead).
+// What of a model and a resolved plan strata run does not run yet: the
+// strata-run.json key at fault ("$.model.kv_channels": heads of their own size;
+// for MoE layers the parts of the plan the runtime's MoE layer does not take:
+// tensor or context parallelism with experts, expert tensor parallelism, the
+// allgather dispatcher, shared experts, sinkhorn-type balancing, zero-bubble
+// schedules, ZeRO-3, hybrid sharding) and why, or nothing. The runtime refuses
+// such a plan up front; strata export writes no strata-run.json for it
+// (Megatron-LM's flags instead).
 struct RunRefusal {
   std::string json_path;
   std::string message;
 };
-std::optional<RunRefusal> run_refusal(const ModelSpec& model);
+std::optional<RunRefusal> run_refusal(const ModelSpec& model, const PlanSpec& plan);
 
 // Every rank of the plan, numbered by its RankLayout, on nodes of gpus_per_node.
 std::vector<RankPlacement> rank_placements(const PlanSpec& plan, int gpus_per_node);

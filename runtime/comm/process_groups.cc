@@ -8,6 +8,20 @@
 
 namespace strata::rt {
 
+namespace {
+
+// This rank's group of `kind` in layout as a communicator, split from world.
+// Every rank takes part in every split, in the same order (splits are
+// collective): the group's first rank is its colour, the rank's position in it the key.
+std::unique_ptr<Communicator> split_group(Communicator& world, const RankLayout& layout, GroupKind kind) {
+  const std::vector<int> members = layout.group(kind, world.rank());
+  if (members.empty()) return world.split(-1, 0);
+  const auto at = std::find(members.begin(), members.end(), world.rank());
+  return world.split(members.front(), static_cast<int>(at - members.begin()));
+}
+
+}  // namespace
+
 ProcessGroups make_process_groups(Communicator& world, const RankLayout& layout) {
   if (world.size() != layout.world()) {
     throw InputError("", "",
@@ -20,14 +34,7 @@ ProcessGroups make_process_groups(Communicator& world, const RankLayout& layout)
   ProcessGroups g;
   g.layout = layout;
   g.coord = layout.coord(world.rank());
-  // Every rank takes part in every split, in the same order (splits are collective):
-  // the group's first rank is its colour, the rank's position in it the key.
-  auto split = [&](GroupKind kind) {
-    const std::vector<int> members = layout.group(kind, world.rank());
-    if (members.empty()) return world.split(-1, 0);
-    const auto at = std::find(members.begin(), members.end(), world.rank());
-    return world.split(members.front(), static_cast<int>(at - members.begin()));
-  };
+  auto split = [&](GroupKind kind) { return split_group(world, layout, kind); };
   g.tp = split(GroupKind::kTensor);
   g.cp = split(GroupKind::kContext);
   g.dp = split(GroupKind::kData);
@@ -41,6 +48,13 @@ ProcessGroups make_process_groups(Communicator& world, const RankLayout& layout)
   g.model = split(GroupKind::kModel);
   g.embedding = split(GroupKind::kEmbedding);
   return g;
+}
+
+void make_expert_groups(Communicator& world, const RankLayout& expert_layout, ProcessGroups& g) {
+  if (expert_layout.world() != world.size()) throw InternalError("make_expert_groups: the layouts' worlds differ");
+  g.expert_coord = expert_layout.coord(world.rank());
+  g.ep = split_group(world, expert_layout, GroupKind::kExpert);
+  g.expert_dp = split_group(world, expert_layout, GroupKind::kData);
 }
 
 }  // namespace strata::rt

@@ -25,10 +25,21 @@ struct ProcessGroups {
   std::unique_ptr<Communicator> pp;
   std::unique_ptr<Communicator> model;
   std::unique_ptr<Communicator> embedding;  // nullptr on middle pipeline stages
+  // MoE models (make_expert_groups): the rank's place in the expert layout
+  // (plan/rank_layout.h expert_rank_layout), its expert-parallel group (the
+  // token all-to-alls; rank == expert_coord.ep) and its expert data-parallel
+  // group (the experts' gradient reduction; rank == expert_coord.dp). Null otherwise.
+  RankCoord expert_coord;
+  std::unique_ptr<Communicator> ep;
+  std::unique_ptr<Communicator> expert_dp;
 };
 
 // Collective over world: splits it into this rank's groups. Throws InputError
 // (no file) when world.size() != layout.world(), naming both.
 ProcessGroups make_process_groups(Communicator& world, const RankLayout& layout);
+
+// Collective over world: adds the expert groups of expert_layout (the same
+// ranks as the groups' dense layout) to g.
+void make_expert_groups(Communicator& world, const RankLayout& expert_layout, ProcessGroups& g);
 
 }  // namespace strata::rt

@@ -51,6 +51,7 @@ struct PendingSend {
   std::int64_t transfer = -1;  // pipeline_transfer_id
 };
 
+// The groups of this rank, with the expert groups of an MoE model.
 ProcessGroups checked_groups(const RunConfig& c, Communicator& world) {
   const RankLayout layout(c.plan);
   if (world.size() != layout.world()) {
@@ -60,7 +61,9 @@ ProcessGroups checked_groups(const RunConfig& c, Communicator& world) {
                                  layout.world(), c.plan.tp, c.plan.cp, c.plan.pp, c.plan.dp, world.size(), layout.world(),
                                  layout.world()));
   }
-  return make_process_groups(world, layout);
+  ProcessGroups groups = make_process_groups(world, layout);
+  if (c.plan.moe.active) make_expert_groups(world, expert_rank_layout(c.plan), groups);
+  return groups;
 }
 
 StoreOptions store_options(const RunConfig& c) {
@@ -80,12 +83,18 @@ StoreOptions store_options(const RunConfig& c) {
 struct Executor::Impl {
   Impl(const RunConfig& c, Device& d, Communicator& w)
       : config(c), device(d), world(w), groups(checked_groups(c, w)), recorder(d),
-        layout(make_param_layout(c.model, c.plan, groups.coord.tp, groups.coord.pp)),
+        layout(make_param_layout(c.model, c.plan, groups.coord.tp, groups.coord.pp, groups.expert_coord.ep)),
         shapes(make_shapes(c.model, c.plan, groups.coord.tp, d.storage_dtype(c.plan.dtype))),
         kernels(d, *groups.tp, recorder, shapes),
         cp_attention(c.plan.cp > 1 ? std::make_unique<ContextParallelAttention>(kernels, *groups.cp, c.plan.cp_comm_type)
                                    : nullptr),
-        layer(kernels, c.plan.recompute, cp_attention.get()), embedding_head(kernels) {
+        // d(step loss) / d(a micro-batch's load-balancing loss): Megatron averages
+        // it over the step's micro-batches of every replica.
+        moe(c.plan.moe.active ? std::make_unique<MoeMlp>(kernels, *groups.ep, c.model, c.plan,
+                                                          static_cast<double>(c.plan.micro_batch_size) /
+                                                              c.plan.global_batch_size)
+                              : nullptr),
+        layer(kernels, c.plan.recompute, cp_attention.get(), moe.get()), embedding_head(kernels) {
     const PlanSpec& p = config.plan;
     links = std::make_unique<PipelineLinks>(*groups.pp, p);
     // Hybrid sharding: the shard groups (PlanSpec::zero_shard_group_of, as the
@@ -99,7 +108,8 @@ struct Executor::Impl {
       shard_group = shard.get();
     }
     store = std::make_unique<ParameterStore>(device, layout, store_options(config), groups.coord, *groups.tp,
-                                             *shard_group, groups.embedding.get(), recorder, across.get());
+                                             *shard_group, groups.embedding.get(), recorder, across.get(),
+                                             groups.expert_dp.get());
     program = pipeline_program(p.schedule, p.pp, p.vpp, p.num_microbatches(), groups.coord.pp);
     split = pipeline_split(config.model, p);
     last_vs = p.pp * p.vpp - 1;
@@ -130,11 +140,14 @@ struct Executor::Impl {
     position_ids = device.allocate_indices(shapes.local_tokens);
     upload_indices(device, positions, position_ids.view());
     loss_sum = device.allocate_tensor(1, DType::kFp32);
-    scalars = device.allocate_tensor(2, DType::kFp32);
+    scalars = device.allocate_tensor(4, DType::kFp32);  // grad norm^2, loss sum, MoE load ratios, their count
     tmp = device.allocate_tensor(1, DType::kFp32);
     device.synchronize();
     device.reset_peak_memory();
   }
+
+  // An MoE layer's experts unit, or null (eu -1: a dense layer).
+  const Unit* experts_unit(int eu) const { return eu >= 0 ? &layout.units[eu] : nullptr; }
 
   int virtual_stage_of(const PipelineOp& op) const {
     return virtual_stage(config.plan, groups.coord.pp, op.chunk);
@@ -304,10 +317,13 @@ struct Executor::Impl {
     const std::vector<int>& units = layout.layer_units[c];
     for (int j = 0; j < chunk_layers; ++j) {
       ctx.layer = split.chunk_first(groups.coord.pp, c) + j;
+      const int eu = layout.expert_units[c][j];
       const TensorView w = store->acquire_weights(units[j]);
+      const TensorView we = eu >= 0 ? store->acquire_weights(eu) : TensorView{};
       if (j + 1 < chunk_layers) store->prefetch_weights(units[j + 1]);
       st.layers[j].x = std::move(x);
-      x = layer.forward(layer_params(layout.units[units[j]], w), st.layers[j]);
+      x = layer.forward(layer_params(layout.units[units[j]], w, experts_unit(eu), we), st.layers[j]);
+      if (eu >= 0) store->release_weights(eu);
       store->release_weights(units[j]);
       pump();
     }
@@ -368,15 +384,26 @@ struct Executor::Impl {
     const int chunk_layers = split.chunk_layers(groups.coord.pp, c);
     for (int j = chunk_layers - 1; j >= 0; --j) {
       ctx.layer = split.chunk_first(groups.coord.pp, c) + j;
+      const int eu = layout.expert_units[c][j];
       const TensorView w = store->acquire_weights(units[j]);
+      const TensorView we = eu >= 0 ? store->acquire_weights(eu) : TensorView{};
       if (j > 0) store->prefetch_weights(units[j - 1]);
       const TensorView g = store->acquire_grads(units[j]);
+      const TensorView ge = eu >= 0 ? store->acquire_grads(eu) : TensorView{};
       const Unit& unit = layout.units[units[j]];
-      dy = layer.backward(layer_params(unit, w), layer_params(unit, g), st.layers[j], std::move(dy),
+      dy = layer.backward(layer_params(unit, w, experts_unit(eu), we), layer_params(unit, g, experts_unit(eu), ge),
+                          st.layers[j], std::move(dy),
                           later != nullptr ? &later->layers[static_cast<std::size_t>(j)] : nullptr);
+      if (eu >= 0) {
+        store->release_grads(eu);
+        store->release_weights(eu);
+      }
       store->release_grads(units[j]);
       store->release_weights(units[j]);
-      if (later == nullptr) store->unit_backward_done(units[j], last);
+      if (later == nullptr) {
+        store->unit_backward_done(units[j], last);
+        if (eu >= 0) store->unit_backward_done(eu, last);
+      }
       pump();
     }
     ctx.layer = -1;
@@ -475,9 +502,15 @@ struct Executor::Impl {
     if (groups.coord.pp == head_rank(config.plan) && groups.coord.tp == 0) {
       device.axpy(1.0f, loss_sum.view(), scalars.view().slice(1, 1));
     }
+    if (moe) {
+      upload_fp32(device, {static_cast<float>(moe->load_ratio_sum()), static_cast<float>(moe->load_samples())},
+                  scalars.view().slice(2, 2));
+      moe->reset_load();
+    }
     const TimeNs start = recorder.now_ns();
     world.all_reduce(scalars.view(), scalars.view());
-    recorder.add("grad norm all_reduce", EventCategory::kDp, Lane::kDpComm, 8.0, start, recorder.now_ns());
+    recorder.add("grad norm all_reduce", EventCategory::kDp, Lane::kDpComm, static_cast<double>(scalars.view().bytes()),
+                 start, recorder.now_ns());
     store->optimizer_step(step_index);
     device.synchronize();
     world.barrier();
@@ -489,6 +522,7 @@ struct Executor::Impl {
     r.grad_norm = std::sqrt(static_cast<double>(values[0]));
     r.loss = static_cast<double>(values[1]) /
              (static_cast<double>(config.plan.global_batch_size) * config.model.seq_length);
+    if (values[3] > 0.0f) r.expert_load = static_cast<double>(values[2]) / values[3];
     return r;
   }
 
@@ -504,7 +538,9 @@ struct Executor::Impl {
     for (int u = 0; u < static_cast<int>(layout.units.size()); ++u) {
       const std::vector<float> values = download_fp32(device, store->acquire_weights(u));
       store->release_weights(u);
-      if (groups.replicas->rank() != 0) continue;
+      // One copy of each parameter: the replicas' first, or the expert data-parallel group's.
+      const bool experts = layout.units[u].kind == UnitKind::kExperts;
+      if ((experts ? groups.expert_dp->rank() : groups.replicas->rank()) != 0) continue;
       for (const ParamSpec& p : layout.units[u].params) {
         if (p.tied_copy || (p.replicated && groups.coord.tp != 0)) continue;
         for (const ParamSpec::Piece& piece : p.pieces) {
@@ -536,6 +572,7 @@ struct Executor::Impl {
   Shapes shapes;
   Kernels kernels;
   std::unique_ptr<ContextParallelAttention> cp_attention;  // cp > 1
+  std::unique_ptr<MoeMlp> moe;                             // MoE models
   TransformerLayer layer;
   EmbeddingHead embedding_head;
   std::unique_ptr<PipelineLinks> links;

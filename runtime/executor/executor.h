@@ -28,6 +28,9 @@ struct StepResult {
   double step_time_s = 0.0;  // from the step's start barrier to its end barrier
   double loss = 0.0;         // mean token loss over the global batch (every rank has it)
   double grad_norm = 0.0;    // global L2 norm of the gradient (before the update)
+  // MoE models: the busiest expert-parallel rank's routed rows over the mean,
+  // averaged over the step's MoE layer forwards on every rank (0: dense).
+  double expert_load = 0.0;
 };
 
 class Executor {

@@ -1,6 +1,7 @@
 #include "runtime/executor/measured.h"
 
 #include <algorithm>
+#include <numeric>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -176,6 +177,14 @@ double median_step_time_s(const RunConfig& config, const MeasuredRun& run) {
   return median(timed);
 }
 
+double mean_expert_load(const RunConfig& config, const MeasuredRun& run) {
+  std::vector<double> timed;
+  for (std::size_t i = static_cast<std::size_t>(config.training.timing_warmup_steps); i < run.steps.size(); ++i) {
+    timed.push_back(run.steps[i].expert_load);
+  }
+  return timed.empty() ? 0.0 : std::accumulate(timed.begin(), timed.end(), 0.0) / static_cast<double>(timed.size());
+}
+
 std::vector<std::int64_t> peak_memory_per_stage(const RunConfig& config, const MeasuredRun& run) {
   const RankLayout layout(config.plan);
   std::vector<std::int64_t> out(config.plan.pp, 0);
@@ -221,6 +230,13 @@ nlohmann::ordered_json measured_json(const RunConfig& c, const MeasuredRun& run)
   memory["what"] = "device memory allocated through the runtime at its peak during the steps: parameters, fp32 "
                    "gradients, optimizer state, activations and buffers (no framework reserve)";
   j["memory"] = memory;
+  if (c.model.is_moe()) {
+    nlohmann::ordered_json moe;
+    moe["expert_load_max_over_mean"] = mean_expert_load(c, run);
+    moe["what"] = "the routing the run made: the busiest expert-parallel rank's routed tokens over the mean, averaged "
+                  "over the timed steps' MoE layer forwards (the simulator's moe_router_imbalance)";
+    j["moe"] = moe;
+  }
   j["trace"] = {{"file", "measured-trace.json"}, {"step", c.training.steps - 1}};
   j["prediction"] = c.prediction;
   j["profile"] = c.profile;

@@ -46,6 +46,8 @@ MeasuredRun run_training(const RunConfig& config, Device& device, Communicator& 
 
 // The median step time of the timed steps (after the warm-up).
 double median_step_time_s(const RunConfig& config, const MeasuredRun& run);
+// MoE models: StepResult::expert_load averaged over the timed steps (0: dense).
+double mean_expert_load(const RunConfig& config, const MeasuredRun& run);
 // Peak memory per pipeline stage: the most any rank of the stage allocated.
 std::vector<std::int64_t> peak_memory_per_stage(const RunConfig& config, const MeasuredRun& run);
 

@@ -37,8 +37,8 @@ ParamSpec vector_param(std::string name, i64 n, ParamInit init, bool replicated)
 
 class LayoutBuilder {
  public:
-  LayoutBuilder(const ModelSpec& m, const PlanSpec& p, int tp_rank, int pp_rank)
-      : m_(m), p_(p), t_(tp_rank), r_(pp_rank) {}
+  LayoutBuilder(const ModelSpec& m, const PlanSpec& p, int tp_rank, int pp_rank, int ep_rank)
+      : m_(m), p_(p), t_(tp_rank), r_(pp_rank), e_(ep_rank) {}
 
   ParamLayout build() {
     const int chunks = p_.vpp;
@@ -46,6 +46,7 @@ class LayoutBuilder {
     const int last_vs = p_.pp * p_.vpp - 1;
     const bool tied = !m_.untie_embeddings_and_output_weights;
     out_.layer_units.assign(chunks, {});
+    out_.expert_units.assign(chunks, {});
     out_.word_embedding_unit.assign(chunks, -1);
     out_.position_embedding_unit.assign(chunks, -1);
     out_.final_norm_unit.assign(chunks, -1);
@@ -59,7 +60,9 @@ class LayoutBuilder {
         }
       }
       for (int j = 0; j < split.chunk_layers(r_, c); ++j) {
-        out_.layer_units[c].push_back(add_unit(layer(c, j, split.chunk_first(r_, c) + j)));
+        const int global = split.chunk_first(r_, c) + j;
+        out_.layer_units[c].push_back(add_unit(layer(c, j, global)));
+        out_.expert_units[c].push_back(m_.is_moe_layer(global) ? add_unit(experts(c, j, global)) : -1);
       }
       if (vs == last_vs) {
         out_.final_norm_unit[c] = add_unit(final_norm(c));
@@ -110,6 +113,7 @@ class LayoutBuilder {
         {"fc2.weight", LayerRole::kFc2Weight},           {"fc2.bias", LayerRole::kFc2Bias},
         {"input_norm.weight", LayerRole::kNorm1Weight},  {"input_norm.bias", LayerRole::kNorm1Bias},
         {"post_attn_norm.weight", LayerRole::kNorm2Weight}, {"post_attn_norm.bias", LayerRole::kNorm2Bias},
+        {"router.weight", LayerRole::kRouterWeight},
     };
     for (const auto& [name, role] : names) {
       if (suffix == name) return role;
@@ -198,19 +202,56 @@ class LayoutBuilder {
     // Row-parallel projection: this rank's input rows.
     u.params.push_back(matrix(prefix + "proj.weight", ql, h, q_width, {{0, t_ * ql, ql}}, scaled));
     if (bias) u.params.push_back(vector_param(prefix + "proj.bias", h, ParamInit::kZeros, true));
-    // Column-parallel fc1 ([a | b] halves when gated).
-    std::vector<ParamSpec::Piece> fc1_pieces = {{0, t_ * fl, fl}};
-    if (m_.swiglu) fc1_pieces.push_back({fl, f + t_ * fl, fl});
-    const i64 fc1_rows = m_.swiglu ? 2 * fl : fl;
-    const i64 fc1_global = m_.swiglu ? 2 * f : f;
-    u.params.push_back(matrix(prefix + "fc1.weight", fc1_rows, h, fc1_global, fc1_pieces, range));
-    if (bias) u.params.push_back(column_bias(prefix + "fc1.bias", fc1_rows, fc1_global, fc1_pieces));
-    u.params.push_back(matrix(prefix + "fc2.weight", fl, h, f, {{0, t_ * fl, fl}}, scaled));
-    if (bias) u.params.push_back(vector_param(prefix + "fc2.bias", h, ParamInit::kZeros, true));
+    if (m_.is_moe_layer(global_layer)) {
+      // Megatron-Core's TopKRouter: [num_experts, h], whole on every tensor-parallel rank.
+      ParamSpec router = matrix(prefix + "router.weight", m_.moe.num_experts, h, m_.moe.num_experts,
+                                {{0, 0, m_.moe.num_experts}}, range);
+      router.replicated = true;
+      u.params.push_back(std::move(router));
+    } else {
+      append_mlp(u, prefix, f, fl, t_);
+    }
     u.params.push_back(vector_param(prefix + "input_norm.weight", h, ParamInit::kOnes, true));
     if (layernorm) u.params.push_back(vector_param(prefix + "input_norm.bias", h, ParamInit::kZeros, true));
     u.params.push_back(vector_param(prefix + "post_attn_norm.weight", h, ParamInit::kOnes, true));
     if (layernorm) u.params.push_back(vector_param(prefix + "post_attn_norm.bias", h, ParamInit::kZeros, true));
+    return u;
+  }
+
+  // An MLP of global width f, fl of it on this rank (tensor-parallel rank t):
+  // column-parallel fc1 ([a | b] halves when gated), row-parallel fc2.
+  void append_mlp(Unit& u, const std::string& prefix, i64 f, i64 fl, i64 t) const {
+    const i64 h = m_.hidden_size;
+    const bool bias = m_.add_bias_linear;
+    std::vector<ParamSpec::Piece> fc1_pieces = {{0, t * fl, fl}};
+    if (m_.swiglu) fc1_pieces.push_back({fl, f + t * fl, fl});
+    const i64 fc1_rows = m_.swiglu ? 2 * fl : fl;
+    const i64 fc1_global = m_.swiglu ? 2 * f : f;
+    u.params.push_back(matrix(prefix + "fc1.weight", fc1_rows, h, fc1_global, fc1_pieces, uniform_range(kInitStd)));
+    if (bias) u.params.push_back(column_bias(prefix + "fc1.bias", fc1_rows, fc1_global, fc1_pieces));
+    const float scaled = uniform_range(kInitStd / std::sqrt(2.0 * m_.num_layers));
+    u.params.push_back(matrix(prefix + "fc2.weight", fl, h, f, {{0, t * fl, fl}}, scaled));
+    if (bias) u.params.push_back(vector_param(prefix + "fc2.bias", h, ParamInit::kZeros, true));
+  }
+
+  // This expert-parallel rank's routed experts of an MoE layer, whole (etp 1),
+  // each initialized as a dense MLP of moe_ffn_hidden_size.
+  Unit experts(int chunk, int local_layer, int global_layer) {
+    const int local = m_.moe.num_experts / p_.moe.ep;
+    Unit u;
+    u.kind = UnitKind::kExperts;
+    u.chunk = chunk;
+    u.local_layer = local_layer;
+    u.layer = global_layer;
+    u.first_expert = e_ * local;
+    u.experts = local;
+    const i64 f = m_.moe.moe_ffn_hidden_size;
+    for (int e = 0; e < local; ++e) {
+      append_mlp(u, fmt::format("layers.{}.experts.{}.", global_layer, u.first_expert + e), f, f, 0);
+    }
+    // Nothing in an expert is replicated over tensor parallelism: its fc2 bias
+    // belongs to this expert alone.
+    for (ParamSpec& s : u.params) s.replicated = false;
     return u;
   }
 
@@ -244,24 +285,37 @@ class LayoutBuilder {
     return -1;
   }
 
-  // The plan's buckets (plan/bucket_plan.h), in units. The units' sizes are the
+  // The plan's buckets (plan/bucket_plan.h), in units; a bucket with routed
+  // experts is followed by one of its expert units. The units' sizes are the
   // plan's parameter counts, or the simulator would cost other buckets than we run.
   void make_buckets() {
     for (const GradBucket& planned : grad_buckets(m_, p_, r_)) {
       Bucket bucket;
       bucket.chunk = planned.chunk;
       bucket.embedding_sync = planned.shared_embedding;
+      Bucket expert_bucket;
+      expert_bucket.chunk = planned.chunk;
+      expert_bucket.expert = true;
       for (const BlockRef& block : planned.blocks) {
         const int unit = unit_of(planned.chunk, block);
-        if (unit < 0 || out_.units[unit].numel != block_params_per_gpu(m_, p_, block)) {
-          throw InternalError(fmt::format("param_layout: the {} of chunk {} does not match plan/params", to_string(block.kind),
-                                          planned.chunk));
-        }
+        if (unit < 0) throw InternalError(fmt::format("param_layout: chunk {} has no {}", planned.chunk, to_string(block.kind)));
         out_.units[unit].shared_embedding = is_shared_embedding(m_, p_, block);
         bucket.units.push_back(unit);
         bucket.numel += out_.units[unit].numel;
+        const int experts = block.kind == ParamBlock::kLayer ? out_.expert_units[planned.chunk][block.layer] : -1;
+        if (experts >= 0) {
+          expert_bucket.units.push_back(experts);
+          expert_bucket.numel += out_.units[experts].numel;
+        }
+      }
+      if (bucket.numel != planned.params || expert_bucket.numel != planned.expert_params) {
+        throw InternalError(fmt::format("param_layout: a bucket of chunk {} holds {} + {} expert parameters, plan/params "
+                                        "counts {} + {}",
+                                        planned.chunk, bucket.numel, expert_bucket.numel, planned.params,
+                                        planned.expert_params));
       }
       out_.buckets.push_back(std::move(bucket));
+      if (!expert_bucket.units.empty()) out_.buckets.push_back(std::move(expert_bucket));
     }
     for (int b = 0; b < static_cast<int>(out_.buckets.size()); ++b) {
       Bucket& bucket = out_.buckets[b];
@@ -271,7 +325,8 @@ class LayoutBuilder {
         out_.units[u].bucket_offset = offset;
         offset += out_.units[u].numel;
       }
-      bucket.padded_numel = (bucket.numel + p_.dp - 1) / p_.dp * p_.dp;
+      const int group = bucket.expert ? p_.expert_data_parallel() : p_.grad_replicas();
+      bucket.padded_numel = (bucket.numel + group - 1) / group * group;
     }
   }
 
@@ -279,6 +334,7 @@ class LayoutBuilder {
   const PlanSpec& p_;
   int t_;
   int r_;
+  int e_;
   ParamLayout out_;
 };
 
@@ -291,6 +347,7 @@ const char* to_string(UnitKind kind) {
     case UnitKind::kLayer: return "layer";
     case UnitKind::kFinalNorm: return "final_norm";
     case UnitKind::kOutputLayer: return "output_layer";
+    case UnitKind::kExperts: return "experts";
   }
   return "layer";
 }
@@ -301,20 +358,48 @@ std::int64_t ParamLayout::total_numel() const {
   return n;
 }
 
-ParamLayout make_param_layout(const ModelSpec& model, const PlanSpec& plan, int tp_rank, int pp_rank) {
+ParamLayout make_param_layout(const ModelSpec& model, const PlanSpec& plan, int tp_rank, int pp_rank, int ep_rank) {
   if (plan.dp < 1 || model.vocab_size % plan.tp != 0 || pipeline_split_problem(model, plan)) {
     throw InternalError("make_param_layout: the plan is not checked against the model");
+  }
+  if (model.is_moe() && (!plan.moe.active || plan.moe.etp != 1 || model.moe.moe_shared_expert_intermediate_size > 0 ||
+                         ep_rank < 0 || ep_rank >= plan.moe.ep)) {
+    throw InternalError("make_param_layout: MoE layers need resolved keys, etp 1, no shared experts and an ep rank");
   }
   if (tp_rank < 0 || tp_rank >= plan.tp || pp_rank < 0 || pp_rank >= plan.pp) {
     throw InternalError(fmt::format("make_param_layout: rank ({}, {}) outside tp {} pp {}", tp_rank, pp_rank,
                                     plan.tp, plan.pp));
   }
-  return LayoutBuilder(model, plan, tp_rank, pp_rank).build();
+  return LayoutBuilder(model, plan, tp_rank, pp_rank, ep_rank).build();
+}
+
+ExpertView expert_view(const Unit& experts, const TensorView& flat, int local_expert) {
+  if (experts.kind != UnitKind::kExperts || local_expert < 0 || local_expert >= experts.experts) {
+    throw InternalError("expert_view: not an expert of this unit");
+  }
+  const std::size_t per_expert = experts.params.size() / static_cast<std::size_t>(experts.experts);
+  const std::size_t first = per_expert * static_cast<std::size_t>(local_expert);
+  auto view = [&](std::size_t k) {
+    const ParamSpec& p = experts.params[first + k];
+    return flat.slice(p.offset, p.numel());
+  };
+  ExpertView v;
+  v.fc1_weight = view(0);
+  if (per_expert == 4) {
+    v.fc1_bias = view(1);
+    v.fc2_weight = view(2);
+    v.fc2_bias = view(3);
+  } else {
+    v.fc2_weight = view(1);
+  }
+  return v;
 }
 
 std::vector<std::pair<std::string, std::int64_t>> global_parameter_sizes(const ModelSpec& model) {
   PlanSpec single;
   single.dp = 1;
+  single.moe.active = model.is_moe();
+  single.moe.etp = 1;
   const ParamLayout layout = make_param_layout(model, single, 0, 0);
   std::vector<std::pair<std::string, std::int64_t>> out;
   for (const Unit& u : layout.units) {

@@ -17,6 +17,14 @@
 // its flat layout puts replicated parameters last. A bucket is the units of one of
 // the plan's gradient buckets (plan/bucket_plan.h, the rule the simulator costs):
 // units of one model chunk in backward order whose gradients are reduced together.
+//
+// Mixture of experts: an MoE layer is two units, its dense part (attention,
+// norms and the router [num_experts, h], which every tensor-parallel rank holds
+// whole) and its routed experts (kExperts: this expert-parallel rank's
+// num_experts / ep experts, each its own fc1 and fc2, named by their global
+// expert index). A planned bucket with experts becomes two buckets: the dense
+// units, reduced over the data-parallel replicas, and the expert units, reduced
+// over the expert data-parallel group (Megatron-Core's separate expert buffers).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +33,7 @@
 
 #include "plan/model_spec.h"
 #include "plan/plan_spec.h"
+#include "runtime/device/device.h"
 
 namespace strata::rt {
 
@@ -54,20 +63,24 @@ struct ParamSpec {
   std::int64_t numel() const { return rows * cols; }
 };
 
-enum class UnitKind { kWordEmbedding, kPositionEmbedding, kLayer, kFinalNorm, kOutputLayer };
+enum class UnitKind { kWordEmbedding, kPositionEmbedding, kLayer, kFinalNorm, kOutputLayer, kExperts };
 const char* to_string(UnitKind kind);
 
 // Roles of a transformer layer's parameters (index into Unit::role_index).
 enum class LayerRole {
   kQkvWeight, kQkvBias, kProjWeight, kFc1Weight, kFc1Bias, kFc2Weight,
-  kNorm1Weight, kNorm1Bias, kProjBias, kNorm2Weight, kNorm2Bias, kFc2Bias, kCount
+  kNorm1Weight, kNorm1Bias, kProjBias, kNorm2Weight, kNorm2Bias, kFc2Bias, kRouterWeight, kCount
 };
 
 struct Unit {
   UnitKind kind = UnitKind::kLayer;
   int chunk = 0;           // model chunk on this rank
-  int local_layer = -1;    // layer index within the chunk (kLayer)
-  int layer = -1;          // global layer index (kLayer)
+  int local_layer = -1;    // layer index within the chunk (kLayer, kExperts)
+  int layer = -1;          // global layer index (kLayer, kExperts)
+  // kExperts: the global index of its first expert; its params are each local
+  // expert's fc1.weight, fc1.bias, fc2.weight, fc2.bias (biases with add_bias_linear).
+  int first_expert = 0;
+  int experts = 0;
   std::vector<ParamSpec> params;
   std::int64_t numel = 0;
   std::int64_t replicated_begin = 0;  // params at [replicated_begin, numel) are replicated
@@ -84,6 +97,7 @@ struct Bucket {
   std::int64_t numel = 0;       // sum of the units
   std::int64_t padded_numel = 0;  // a multiple of dp, so the ZeRO shards are equal
   bool embedding_sync = false;  // holds the tied word embedding or its copy, pp > 1
+  bool expert = false;          // routed experts: reduced and sharded over the expert data-parallel group
   std::int64_t shard_numel(int dp) const { return padded_numel / dp; }
 };
 
@@ -92,6 +106,7 @@ struct ParamLayout {
   std::vector<Bucket> buckets;  // in the order their gradients become final
   // Units by position: [chunk][local layer], and the per-chunk block units (-1: none).
   std::vector<std::vector<int>> layer_units;
+  std::vector<std::vector<int>> expert_units;  // [chunk][local layer]: the MoE layer's experts, -1 for a dense layer
   std::vector<int> word_embedding_unit;
   std::vector<int> position_embedding_unit;
   std::vector<int> final_norm_unit;
@@ -101,9 +116,17 @@ struct ParamLayout {
 };
 
 // The layout of rank (tp_rank, pp_rank), its buckets holding the plan's
-// ddp_bucket_size. Requires a checked plan (dp resolved, vocab_size divisible by
-// tp); InternalError otherwise.
-ParamLayout make_param_layout(const ModelSpec& model, const PlanSpec& plan, int tp_rank, int pp_rank);
+// ddp_bucket_size; ep_rank: its place in the expert-parallel group (MoE models).
+// Requires a checked plan (dp resolved, vocab_size divisible by tp, MoE keys
+// resolved with etp 1 and no shared experts); InternalError otherwise.
+ParamLayout make_param_layout(const ModelSpec& model, const PlanSpec& plan, int tp_rank, int pp_rank,
+                              int ep_rank = 0);
+
+// One routed expert's weights (or gradients) in its kExperts unit's flat buffer.
+struct ExpertView {
+  TensorView fc1_weight, fc1_bias, fc2_weight, fc2_bias;  // fc1 [fc1 rows, h], fc2 [f, h]; biases may be empty
+};
+ExpertView expert_view(const Unit& experts, const TensorView& flat, int local_expert);
 
 // Every parameter of the whole model (tp = pp = 1) with its global element
 // count, in a fixed order: the layout tests reassemble shards into.

@@ -71,13 +71,17 @@ struct ParameterStore::AcrossPending {
 
 ParameterStore::ParameterStore(Device& device, const ParamLayout& layout, const StoreOptions& options,
                                const RankCoord& coord, Communicator& tp, Communicator& dp,
-                               Communicator* embedding, Recorder& recorder, Communicator* across)
+                               Communicator* embedding, Recorder& recorder, Communicator* across,
+                               Communicator* expert_dp)
     : device_(device), layout_(layout), options_(options), coord_(coord), tp_(tp), dp_(dp),
-      embedding_(embedding), recorder_(recorder), across_(across) {
-  dp_size_ = dp.size();
-  shard_rank_ = dp.rank();
+      embedding_(embedding), recorder_(recorder), across_(across), expert_dp_(expert_dp) {
   if (across_ != nullptr && across_->size() == 1) across_ = nullptr;
-  zero_ = dp_size_ > 1 || across_ != nullptr ? options.zero_stage : 0;
+  for (const Bucket& b : layout_.buckets) {
+    if (b.expert && expert_dp_ == nullptr) throw InternalError("ParameterStore: expert buckets need the expert group");
+    if (b.expert && across_ != nullptr) throw InternalError("ParameterStore: expert buckets with hybrid sharding");
+  }
+  const bool replicated = dp_.size() > 1 || across_ != nullptr || (expert_dp_ != nullptr && expert_dp_->size() > 1);
+  zero_ = replicated ? options.zero_stage : 0;
   master_copy_ = device.storage_dtype(options.dtype) != DType::kFp32;
   initialize();
 }
@@ -90,9 +94,14 @@ ParameterStore::~ParameterStore() {
   }
 }
 
+Communicator& ParameterStore::group_of(int bucket) const {
+  return layout_.buckets[bucket].expert ? *expert_dp_ : dp_;
+}
+
 TensorView ParameterStore::shard_of(const TensorView& full, int bucket) const {
-  const std::int64_t shard = layout_.buckets[bucket].shard_numel(dp_size_);
-  return full.slice(shard_rank_ * shard, shard);
+  const Communicator& group = group_of(bucket);
+  const std::int64_t shard = layout_.buckets[bucket].shard_numel(group.size());
+  return full.slice(group.rank() * shard, shard);
 }
 
 void ParameterStore::initialize() {
@@ -117,8 +126,8 @@ void ParameterStore::initialize() {
         }
       }
     }
-    const std::int64_t shard = bucket.shard_numel(dp_size_);
-    const TensorView own = init.view().slice(shard_rank_ * shard, shard);
+    const TensorView own = shard_of(init.view(), b);
+    const std::int64_t shard = own.numel;
     const TensorView opt_source = zero_ >= 1 ? own : init.view();
     if (zero_ == 3) {
       state->weights = device_.allocate_tensor(shard, dtype);
@@ -220,7 +229,7 @@ void ParameterStore::prefetch_weights(int unit) {
   const TensorView own = shard_of(s.full_weights.view(), b);
   device_.copy_on_device(s.weights.view().data, own.data, static_cast<std::size_t>(own.bytes()));
   s.weights_gathering = true;
-  auto request = dp_.start_all_gather(own, s.full_weights.view());
+  auto request = group_of(b).start_all_gather(own, s.full_weights.view());
   track(std::move(request), "param all_gather", EventCategory::kZero, static_cast<double>(s.full_weights.view().bytes()),
         [&s] {
           s.weights_gathering = false;
@@ -308,7 +317,7 @@ void ParameterStore::release_grads(int unit) {
   sum_replicated_over_tp(s.full_grads.view(), b);
   const TensorView full = s.full_grads.view();
   const TensorView own = shard_of(full, b);
-  auto request = dp_.start_reduce_scatter(full, own);
+  auto request = group_of(b).start_reduce_scatter(full, own);
   const TensorView shard = s.grad_shard.view();
   track_reduce_scatter(std::move(request), static_cast<double>(full.bytes()), b, kGradScatter, own,
                        std::move(s.full_grads), [this, own, shard] { device_.axpy(1.0f, own, shard); });
@@ -384,10 +393,11 @@ void ParameterStore::start_reduction(int b) {
   const TensorView grads = s.grads.view();
   sum_replicated_over_tp(grads, b);
   s.reduced = true;
-  if (dp_size_ == 1 && across_ == nullptr) return;
+  Communicator& group = group_of(b);
+  if (group.size() == 1 && across_ == nullptr) return;
   const double bytes = static_cast<double>(grads.bytes());
   if (zero_ == 0) {
-    track(dp_.start_all_reduce(grads, grads, ReduceOp::kSum), "grad all_reduce", EventCategory::kDp, bytes, {});
+    track(group.start_all_reduce(grads, grads, ReduceOp::kSum), "grad all_reduce", EventCategory::kDp, bytes, {});
   } else {
     const TensorView own = shard_of(grads, b);
     std::function<void()> done;
@@ -403,7 +413,7 @@ void ParameterStore::start_reduction(int b) {
       keep_alive = std::move(s.grads);
       s.grads = Tensor();  // a moved-from Tensor keeps its size
     }
-    track_reduce_scatter(dp_.start_reduce_scatter(grads, own), bytes, b, kReduce, own, std::move(keep_alive),
+    track_reduce_scatter(group.start_reduce_scatter(grads, own), bytes, b, kReduce, own, std::move(keep_alive),
                          std::move(done));
     return;
   }
@@ -476,13 +486,14 @@ void ParameterStore::finish_reductions() {
 }
 
 void ParameterStore::add_grad_norm_squares(const TensorView& acc, const TensorView& tmp) {
-  if (zero_ == 0 && shard_rank_ != 0) return;  // replica 0 counts the replicated gradients
   if (across_ != nullptr && across_->rank() != 0) return;  // the same shard is counted once
   for (int b = 0; b < static_cast<int>(layout_.buckets.size()); ++b) {
     const Bucket& bucket = layout_.buckets[b];
+    const Communicator& group = group_of(b);
+    if (zero_ == 0 && group.rank() != 0) continue;  // the group's rank 0 counts the replicated gradients
     BucketState& s = *buckets_[b];
-    const std::int64_t shard = bucket.shard_numel(dp_size_);
-    const std::int64_t begin = zero_ >= 1 ? shard_rank_ * shard : 0;
+    const std::int64_t shard = bucket.shard_numel(group.size());
+    const std::int64_t begin = zero_ >= 1 ? group.rank() * shard : 0;
     const std::int64_t end = zero_ >= 1 ? begin + shard : bucket.padded_numel;
     const TensorView grads = zero_ == 0 ? s.grads.view() : zero_ == 1 ? shard_of(s.grads.view(), b) : s.grad_shard.view();
     for (int u : bucket.units) {
@@ -514,7 +525,7 @@ void ParameterStore::optimizer_step(std::int64_t step) {
   // Megatron's distributed optimizer: every rank updated its shard; gather the rest.
   for (int b = 0; b < static_cast<int>(layout_.buckets.size()); ++b) {
     const TensorView full = buckets_[b]->weights.view();
-    track(dp_.start_all_gather(shard_of(full, b), full), "param all_gather", EventCategory::kZero,
+    track(group_of(b).start_all_gather(shard_of(full, b), full), "param all_gather", EventCategory::kZero,
           static_cast<double>(full.bytes()), {});
     in_flight_.back()->bucket = b;
     in_flight_.back()->kind = kGather;

@@ -56,9 +56,11 @@ class ParameterStore {
   // the ranks holding the same shard in the other shard groups (null: plain ZeRO):
   // gradients are reduce-scattered within dp, then each shard all-reduced across,
   // as soon as its reduce-scatter is done (overlapped with the backward).
+  // expert_dp: the expert data-parallel group, over which the routed experts'
+  // buckets (Bucket::expert) are reduced and sharded (MoE models; else null).
   ParameterStore(Device& device, const ParamLayout& layout, const StoreOptions& options,
                  const RankCoord& coord, Communicator& tp, Communicator& dp, Communicator* embedding,
-                 Recorder& recorder, Communicator* across = nullptr);
+                 Recorder& recorder, Communicator* across = nullptr, Communicator* expert_dp = nullptr);
   ~ParameterStore();
   ParameterStore(const ParameterStore&) = delete;
   ParameterStore& operator=(const ParameterStore&) = delete;
@@ -92,7 +94,8 @@ class ParameterStore {
   void finish_reductions();
   // acc (fp32 scalar) += this rank's share of the squared gradient norm: every
   // parameter counted once over the world (tp-replicated ones on tp rank 0, the
-  // tied copy not at all, ZeRO-0 gradients on dp rank 0). tmp: an fp32 scalar.
+  // tied copy not at all, ZeRO-0 gradients on the rank 0 of the bucket's
+  // data-parallel group). tmp: an fp32 scalar.
   void add_grad_norm_squares(const TensorView& acc, const TensorView& tmp);
   // One AdamW step (step counts from 1), then the ZeRO-1/2 weight all-gather
   // (waited for now, or at first use with overlap_param_gather).
@@ -126,6 +129,9 @@ class ParameterStore {
   void allocate_zero2_grads(int bucket);
   void wait_gather(int bucket);
   TensorView shard_of(const TensorView& full, int bucket) const;
+  // The group a bucket is reduced and sharded over: the replicas (or the shard
+  // group with hybrid sharding), or the expert data-parallel group.
+  Communicator& group_of(int bucket) const;
 
   Device& device_;
   const ParamLayout& layout_;
@@ -136,9 +142,8 @@ class ParameterStore {
   Communicator* embedding_;
   Recorder& recorder_;
   Communicator* across_;  // hybrid sharding's group across the shard groups, or null
+  Communicator* expert_dp_;  // the expert buckets' group, or null
   int zero_ = 0;
-  int dp_size_ = 1;       // ranks a shard group spans
-  int shard_rank_ = 0;    // this rank's shard within it
   bool master_copy_ = false;  // weights are stored in 16 bits: keep fp32 masters
   std::vector<std::unique_ptr<BucketState>> buckets_;
   std::vector<std::unique_ptr<InFlight>> in_flight_;

@@ -33,7 +33,7 @@ RunConfig read_run_config(const nlohmann::json& doc, const std::string& file) {
   c.profile = spec.profile;
 
   // What this runtime cannot run, said up front rather than half-way.
-  if (const std::optional<RunRefusal> refusal = run_refusal(c.model)) {
+  if (const std::optional<RunRefusal> refusal = run_refusal(c.model, c.plan)) {
     throw InputError(file, refusal->json_path, refusal->message);
   }
   if (c.plan.offload_optimizer) {

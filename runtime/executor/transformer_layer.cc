@@ -31,9 +31,15 @@ constexpr Transpose T = Transpose::kYes;
 
 }  // namespace
 
-LayerParams layer_params(const Unit& unit, const TensorView& flat) {
+LayerParams layer_params(const Unit& unit, const TensorView& flat, const Unit* experts, const TensorView& expert_flat) {
   if (unit.kind != UnitKind::kLayer) throw InternalError("layer_params: not a layer unit");
   LayerParams p;
+  p.router_weight = role_view(unit, flat, LayerRole::kRouterWeight);
+  p.experts = experts;
+  p.expert_params = expert_flat;
+  if ((experts != nullptr) != (p.router_weight.numel > 0)) {
+    throw InternalError("layer_params: an MoE layer needs its router and experts, a dense layer neither");
+  }
   p.qkv_weight = role_view(unit, flat, LayerRole::kQkvWeight);
   p.qkv_bias = role_view(unit, flat, LayerRole::kQkvBias);
   p.proj_weight = role_view(unit, flat, LayerRole::kProjWeight);
@@ -49,8 +55,8 @@ LayerParams layer_params(const Unit& unit, const TensorView& flat) {
   return p;
 }
 
-TransformerLayer::TransformerLayer(Kernels& kernels, Recompute recompute, ContextParallelAttention* cp)
-    : k_(kernels), recompute_(recompute), cp_(cp) {}
+TransformerLayer::TransformerLayer(Kernels& kernels, Recompute recompute, ContextParallelAttention* cp, MoeMlp* moe)
+    : k_(kernels), recompute_(recompute), cp_(cp), moe_(moe) {}
 
 std::int64_t TransformerLayer::core_batch() const { return cp_ ? 2 * k_.shapes().b : k_.shapes().b; }
 std::int64_t TransformerLayer::core_seq() const { return cp_ ? k_.shapes().s / 2 : k_.shapes().s; }
@@ -159,6 +165,16 @@ Tensor TransformerLayer::run_forward(const LayerParams& w, LayerActivations& a, 
   a.norm2_rstd = k_.fp32(rows);
   k_.norm_forward("post_attn_norm", a.x2.view(), w.norm2_weight, w.norm2_bias, rows, a.norm2.view(),
                   a.norm2_mean.view(), a.norm2_rstd.view());
+  if (w.experts != nullptr) {
+    if (moe_ == nullptr) throw InternalError("TransformerLayer: an MoE layer without its MoE MLP");
+    Tensor routed = moe_->forward(w.router_weight, *w.experts, w.expert_params, a.norm2.view(), a.moe);
+    Tensor out = k_.activation(rows * s.h);
+    k_.recorder().compute("residual_mlp", EventCategory::kElementwise, 0.0,
+                          3.0 * static_cast<double>(routed.view().bytes()),
+                          [&] { dev.add(a.x2.view(), routed.view(), out.view()); });
+    a.complete = true;
+    return out;
+  }
   a.fc1_out = k_.activation(s.tokens * s.fc1_width);
   {
     Tensor gathered;
@@ -253,38 +269,11 @@ Tensor TransformerLayer::backward(const LayerParams& w, const LayerParams& g, La
     ctx.phase = phase;
   }
 
-  // MLP half: out = x2 + fc2(act(fc1(norm2(x2)))).
+  // MLP half: out = x2 + fc2(act(fc1(norm2(x2)))), or the routed experts' output.
   const std::size_t fc2_at = deferred != nullptr ? deferred->size() : 0;
-  Tensor d_act = k_.activation(s.tokens * s.ffn);
-  {
-    Tensor gathered;
-    const TensorView dy_full = k_.gather_row_output_grad(dy.view(), gathered);
-    rec.compute("fc2 bias bwd", EventCategory::kElementwise, 0.0, static_cast<double>(dy.view().bytes()), [&] {
-      if (g.fc2_bias.numel > 0) dev.bias_backward(dy.view(), rows, s.h, g.fc2_bias);
-    });
-    k_.row_dgrad("fc2 dgrad", dy_full, w.fc2_weight, s.tokens, s.ffn, s.h, d_act.view());
-    row_wgrad("fc2 wgrad", dy_full, gathered, a.act_out, s.ffn, g.fc2_weight, &LayerParams::fc2_weight, deferred);
-  }
-  a.act_out = Tensor();
-  Tensor d_fc1 = k_.activation(s.tokens * s.fc1_width);
-  rec.compute(s.swiglu ? "swiglu bwd" : "gelu bwd", EventCategory::kElementwise, 0.0,
-              2.0 * static_cast<double>(a.fc1_out.view().bytes() + d_act.view().bytes()), [&] {
-                if (s.swiglu) {
-                  dev.swiglu_backward(d_act.view(), a.fc1_out.view(), s.tokens, s.ffn, d_fc1.view());
-                } else {
-                  dev.gelu_backward(d_act.view(), a.fc1_out.view(), d_fc1.view());
-                }
-              });
-  d_act = Tensor();
-  a.fc1_out = Tensor();
-  Tensor d_norm2_full = k_.activation(s.tokens * s.h);
-  k_.column_dgrad("fc1 dgrad", d_fc1.view(), w.fc1_weight, s.tokens, s.h, s.fc1_width, d_norm2_full.view());
-  // With sequence parallelism the norm output is gathered again (Megatron keeps
-  // only this rank's tokens for the weight gradient).
-  column_wgrad("fc1 wgrad", d_fc1, a.norm2, s.fc1_width, g.fc1_weight, g.fc1_bias, &LayerParams::fc1_weight,
-               &LayerParams::fc1_bias, deferred);
-  d_fc1 = Tensor();
-  Tensor d_norm2 = k_.reduce_column_input_grad(std::move(d_norm2_full));
+  Tensor d_norm2 = w.experts != nullptr ? moe_->backward(w.router_weight, g.router_weight, *w.experts, w.expert_params,
+                                                         g.expert_params, a.norm2.view(), dy.view(), a.moe)
+                                        : mlp_backward(w, g, a, dy.view(), deferred);
   Tensor dx2 = k_.activation(rows * s.h);
   k_.norm_backward("post_attn_norm bwd", d_norm2.view(), a.x2.view(), w.norm2_weight, a.norm2_mean.view(),
                    a.norm2_rstd.view(), rows, dx2.view(), g.norm2_weight, g.norm2_bias);
@@ -343,6 +332,44 @@ Tensor TransformerLayer::backward(const LayerParams& w, const LayerParams& g, La
   Tensor dx = finish_attention_backward(w, g, a, std::move(d_qkv), dx2.view(), deferred);
   hand_over_stream_grad(deferred, proj_at, dx2);
   return dx;
+}
+
+Tensor TransformerLayer::mlp_backward(const LayerParams& w, const LayerParams& g, LayerActivations& a,
+                                      const TensorView& dy, std::vector<LayerWgrad>* deferred) {
+  const Shapes& s = k_.shapes();
+  Device& dev = k_.device();
+  Recorder& rec = k_.recorder();
+  const i64 rows = s.local_tokens;
+  Tensor d_act = k_.activation(s.tokens * s.ffn);
+  {
+    Tensor gathered;
+    const TensorView dy_full = k_.gather_row_output_grad(dy, gathered);
+    rec.compute("fc2 bias bwd", EventCategory::kElementwise, 0.0, static_cast<double>(dy.bytes()), [&] {
+      if (g.fc2_bias.numel > 0) dev.bias_backward(dy, rows, s.h, g.fc2_bias);
+    });
+    k_.row_dgrad("fc2 dgrad", dy_full, w.fc2_weight, s.tokens, s.ffn, s.h, d_act.view());
+    row_wgrad("fc2 wgrad", dy_full, gathered, a.act_out, s.ffn, g.fc2_weight, &LayerParams::fc2_weight, deferred);
+  }
+  a.act_out = Tensor();
+  Tensor d_fc1 = k_.activation(s.tokens * s.fc1_width);
+  rec.compute(s.swiglu ? "swiglu bwd" : "gelu bwd", EventCategory::kElementwise, 0.0,
+              2.0 * static_cast<double>(a.fc1_out.view().bytes() + d_act.view().bytes()), [&] {
+                if (s.swiglu) {
+                  dev.swiglu_backward(d_act.view(), a.fc1_out.view(), s.tokens, s.ffn, d_fc1.view());
+                } else {
+                  dev.gelu_backward(d_act.view(), a.fc1_out.view(), d_fc1.view());
+                }
+              });
+  d_act = Tensor();
+  a.fc1_out = Tensor();
+  Tensor d_norm2_full = k_.activation(s.tokens * s.h);
+  k_.column_dgrad("fc1 dgrad", d_fc1.view(), w.fc1_weight, s.tokens, s.h, s.fc1_width, d_norm2_full.view());
+  // With sequence parallelism the norm output is gathered again (Megatron keeps
+  // only this rank's tokens for the weight gradient).
+  column_wgrad("fc1 wgrad", d_fc1, a.norm2, s.fc1_width, g.fc1_weight, g.fc1_bias, &LayerParams::fc1_weight,
+               &LayerParams::fc1_bias, deferred);
+  d_fc1 = Tensor();
+  return k_.reduce_column_input_grad(std::move(d_norm2_full));
 }
 
 // The attention core's backward without context parallelism: d_qkv4 from the

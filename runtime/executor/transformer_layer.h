@@ -17,18 +17,25 @@
 
 #include "runtime/executor/context_parallel.h"
 #include "runtime/executor/kernels.h"
+#include "runtime/executor/moe_layer.h"
 #include "runtime/executor/param_layout.h"
 
 namespace strata::rt {
 
 // A layer's parameters (or fp32 gradients) as views; absent ones are empty.
+// An MoE layer has a router and its routed experts (a kExperts unit) instead of fc1 and fc2.
 struct LayerParams {
   TensorView qkv_weight, qkv_bias, proj_weight, proj_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias;
   TensorView norm1_weight, norm1_bias, norm2_weight, norm2_bias;
+  TensorView router_weight;
+  const Unit* experts = nullptr;  // an MoE layer's experts unit, null for a dense layer
+  TensorView expert_params;       // its flat weights (or gradients)
 };
 
-// Views of a unit's flat weights or gradients by role.
-LayerParams layer_params(const Unit& unit, const TensorView& flat);
+// Views of a unit's flat weights or gradients by role; with an MoE layer's
+// experts unit and its flat buffer (else null and empty).
+LayerParams layer_params(const Unit& unit, const TensorView& flat, const Unit* experts = nullptr,
+                         const TensorView& expert_flat = {});
 
 // What one layer keeps from its forward for its backward, for one micro-batch.
 struct LayerActivations {
@@ -41,6 +48,7 @@ struct LayerActivations {
   Tensor x2, norm2, norm2_mean, norm2_rstd;   // after the attention residual; its norm
   Tensor fc1_out;                             // [tokens, fc1_width], the activation's input
   Tensor act_out;                             // [tokens, ffn], fc2's input
+  MoeActivations moe;                         // an MoE layer's MLP half
   bool complete = false;                      // false: only x is kept (full recompute)
 };
 
@@ -53,8 +61,10 @@ struct LayerWgrad {
 
 class TransformerLayer {
  public:
-  // cp: the context-parallel attention core when cp > 1 (else null).
-  TransformerLayer(Kernels& kernels, Recompute recompute, ContextParallelAttention* cp = nullptr);
+  // cp: the context-parallel attention core when cp > 1 (else null); moe: the
+  // MoE layers' MLP half (MoE models; else null).
+  TransformerLayer(Kernels& kernels, Recompute recompute, ContextParallelAttention* cp = nullptr,
+                   MoeMlp* moe = nullptr);
 
   // Forward of a.x; fills a (all of it, or only x with full recompute) and
   // returns the layer's output [local_tokens, h].
@@ -85,6 +95,10 @@ class TransformerLayer {
   void attention_core(LayerActivations& a, const TensorView& probs, const TensorView& context4, bool exchange);
   std::int64_t probs_numel() const;
   void core_backward(LayerActivations& a, Tensor& d_context4, Tensor& d_qkv4);
+  // The dense MLP half's backward from the layer's output gradient dy to its
+  // input norm's output gradient.
+  Tensor mlp_backward(const LayerParams& w, const LayerParams& g, LayerActivations& a, const TensorView& dy,
+                      std::vector<LayerWgrad>* deferred);
   Tensor finish_attention_backward(const LayerParams& w, const LayerParams& g, LayerActivations& a, Tensor d_qkv,
                                    const TensorView& dx2, std::vector<LayerWgrad>* deferred);
   // A row-parallel layer's wgrad now, or deferred: dy_full is the whole output
@@ -99,6 +113,7 @@ class TransformerLayer {
   Kernels& k_;
   Recompute recompute_;
   ContextParallelAttention* cp_;
+  MoeMlp* moe_;
 };
 
 }  // namespace strata::rt

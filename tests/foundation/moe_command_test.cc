@@ -1,7 +1,8 @@
 // MoE models from the command line: `strata memory` shows the expert part of
-// each stage, `strata export` writes the Megatron-LM flags, `strata simulate`,
-// `sweep` and `run` refuse them with exit 2 at the model's $.num_experts, and bad
-// MoE input exits 2 naming file, JSON path and what is allowed, writing nothing.
+// each stage, `strata export` writes the Megatron-LM flags (and strata-run.json
+// for a plan strata run takes), `strata simulate` and `run` refuse what they do
+// not model or run with exit 2 at the key, and bad MoE input exits 2 naming
+// file, JSON path and what is allowed, writing nothing.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -70,9 +71,17 @@ TEST(MoeCommand, ExportWritesTheMegatronFlagsAndThePrediction) {
     EXPECT_NE(script.find(line), std::string::npos) << line << script;
   }
   EXPECT_EQ(script.find("--moe-expert-capacity-factor"), std::string::npos) << "dropless";
-  for (const char* absent : {"strata-run.json", "deepspeed.json", "launch.slurm"}) {
-    EXPECT_FALSE(file_exists(dir.file(std::string("launch/") + absent))) << absent;
+  // strata run takes the plan (tp 1, whole experts, the all-to-all dispatcher):
+  // its run config carries the MoE keys in Megatron-Core's names.
+  for (const char* present : {"strata-run.json", "launch.slurm", "launch-mpirun.sh"}) {
+    EXPECT_TRUE(file_exists(dir.file(std::string("launch/") + present))) << present;
   }
+  EXPECT_FALSE(file_exists(dir.file("launch/deepspeed.json")));
+  const nlohmann::json run = nlohmann::json::parse(read_file(dir.file("launch/strata-run.json")));
+  EXPECT_EQ(run["parallel"]["expert_model_parallel_size"], 8);
+  EXPECT_EQ(run["parallel"]["expert_tensor_parallel_size"], 1);
+  EXPECT_EQ(run["parallel"]["moe_token_dispatcher_type"], "alltoall");
+  EXPECT_EQ(run["model"]["num_experts"], 8);
   // The simulator's prediction of the plan, as `strata simulate` writes it (the
   // default --fidelity full).
   const nlohmann::json prediction = nlohmann::json::parse(read_file(dir.file("launch/prediction.json")));
@@ -187,19 +196,41 @@ INSTANTIATE_TEST_SUITE_P(
 
 // strata run reads strata-run.json's model like any model.json; one with
 // experts is refused up front, naming the key.
-TEST(MoeCommand, RunRefusesMoeLayers) {
+// strata run takes MoE plans its MoE layer runs (tests/run: executor correctness
+// and the mpirun command test); the rest it refuses up front, exit 2 at the key.
+TEST(MoeCommand, RunRefusesWhatItsMoeLayerDoesNotRun) {
   TempDir dir;
-  const CommandResult exported = run_strata({"export", "--model", "tiny", "--plan", "tiny-2", "--cluster",
+  const std::string plan = dir.write("plan.json", R"({"tp": 1, "pp": 1, "ep": 2, "micro_batch_size": 1,
+      "global_batch_size": 8, "moe_token_dispatcher_type": "alltoall"})");
+  const CommandResult exported = run_strata({"export", "--model", "tiny-moe", "--plan", plan, "--cluster",
                                              "dgx-h100-1node", "--fidelity", "folded", "--out", dir.file("launch")});
   ASSERT_EQ(exported.exit_code, 0) << exported.err;
-  nlohmann::json config = nlohmann::json::parse(read_file(dir.file("launch/strata-run.json")));
-  config["model"]["num_experts"] = 4;
-  const std::string file = dir.write("moe-run.json", config.dump(2));
-  const CommandResult r = run_strata({"run", file, "--out", dir.file("measured")});
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("$.model.num_experts"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("strata run does not run MoE layers yet"), std::string::npos) << r.err;
-  EXPECT_FALSE(file_exists(dir.file("measured/measured.json")));
+  const nlohmann::json config = nlohmann::json::parse(read_file(dir.file("launch/strata-run.json")));
+  struct Change {
+    const char* section;
+    const char* key;
+    nlohmann::json value;
+    const char* path;
+    const char* what;
+  };
+  const Change changes[] = {
+      {"parallel", "moe_token_dispatcher_type", "allgather", "$.parallel.moe_token_dispatcher_type",
+       "MoE layers do not run the \"allgather\" token dispatcher"},
+      {"model", "moe_shared_expert_intermediate_size", 256, "$.model.moe_shared_expert_intermediate_size",
+       "MoE layers do not run shared experts yet"},
+      {"model", "moe_router_load_balancing_type", "sinkhorn", "$.model.moe_router_load_balancing_type",
+       "MoE layers do not run \"sinkhorn\" balancing"},
+  };
+  for (const Change& c : changes) {
+    nlohmann::json changed = config;
+    changed[c.section][c.key] = c.value;
+    const std::string file = dir.write("moe-run.json", changed.dump(2));
+    const CommandResult r = run_strata({"run", file, "--out", dir.file("measured")});
+    EXPECT_EQ(r.exit_code, 2) << c.key << ": " << r.err;
+    EXPECT_NE(r.err.find(c.path), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(c.what), std::string::npos) << r.err;
+    EXPECT_FALSE(file_exists(dir.file("measured/measured.json")));
+  }
 }
 
 }  // namespace

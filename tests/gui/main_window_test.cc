@@ -186,9 +186,8 @@ class MainWindowTest : public QObject {
     QCOMPARE(back.trace->num_spans(), t.num_spans());
   }
 
-  // An MoE plan: strata run does not take it, so the export is Megatron-LM's
-  // flags and the prediction, as `strata export` writes them; no strata-run.json.
-  void exports_an_moe_plan_as_megatron_flags_and_prediction() {
+  // An MoE plan, exported from the GUI as `strata export` exports it.
+  void exports_an_moe_plan_with_its_run_config_and_megatron_flags() {
     MainWindow w;
     simulate_and_wait(w, "mixtral-8x7b", "mixtral-8x7b-64", "dgx-h100-8node", sim::Fidelity::kFolded);
     QVERIFY2(w.last_error().isEmpty(), qPrintable(w.last_error()));
@@ -196,11 +195,15 @@ class MainWindowTest : public QObject {
     w.export_plan_to(dir.path());
     QVERIFY(w.jobs()->wait_idle(60000));
     QVERIFY2(w.last_error().isEmpty(), qPrintable(w.last_error()));
-    QVERIFY(QFile::exists(dir.filePath("megatron-args.sh")));
-    QVERIFY(QFile::exists(dir.filePath("prediction.json")));
-    QVERIFY(!QFile::exists(dir.filePath("strata-run.json")));
-    QVERIFY(!QFile::exists(dir.filePath("launch-mpirun.sh")));
+    // strata run takes the plan (tp 1, whole experts, alltoall): its run config and
+    // launchers beside Megatron-LM's flags; no deepspeed.json (DeepSpeed-MoE is model code).
+    for (const char* f : {"megatron-args.sh", "prediction.json", "strata-run.json", "launch-mpirun.sh"}) {
+      QVERIFY2(QFile::exists(dir.filePath(f)), f);
+    }
+    QVERIFY(!QFile::exists(dir.filePath("deepspeed.json")));
     QVERIFY(read_text(dir.filePath("megatron-args.sh")).find("--expert-model-parallel-size 8") != std::string::npos);
+    const nlohmann::json run = nlohmann::json::parse(read_text(dir.filePath("strata-run.json")));
+    QCOMPARE(run["parallel"]["expert_model_parallel_size"].get<int>(), 8);
   }
 
   // File ▸ Export Plan: the files of `strata export` (export/export.h) for the plan

@@ -8,7 +8,8 @@
 // none/selective/full, sequence parallel on and off and all three schedules,
 // each ZeRO stage with dp 2 alongside tp 2 and pp 2, hybrid sharding, and
 // context parallelism at cp 2 and 4 (ring and all-gather) with each of those,
-// and uneven pipeline stages. A plan runs when the
+// uneven pipeline stages, and MoE layers with their experts over ep 1, 2 and 4
+// ranks (dp 2 and 4, ZeRO 0-2, pp 2, capacity dropping, recompute). A plan runs when the
 // world has its rank count: this executable runs alone (1 rank) and under
 // mpirun -n 2, 4 and 8 (tests/run/CMakeLists.txt); each rank computes the
 // reference itself on a one-rank communicator.
@@ -29,7 +30,9 @@
 namespace strata::rt {
 namespace {
 
+using testing::gpt_moe_small;
 using testing::gpt_small;
+using testing::llama_moe_small;
 using testing::llama_small;
 using testing::test_config;
 
@@ -51,6 +54,8 @@ struct Case {
   CpCommType cp_comm_type = CpCommType::kP2p;
   int first_stage_layers = 0;  // uneven stages (plan/pipeline_split.h)
   int last_stage_layers = 0;
+  int ep = 0;                     // > 0: the model's MoE variant, its experts over ep ranks
+  double capacity_factor = 0.0;   // MoE: dropless (0) or each expert's capacity
 };
 
 constexpr auto kNone = Recompute::kNone;
@@ -102,7 +107,22 @@ const Case kCases[] = {
     // one rank, and fewer micro-batches (2) than its 2pp - 1 warm-up
     {"gpt_pp2_zbv_tied", false, 1, 2, 1, 2, 1, 4, kZbV, 0, kNone, false},
     {"llama_pp2_zbv_selective_m2", true, 1, 2, 1, 2, 2, 2, kZbV, 0, kSel, false},
+    // mixture of experts (top-2 of 4 experts in layers 0 and 2, load-balancing
+    // loss on): every expert on one rank, experts over ep 2 (dispatch and combine
+    // all-to-alls) with and without the distributed optimizer, with a capacity
+    // that drops tokens, replicated experts (ep 1, dp 2)
+    {"llama_moe_ep1", true, 1, 1, 1, 1, 2, 2, k1F1B, 0, kNone, false, true, 40000000, 0, 1, kP2p, 0, 0, 1},
+    {"gpt_moe_capacity_full", false, 1, 1, 1, 1, 2, 2, k1F1B, 0, kFull, false, true, 40000000, 0, 1, kP2p, 0, 0, 1,
+     1.0},
+    {"llama_moe_dp2_ep2", true, 1, 1, 2, 1, 2, 2, k1F1B, 0, kNone, false, true, 40000000, 0, 1, kP2p, 0, 0, 2},
+    {"gpt_moe_dp2_ep2_zero1_capacity", false, 1, 1, 2, 1, 1, 2, k1F1B, 1, kSel, false, true, 6000, 0, 1, kP2p, 0, 0, 2,
+     1.25},
+    {"llama_moe_dp2_ep1_zero2", true, 1, 1, 2, 1, 1, 2, k1F1B, 2, kNone, false, true, 6000, 0, 1, kP2p, 0, 0, 1},
     // 4 ranks
+    {"llama_moe_dp4_ep4_full", true, 1, 1, 4, 1, 1, 2, k1F1B, 1, kFull, false, true, 40000000, 0, 1, kP2p, 0, 0, 4},
+    {"gpt_moe_pp2_dp2_ep2_zero1", false, 1, 2, 2, 1, 1, 4, k1F1B, 1, kNone, false, true, 6000, 0, 1, kP2p, 0, 0, 2},
+    {"llama_moe_dp4_ep2_zero2_buckets", true, 1, 1, 4, 1, 1, 2, k1F1B, 2, kSel, false, true, 6000, 0, 1, kP2p, 0, 0,
+     2},
     {"gpt_pp4_zbh1_full", false, 1, 4, 1, 1, 1, 8, kZbH1, 0, kFull, false},
     {"llama_tp2_pp2_sp_zbh2", true, 2, 2, 1, 1, 1, 4, kZbH2, 0, kNone, true},
     {"gpt_pp2_dp2_zero2_zbh1_buckets", false, 1, 2, 2, 1, 1, 4, kZbH1, 2, kNone, false, true, 15000},
@@ -123,13 +143,23 @@ const Case kCases[] = {
     {"llama_tp2_pp2_dp2_zero1_sp_selective", true, 2, 2, 2, 1, 1, 2, k1F1B, 1, kSel, true},
     {"gpt_tp2_pp2_dp2_zero2_interleaved", false, 2, 2, 2, 2, 1, 2, kInter, 2, kNone, false, false},
     {"llama_tp2_pp2_dp2_zero3_gpipe_full", true, 2, 2, 2, 1, 1, 2, kGpipe, 3, kFull, false},
+    {"llama_moe_pp2_dp4_ep4_interleaved_zero1", true, 1, 2, 4, 2, 1, 4, kInter, 1, kSel, false, true, 6000, 0, 1, kP2p,
+     0, 0, 4},
 };
 
 RunConfig config_of(const Case& c, bool reference) {
-  const ModelSpec model = c.llama ? llama_small() : gpt_small();
+  const ModelSpec model = c.ep > 0 ? (c.llama ? llama_moe_small() : gpt_moe_small()) : c.llama ? llama_small() : gpt_small();
   PlanSpec plan;
   plan.micro_batch_size = c.micro_batch_size;
   plan.global_batch_size = c.micro_batch_size * c.microbatches * c.dp;
+  if (c.ep > 0) {
+    // The reference routes alike (the same capacity per micro-batch) with every expert on its one rank.
+    plan.moe.active = true;
+    plan.moe.ep = reference ? 1 : c.ep;
+    plan.moe.etp = 1;
+    plan.moe.token_dispatcher = MoeDispatcher::kAllToAll;
+    plan.moe.expert_capacity_factor = c.capacity_factor;
+  }
   if (!reference) {
     plan.tp = c.tp;
     plan.pp = c.pp;

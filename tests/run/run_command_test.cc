@@ -52,11 +52,12 @@ std::string cluster_file(const TempDir& dir, int gpus) {
                                        .dump());
 }
 
-// Exports tiny with the given plan into dir/out; returns the run config's path.
+// Exports tiny (or another shipped model) with the given plan into dir/out;
+// returns the run config's path.
 std::string export_tiny(const TempDir& dir, int gpus, const std::string& plan, int steps,
-                        const std::string& timeout = "20") {
+                        const std::string& timeout = "20", const std::string& model = "tiny") {
   const std::string plan_file = dir.write("plan.json", plan);
-  const CommandResult r = run_strata({"export", "--model", "tiny", "--plan", plan_file, "--cluster", cluster_file(dir, gpus),
+  const CommandResult r = run_strata({"export", "--model", model, "--plan", plan_file, "--cluster", cluster_file(dir, gpus),
                                       "--backend", "cpu", "--steps", std::to_string(steps), "--warmup-steps", "1",
                                       "--timeout", timeout, "--out", dir.file("out")});
   EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
@@ -132,6 +133,45 @@ TEST(RunCommand, TwoRanksUnderMpirunThenValidateRun) {
   const nlohmann::json vj = nlohmann::json::parse(read_file(dir.file("v.json")));
   ASSERT_EQ(vj["runs"].size(), 1u);
   EXPECT_DOUBLE_EQ(vj["runs"][0]["measured_step_time_s"].get<double>(), m["step_time_s"].get<double>());
+}
+
+// An MoE plan (tiny-moe: every layer routes to 2 of 4 experts) with its experts
+// over ep 2: exported with strata-run.json, run under mpirun, each rank's trace
+// has the dispatch and combine all-to-alls forward and backward and its local
+// experts' GEMMs, and measured.json says how unevenly the routing loaded the ranks.
+TEST(RunCommand, MoePlanRunsItsExpertsOverTwoRanks) {
+  TempDir dir;
+  const std::string config = export_tiny(dir, 2, R"({"tp": 1, "pp": 1, "ep": 2, "micro_batch_size": 1,
+    "global_batch_size": 4, "dtype": "bf16", "moe_token_dispatcher_type": "alltoall", "zero_stage": 1})", 3, "20",
+                                         "tiny-moe");
+  const nlohmann::json run_config = nlohmann::json::parse(read_file(config));
+  EXPECT_EQ(run_config["parallel"]["expert_model_parallel_size"], 2);
+  EXPECT_EQ(run_config["parallel"]["moe_token_dispatcher_type"], "alltoall");
+  EXPECT_EQ(run_config["model"]["num_experts"], 4);
+  const CommandResult r = shell(mpirun_command(2, {"run", config}), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("ep 2 (4 experts, top-2)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the busiest ep rank took"), std::string::npos) << r.out;
+  const nlohmann::json m = nlohmann::json::parse(read_file(dir.file("out/measured.json")));
+  // Two ranks: the busier holds between the mean and all of the routed tokens.
+  const double load = m["moe"]["expert_load_max_over_mean"];
+  EXPECT_GE(load, 1.0);
+  EXPECT_LE(load, 2.0);
+  const nlohmann::json trace = nlohmann::json::parse(read_file(dir.file("out/measured-trace.json")));
+  std::map<int, int> a2a, fc1;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("ph", "") != "X") continue;
+    if (e["name"] == "all_to_all" && e.value("cat", "") == "ep") ++a2a[e["pid"].get<int>()];
+    if (e["name"] == "expert_fc1") ++fc1[e["pid"].get<int>()];
+  }
+  for (int rank : {0, 1}) {
+    // 4 MoE layers x 2 micro-batches: dispatch and combine, forward and backward; one fc1 GEMM group each forward.
+    EXPECT_EQ(a2a[rank], 4 * 2 * 4) << "rank " << rank;
+    EXPECT_EQ(fc1[rank], 4 * 2) << "rank " << rank;
+  }
+  const CommandResult v = run_strata({"validate", "--run", dir.file("out")});
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_NE(v.out.find("ep 2, dp 2, m 2, ZeRO 1"), std::string::npos) << v.out;
 }
 
 // pp 2 under mpirun: the measured trace draws every pipeline transfer as a flow

@@ -97,6 +97,32 @@ inline ModelSpec llama_small() {
   return m;
 }
 
+// The small models with routed experts, to check MoE layers (not published
+// ones): 4 experts, top-2, every other layer MoE (layers 0 and 2: Megatron's
+// integer moe_layer_freq), with the load-balancing loss on. Llama-shaped: SwiGLU
+// experts without biases; GPT-shaped: GeLU experts with biases.
+inline ModelSpec llama_moe_small() {
+  ModelSpec m = llama_small();
+  m.name = "llama-moe-small-test";
+  m.moe.num_experts = 4;
+  m.moe.moe_router_topk = 2;
+  m.moe.moe_ffn_hidden_size = 48;
+  m.moe.moe_layer_freq = 2;
+  m.moe.moe_aux_loss_coeff = 0.01;
+  return m;
+}
+
+inline ModelSpec gpt_moe_small() {
+  ModelSpec m = gpt_small();
+  m.name = "gpt-moe-small-test";
+  m.moe.num_experts = 4;
+  m.moe.moe_router_topk = 2;
+  m.moe.moe_ffn_hidden_size = 64;
+  m.moe.moe_layer_freq = 2;
+  m.moe.moe_aux_loss_coeff = 0.01;
+  return m;
+}
+
 // A GPT-style model with `layers` layers, h 64, 4 heads, ffn 256, 32 positions,
 // vocabulary 128: small enough to simulate every rank quickly.
 inline ModelSpec small_gpt(int layers) {

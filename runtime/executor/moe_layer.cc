@@ -1,0 +1,350 @@
+#include "runtime/executor/moe_layer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/error.h"
+#include "runtime/device/tensor_io.h"
+
+namespace strata::rt {
+namespace {
+
+using i64 = std::int64_t;
+constexpr Transpose N = Transpose::kNo;
+constexpr Transpose T = Transpose::kYes;
+
+// One GEMM C = op(A) op(B) (+ beta C).
+GemmArgs one_gemm(Transpose ta, Transpose tb, i64 m, i64 n, i64 k, const TensorView& a, i64 lda, const TensorView& b,
+                  i64 ldb, const TensorView& c, i64 ldc, float beta = 0.0f) {
+  return strided_batched_gemm(ta, tb, m, n, k, a, lda, 0, b, ldb, 0, c, ldc, 0, 1, beta);
+}
+
+// Rows [first, first + rows) of a [.., cols] tensor.
+TensorView rows_of(const TensorView& v, i64 first, i64 rows, i64 cols) { return v.slice(first * cols, rows * cols); }
+
+i64 sum(const std::vector<i64>& v) { return std::accumulate(v.begin(), v.end(), i64{0}); }
+
+}  // namespace
+
+MoeMlp::MoeMlp(Kernels& kernels, Communicator& ep, const ModelSpec& model, const PlanSpec& plan, double aux_grad_scale)
+    : k_(kernels), ep_(ep) {
+  const MoeModel& moe = model.moe;
+  if (!model.is_moe() || plan.moe.etp != 1 || moe.num_experts % ep.size() != 0) {
+    throw InternalError("MoeMlp: needs an MoE model, etp 1 and ep dividing the experts");
+  }
+  experts_ = moe.num_experts;
+  local_ = moe.num_experts / ep.size();
+  topk_ = moe.moe_router_topk;
+  f_ = moe.moe_ffn_hidden_size;
+  fc1_ = model.swiglu ? 2 * f_ : f_;
+  capacity_factor_ = plan.moe.expert_capacity_factor;
+  aux_coeff_ = moe.moe_router_load_balancing_type == "aux_loss" ? moe.moe_aux_loss_coeff : 0.0;
+  aux_grad_scale_ = aux_grad_scale;
+}
+
+Tensor MoeMlp::exchange(const char* name, const TensorView& src, const std::vector<i64>& send_counts,
+                        const std::vector<i64>& recv_counts) {
+  Tensor out = k_.activation(sum(recv_counts));
+  Recorder& rec = k_.recorder();
+  const TimeNs start = rec.now_ns();
+  ep_.all_to_all_v(src, send_counts, out.view(), recv_counts);
+  rec.add(name, EventCategory::kEp, Lane::kTpComm, static_cast<double>(src.bytes()), start, rec.now_ns());
+  return out;
+}
+
+Tensor MoeMlp::reorder(const char* name, const TensorView& src, const IndexTensor& order, i64 rows) {
+  const i64 h = k_.shapes().h;
+  Tensor out = k_.activation(rows * h);
+  k_.recorder().compute(name, EventCategory::kElementwise, 0.0, 2.0 * static_cast<double>(out.view().bytes()),
+                        [&] { k_.device().gather_sum_rows(src, order.view(), {}, 1, h, out.view()); });
+  return out;
+}
+
+Tensor MoeMlp::forward(const TensorView& router, const Unit& unit, const TensorView& w, const TensorView& x,
+                       MoeActivations& a) {
+  const Shapes& s = k_.shapes();
+  Device& dev = k_.device();
+  Recorder& rec = k_.recorder();
+  const i64 tokens = s.local_tokens;
+  const i64 h = s.h;
+  const int ep = ep_.size();
+  const int me = ep_.rank();
+
+  // The router and the routing decisions (on the host: top-k of E logits per token).
+  {
+    Tensor logits = k_.activation(tokens * experts_);
+    k_.column_forward("router", x, router, {}, tokens, h, experts_, logits.view());
+    a.logits = download_fp32(dev, logits.view());
+  }
+  a.routing = route_tokens(a.logits, tokens, experts_, topk_, capacity_factor_);
+  const Routing& r = a.routing;
+  const i64 routed = r.routed();
+  a.slots = dev.allocate_indices(tokens * topk_);
+  upload_indices(dev, r.slot, a.slots.view());
+  a.row_tokens = dev.allocate_indices(routed);
+  upload_indices(dev, r.row_token, a.row_tokens.view());
+  a.row_gates = k_.fp32(routed);
+  upload_fp32(dev, r.row_gate, a.row_gates.view());
+  std::vector<float> combine = r.gate;
+  for (std::size_t c = 0; c < combine.size(); ++c) {
+    if (r.slot[c] < 0) combine[c] = 0.0f;
+  }
+  a.gates = k_.fp32(tokens * topk_);
+  upload_fp32(dev, combine, a.gates.view());
+
+  // This rank's copies, expert by expert.
+  Tensor permuted = k_.activation(routed * h);
+  rec.compute("permute", EventCategory::kElementwise, 0.0, 2.0 * static_cast<double>(permuted.view().bytes()),
+              [&] { dev.gather_sum_rows(x, a.row_tokens.view(), {}, 1, h, permuted.view()); });
+
+  // Every ep rank's rows per expert (Megatron gathers tokens_per_expert the same way).
+  std::vector<i64> counts(r.per_expert);
+  if (ep > 1) {
+    Tensor mine = k_.fp32(experts_);
+    Tensor all = k_.fp32(static_cast<i64>(ep) * experts_);
+    upload_fp32(dev, std::vector<float>(r.per_expert.begin(), r.per_expert.end()), mine.view());
+    const TimeNs start = rec.now_ns();
+    ep_.all_gather(mine.view(), all.view());
+    rec.add("tokens_per_expert all_gather", EventCategory::kEp, Lane::kTpComm, static_cast<double>(all.view().bytes()),
+            start, rec.now_ns());
+    const std::vector<float> got = download_fp32(dev, all.view());
+    counts.resize(got.size());
+    for (std::size_t i = 0; i < got.size(); ++i) counts[i] = static_cast<i64>(std::llround(got[i]));
+  }
+  // counts[q * E + e]: rows rank q sends expert e.
+  a.send_counts.assign(static_cast<std::size_t>(ep), 0);
+  a.recv_counts.assign(static_cast<std::size_t>(ep), 0);
+  a.expert_rows.assign(static_cast<std::size_t>(local_), 0);
+  for (int q = 0; q < ep; ++q) {
+    for (int l = 0; l < local_; ++l) {
+      a.send_counts[q] += r.per_expert[q * local_ + l] * h;
+      const i64 in = counts[static_cast<std::size_t>(q) * experts_ + me * local_ + l];
+      a.recv_counts[q] += in * h;
+      a.expert_rows[l] += in;
+    }
+  }
+  const i64 received = sum(a.expert_rows);
+  if (rec.context().phase == EventPhase::kForward) {
+    // Every rank has every rank's counts: the busiest ep rank's rows over the mean.
+    i64 total = 0, busiest = 0;
+    for (int q = 0; q < ep; ++q) {
+      i64 rows = 0;
+      for (int src = 0; src < ep; ++src) {
+        for (int l = 0; l < local_; ++l) rows += counts[static_cast<std::size_t>(src) * experts_ + q * local_ + l];
+      }
+      total += rows;
+      busiest = std::max(busiest, rows);
+    }
+    if (total > 0) {
+      load_ratio_sum_ += static_cast<double>(busiest) * ep / static_cast<double>(total);
+      ++load_samples_;
+    }
+  }
+
+  // Dispatch, then the received rows (source by source, each expert by expert)
+  // expert by expert (Megatron's sort_chunks_by_idxs).
+  if (ep > 1) {
+    Tensor got = exchange("all_to_all", permuted.view(), a.send_counts, a.recv_counts);
+    permuted = Tensor();
+    std::vector<std::int32_t> order;
+    std::vector<std::int32_t> inverse(static_cast<std::size_t>(received));
+    order.reserve(static_cast<std::size_t>(received));
+    for (int l = 0; l < local_; ++l) {
+      i64 source_start = 0;
+      for (int q = 0; q < ep; ++q) {
+        i64 at = source_start;
+        for (int j = 0; j < l; ++j) at += counts[static_cast<std::size_t>(q) * experts_ + me * local_ + j];
+        const i64 rows = counts[static_cast<std::size_t>(q) * experts_ + me * local_ + l];
+        for (i64 i = 0; i < rows; ++i) {
+          inverse[static_cast<std::size_t>(at + i)] = static_cast<std::int32_t>(order.size());
+          order.push_back(static_cast<std::int32_t>(at + i));
+        }
+        source_start += a.recv_counts[q] / h;
+      }
+    }
+    a.expert_order = dev.allocate_indices(received);
+    upload_indices(dev, order, a.expert_order.view());
+    a.source_order = dev.allocate_indices(received);
+    upload_indices(dev, inverse, a.source_order.view());
+    a.expert_in = reorder("sort_chunks", got.view(), a.expert_order, received);
+  } else {
+    a.expert_in = std::move(permuted);
+  }
+
+  // The local experts, each on its rows (a grouped GEMM).
+  const TensorView in = a.expert_in.view();
+  a.fc1_out = k_.activation(received * fc1_);
+  rec.compute("expert_fc1", EventCategory::kGemm, 2.0 * static_cast<double>(received) * fc1_ * h, 0.0, [&] {
+    i64 first = 0;
+    for (int l = 0; l < local_; ++l) {
+      const i64 rows = a.expert_rows[l];
+      if (rows == 0) continue;
+      const ExpertView v = expert_view(unit, w, l);
+      const TensorView y = rows_of(a.fc1_out.view(), first, rows, fc1_);
+      dev.gemm(one_gemm(N, T, rows, fc1_, h, rows_of(in, first, rows, h), h, v.fc1_weight, h, y, fc1_));
+      if (v.fc1_bias.numel > 0) dev.add_bias(y, v.fc1_bias, rows, fc1_);
+      first += rows;
+    }
+  });
+  a.act_out = k_.activation(received * f_);
+  rec.compute(s.swiglu ? "expert_swiglu" : "expert_gelu", EventCategory::kElementwise, 0.0,
+              static_cast<double>(a.fc1_out.view().bytes() + a.act_out.view().bytes()), [&] {
+                if (received == 0) return;
+                if (s.swiglu) {
+                  dev.swiglu_forward(a.fc1_out.view(), received, f_, a.act_out.view());
+                } else {
+                  dev.gelu_forward(a.fc1_out.view(), a.act_out.view());
+                }
+              });
+  Tensor out_experts = k_.activation(received * h);
+  rec.compute("expert_fc2", EventCategory::kGemm, 2.0 * static_cast<double>(received) * f_ * h, 0.0, [&] {
+    i64 first = 0;
+    for (int l = 0; l < local_; ++l) {
+      const i64 rows = a.expert_rows[l];
+      if (rows == 0) continue;
+      const ExpertView v = expert_view(unit, w, l);
+      const TensorView y = rows_of(out_experts.view(), first, rows, h);
+      dev.gemm(one_gemm(N, N, rows, h, f_, rows_of(a.act_out.view(), first, rows, f_), f_, v.fc2_weight, h, y, h));
+      if (v.fc2_bias.numel > 0) dev.add_bias(y, v.fc2_bias, rows, h);
+      first += rows;
+    }
+  });
+
+  // Combine: back to the ranks the copies came from, then each token's copies summed by its gates.
+  if (ep > 1) {
+    Tensor by_source = reorder("unsort_chunks", out_experts.view(), a.source_order, received);
+    out_experts = Tensor();
+    a.expert_out_here = exchange("all_to_all", by_source.view(), a.recv_counts, a.send_counts);
+  } else {
+    a.expert_out_here = std::move(out_experts);
+  }
+  Tensor out = k_.activation(tokens * h);
+  rec.compute("unpermute", EventCategory::kElementwise, 0.0,
+              static_cast<double>(a.expert_out_here.view().bytes() + out.view().bytes()), [&] {
+                dev.gather_sum_rows(a.expert_out_here.view(), a.slots.view(), a.gates.view(), topk_, h, out.view());
+              });
+  a.complete = true;
+  return out;
+}
+
+Tensor MoeMlp::backward(const TensorView& router, const TensorView& router_grad, const Unit& unit, const TensorView& w,
+                        const TensorView& g, const TensorView& x, const TensorView& dy, MoeActivations& a) {
+  const Shapes& s = k_.shapes();
+  Device& dev = k_.device();
+  Recorder& rec = k_.recorder();
+  const i64 tokens = s.local_tokens;
+  const i64 h = s.h;
+  const int ep = ep_.size();
+  const i64 routed = a.routing.routed();
+  const i64 received = sum(a.expert_rows);
+
+  // The unpermutation's backward: the gates' gradient, and each copy's output gradient.
+  Tensor gate_grad = k_.fp32(tokens * topk_);
+  Tensor d_here = k_.activation(routed * h);
+  rec.compute("unpermute bwd", EventCategory::kElementwise, 0.0,
+              static_cast<double>(a.expert_out_here.view().bytes() + d_here.view().bytes()), [&] {
+                dev.gather_row_dots(dy, a.expert_out_here.view(), a.slots.view(), topk_, h, gate_grad.view());
+                dev.gather_sum_rows(dy, a.row_tokens.view(), a.row_gates.view(), 1, h, d_here.view());
+              });
+  a.expert_out_here = Tensor();
+  Tensor d_out;  // [received, h], expert by expert
+  if (ep > 1) {
+    Tensor got = exchange("all_to_all", d_here.view(), a.send_counts, a.recv_counts);
+    d_here = Tensor();
+    d_out = reorder("sort_chunks", got.view(), a.expert_order, received);
+  } else {
+    d_out = std::move(d_here);
+  }
+
+  // The experts' backward, each on its rows.
+  auto each_expert = [&](auto&& body) {
+    i64 first = 0;
+    for (int l = 0; l < local_; ++l) {
+      const i64 rows = a.expert_rows[l];
+      if (rows == 0) continue;
+      body(l, first, rows);
+      first += rows;
+    }
+  };
+  const double fc2_flops = 2.0 * static_cast<double>(received) * f_ * h;
+  const double fc1_flops = 2.0 * static_cast<double>(received) * fc1_ * h;
+  Tensor d_act = k_.activation(received * f_);
+  rec.compute("expert_fc2 dgrad", EventCategory::kGemm, fc2_flops, 0.0, [&] {
+    each_expert([&](int l, i64 first, i64 rows) {
+      dev.gemm(one_gemm(N, T, rows, f_, h, rows_of(d_out.view(), first, rows, h), h, expert_view(unit, w, l).fc2_weight,
+                        h, rows_of(d_act.view(), first, rows, f_), f_));
+    });
+  });
+  rec.compute("expert_fc2 wgrad", EventCategory::kGemm, fc2_flops, 0.0, [&] {
+    each_expert([&](int l, i64 first, i64 rows) {
+      const ExpertView dv = expert_view(unit, g, l);
+      const TensorView d_rows = rows_of(d_out.view(), first, rows, h);
+      dev.gemm(one_gemm(T, N, f_, h, rows, rows_of(a.act_out.view(), first, rows, f_), f_, d_rows, h, dv.fc2_weight, h,
+                        1.0f));
+      if (dv.fc2_bias.numel > 0) dev.bias_backward(d_rows, rows, h, dv.fc2_bias);
+    });
+  });
+  d_out = Tensor();
+  a.act_out = Tensor();
+  Tensor d_fc1 = k_.activation(received * fc1_);
+  rec.compute(s.swiglu ? "expert_swiglu bwd" : "expert_gelu bwd", EventCategory::kElementwise, 0.0,
+              2.0 * static_cast<double>(a.fc1_out.view().bytes() + d_act.view().bytes()), [&] {
+                if (received == 0) return;
+                if (s.swiglu) {
+                  dev.swiglu_backward(d_act.view(), a.fc1_out.view(), received, f_, d_fc1.view());
+                } else {
+                  dev.gelu_backward(d_act.view(), a.fc1_out.view(), d_fc1.view());
+                }
+              });
+  d_act = Tensor();
+  a.fc1_out = Tensor();
+  Tensor d_in = k_.activation(received * h);
+  rec.compute("expert_fc1 dgrad", EventCategory::kGemm, fc1_flops, 0.0, [&] {
+    each_expert([&](int l, i64 first, i64 rows) {
+      dev.gemm(one_gemm(N, N, rows, h, fc1_, rows_of(d_fc1.view(), first, rows, fc1_), fc1_,
+                        expert_view(unit, w, l).fc1_weight, h, rows_of(d_in.view(), first, rows, h), h));
+    });
+  });
+  rec.compute("expert_fc1 wgrad", EventCategory::kGemm, fc1_flops, 0.0, [&] {
+    each_expert([&](int l, i64 first, i64 rows) {
+      const ExpertView dv = expert_view(unit, g, l);
+      const TensorView d_rows = rows_of(d_fc1.view(), first, rows, fc1_);
+      dev.gemm(one_gemm(T, N, fc1_, h, rows, d_rows, fc1_, rows_of(a.expert_in.view(), first, rows, h), h,
+                        dv.fc1_weight, h, 1.0f));
+      if (dv.fc1_bias.numel > 0) dev.bias_backward(d_rows, rows, fc1_, dv.fc1_bias);
+    });
+  });
+  d_fc1 = Tensor();
+  a.expert_in = Tensor();
+
+  // Back to the ranks the copies came from; each token's copies summed.
+  Tensor d_copies;
+  if (ep > 1) {
+    Tensor by_source = reorder("unsort_chunks", d_in.view(), a.source_order, received);
+    d_in = Tensor();
+    d_copies = exchange("all_to_all", by_source.view(), a.recv_counts, a.send_counts);
+  } else {
+    d_copies = std::move(d_in);
+  }
+  Tensor dx = k_.activation(tokens * h);
+  rec.compute("permute bwd", EventCategory::kElementwise, 0.0,
+              static_cast<double>(d_copies.view().bytes() + dx.view().bytes()),
+              [&] { dev.gather_sum_rows(d_copies.view(), a.slots.view(), {}, topk_, h, dx.view()); });
+  d_copies = Tensor();
+
+  // The router: its logits' gradient from the gates' (and the load-balancing loss's).
+  const std::vector<float> logit_grads =
+      router_logit_grads(a.routing, a.logits, download_fp32(dev, gate_grad.view()), aux_coeff_, aux_grad_scale_);
+  Tensor d_logits = k_.activation(tokens * experts_);
+  upload_fp32(dev, logit_grads, d_logits.view());
+  Tensor dx_router = k_.activation(tokens * h);
+  k_.column_dgrad("router dgrad", d_logits.view(), router, tokens, h, experts_, dx_router.view());
+  k_.column_wgrad("router wgrad", d_logits.view(), x, tokens, h, experts_, router_grad, {});
+  rec.compute("router dgrad add", EventCategory::kElementwise, 0.0, 3.0 * static_cast<double>(dx.view().bytes()),
+              [&] { dev.add(dx.view(), dx_router.view(), dx.view()); });
+  a = MoeActivations{};
+  return dx;
+}
+
+}  // namespace strata::rt

@@ -1,0 +1,95 @@
+// The MLP half of an MoE layer on one rank (Megatron-Core's MoELayer with the
+// all-to-all token dispatcher, expert tensor parallelism 1): the router's
+// logits, the routing (moe_routing.h), the permutation of this rank's token
+// copies expert by expert, the dispatch all-to-all over the expert-parallel
+// group (MoEAlltoAllTokenDispatcher), the local experts' MLPs on the tokens they
+// received, the combine all-to-all back, and the unpermutation that sums each
+// token's copies weighted by its gates. The backward runs the same way in
+// reverse; the router's gradient comes from the gates' gradient and the
+// load-balancing loss.
+//
+// The event names are the simulator's (plan/layer_ops.cc append_moe_mlp:
+// router, permute, expert_fc1, expert_swiglu / expert_gelu, expert_fc2,
+// unpermute; the exchanges all_to_all on the ep category), so a measured trace
+// lines up with the predicted one.
+#pragma once
+
+#include <vector>
+
+#include "runtime/device/device.h"
+#include "runtime/executor/kernels.h"
+#include "runtime/executor/moe_routing.h"
+#include "runtime/executor/param_layout.h"
+
+namespace strata::rt {
+
+// What an MoE layer's MLP keeps from its forward for its backward, for one micro-batch.
+struct MoeActivations {
+  Routing routing;
+  std::vector<float> logits;               // [tokens, E], fp32
+  std::vector<std::int64_t> send_counts;   // elements to each ep rank (dispatch)
+  std::vector<std::int64_t> recv_counts;   // elements from each ep rank
+  std::vector<std::int64_t> expert_rows;   // [local experts]: rows each computes
+  IndexTensor slots;          // [tokens * k] Routing::slot
+  IndexTensor row_tokens;     // [routed] Routing::row_token
+  Tensor row_gates;           // fp32 [routed] Routing::row_gate
+  Tensor gates;               // fp32 [tokens * k] the combine's weights (0: dropped)
+  IndexTensor expert_order;   // [received]: the received row of each expert-major row (ep > 1)
+  IndexTensor source_order;   // [received]: the expert-major row of each received row (ep > 1)
+  Tensor expert_in;           // [received, h], expert by expert
+  Tensor fc1_out;             // [received, fc1 width]
+  Tensor act_out;             // [received, f]
+  Tensor expert_out_here;     // [routed, h]: the experts' outputs back on this rank (the gates' gradient)
+  bool complete = false;
+};
+
+class MoeMlp {
+ public:
+  // ep: the expert-parallel group (its rank holds experts [rank * E/ep, (rank + 1) * E/ep)).
+  // aux_grad_scale: d(step loss) / d(one micro-batch's load-balancing loss),
+  // micro_batch_size / global_batch_size (Megatron averages it over the micro-batches and replicas).
+  MoeMlp(Kernels& kernels, Communicator& ep, const ModelSpec& model, const PlanSpec& plan, double aux_grad_scale);
+
+  // x [tokens, h]: the post-attention norm's output; returns the routed experts'
+  // output [tokens, h] (before the residual add). router: [E, h].
+  Tensor forward(const TensorView& router, const Unit& experts, const TensorView& expert_weights, const TensorView& x,
+                 MoeActivations& a);
+  // dy [tokens, h] -> dx [tokens, h]; accumulates the router's and the experts'
+  // gradients; frees a.
+  Tensor backward(const TensorView& router, const TensorView& router_grad, const Unit& experts,
+                  const TensorView& expert_weights, const TensorView& expert_grads, const TensorView& x,
+                  const TensorView& dy, MoeActivations& a);
+
+  // The load of the expert-parallel ranks: over the forwards since the last
+  // reset (recomputes not counted), the sum of max / mean of the rows each ep
+  // rank's experts computed, and how many forwards. The simulator's
+  // moe_router_imbalance is this ratio (plan/plan_spec.h): the busiest rank sets the pace.
+  double load_ratio_sum() const { return load_ratio_sum_; }
+  int load_samples() const { return load_samples_; }
+  void reset_load() {
+    load_ratio_sum_ = 0.0;
+    load_samples_ = 0;
+  }
+
+ private:
+  // Rows of src [.., h] moved to the peers' and back: send_counts / recv_counts in elements.
+  Tensor exchange(const char* name, const TensorView& src, const std::vector<std::int64_t>& send_counts,
+                  const std::vector<std::int64_t>& recv_counts);
+  // Dst = src's rows in `order` (k = 1 gather), as one elementwise event.
+  Tensor reorder(const char* name, const TensorView& src, const IndexTensor& order, std::int64_t rows);
+
+  Kernels& k_;
+  Communicator& ep_;
+  int experts_ = 0;       // E
+  int local_ = 0;         // E / ep
+  int topk_ = 1;
+  std::int64_t f_ = 0;    // an expert's width
+  std::int64_t fc1_ = 0;  // its fc1's outputs (2f gated)
+  double capacity_factor_ = 0.0;
+  double aux_coeff_ = 0.0;
+  double aux_grad_scale_ = 0.0;
+  double load_ratio_sum_ = 0.0;
+  int load_samples_ = 0;
+};
+
+}  // namespace strata::rt
