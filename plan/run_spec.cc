@@ -19,14 +19,12 @@ std::optional<RunRefusal> run_refusal(const ModelSpec& model, const PlanSpec& pl
   }
   if (!model.is_moe()) return std::nullopt;
   // The runtime's MoE layer (runtime/executor/moe_layer.h): routed experts over
-  // ep ranks folded in dp, whole experts, the all-to-all dispatcher.
+  // ep ranks folded in tp x cp x dp, whole experts, the all-to-all dispatcher.
   const std::string megatron = ": `strata simulate` costs it and megatron-args.sh from `strata export` runs it with "
                                "Megatron-LM";
   auto refuse = [&](std::string path, std::string why) {
     return RunRefusal{std::move(path), fmt::format("strata run's MoE layers do not run {} yet{}", why, megatron)};
   };
-  if (plan.tp > 1) return refuse("$.parallel.tensor_model_parallel_size", "with tensor parallelism");
-  if (plan.cp > 1) return refuse("$.parallel.context_parallel_size", "with context parallelism");
   if (plan.moe.etp > 1) return refuse("$.parallel.expert_tensor_parallel_size", "expert tensor parallelism (etp > 1)");
   if (plan.moe.token_dispatcher != MoeDispatcher::kAllToAll) {
     return refuse("$.parallel.moe_token_dispatcher_type", "the \"allgather\" token dispatcher (they run \"alltoall\")");

@@ -66,6 +66,15 @@ ProcessGroups checked_groups(const RunConfig& c, Communicator& world) {
   return groups;
 }
 
+// The groups over which a rank's sequence is split: tp with sequence
+// parallelism, cp (an MoE layer sums its load-balancing counts over them).
+std::vector<Communicator*> sequence_groups(const Shapes& shapes, const ProcessGroups& groups) {
+  std::vector<Communicator*> out;
+  if (shapes.sequence_parallel) out.push_back(groups.tp.get());
+  if (shapes.cp > 1) out.push_back(groups.cp.get());
+  return out;
+}
+
 StoreOptions store_options(const RunConfig& c) {
   StoreOptions o;
   o.zero_stage = c.plan.zero_stage;
@@ -92,7 +101,8 @@ struct Executor::Impl {
         // it over the step's micro-batches of every replica.
         moe(c.plan.moe.active ? std::make_unique<MoeMlp>(kernels, *groups.ep, c.model, c.plan,
                                                           static_cast<double>(c.plan.micro_batch_size) /
-                                                              c.plan.global_batch_size)
+                                                              c.plan.global_batch_size,
+                                                          sequence_groups(shapes, groups))
                               : nullptr),
         layer(kernels, c.plan.recompute, cp_attention.get(), moe.get()), embedding_head(kernels) {
     const PlanSpec& p = config.plan;

@@ -27,8 +27,9 @@ i64 sum(const std::vector<i64>& v) { return std::accumulate(v.begin(), v.end(), 
 
 }  // namespace
 
-MoeMlp::MoeMlp(Kernels& kernels, Communicator& ep, const ModelSpec& model, const PlanSpec& plan, double aux_grad_scale)
-    : k_(kernels), ep_(ep) {
+MoeMlp::MoeMlp(Kernels& kernels, Communicator& ep, const ModelSpec& model, const PlanSpec& plan, double aux_grad_scale,
+               std::vector<Communicator*> sequence_groups)
+    : k_(kernels), ep_(ep), sequence_groups_(std::move(sequence_groups)) {
   const MoeModel& moe = model.moe;
   if (!model.is_moe() || plan.moe.etp != 1 || moe.num_experts % ep.size() != 0) {
     throw InternalError("MoeMlp: needs an MoE model, etp 1 and ep dividing the experts");
@@ -51,6 +52,27 @@ Tensor MoeMlp::exchange(const char* name, const TensorView& src, const std::vect
   ep_.all_to_all_v(src, send_counts, out.view(), recv_counts);
   rec.add(name, EventCategory::kEp, Lane::kTpComm, static_cast<double>(src.bytes()), start, rec.now_ns());
   return out;
+}
+
+BalanceCounts MoeMlp::balance_counts(const Routing& r) {
+  BalanceCounts counts = own_balance_counts(r);
+  if (aux_coeff_ <= 0.0 || sequence_groups_.empty()) return counts;
+  Device& dev = k_.device();
+  Recorder& rec = k_.recorder();
+  std::vector<float> values(counts.chosen_per_expert.begin(), counts.chosen_per_expert.end());
+  values.push_back(static_cast<float>(counts.tokens));
+  Tensor sums = k_.fp32(static_cast<i64>(values.size()));
+  upload_fp32(dev, values, sums.view());
+  for (Communicator* group : sequence_groups_) {
+    const TimeNs start = rec.now_ns();
+    group->all_reduce(sums.view(), sums.view());
+    rec.add("aux_loss counts all_reduce", EventCategory::kTp, Lane::kTpComm, static_cast<double>(sums.view().bytes()),
+            start, rec.now_ns());
+  }
+  values = download_fp32(dev, sums.view());
+  for (int e = 0; e < experts_; ++e) counts.chosen_per_expert[e] = static_cast<i64>(std::llround(values[e]));
+  counts.tokens = values.back();
+  return counts;
 }
 
 Tensor MoeMlp::reorder(const char* name, const TensorView& src, const IndexTensor& order, i64 rows) {
@@ -79,6 +101,7 @@ Tensor MoeMlp::forward(const TensorView& router, const Unit& unit, const TensorV
   }
   a.routing = route_tokens(a.logits, tokens, experts_, topk_, capacity_factor_);
   const Routing& r = a.routing;
+  a.balance = balance_counts(r);
   const i64 routed = r.routed();
   a.slots = dev.allocate_indices(tokens * topk_);
   upload_indices(dev, r.slot, a.slots.view());
@@ -335,7 +358,8 @@ Tensor MoeMlp::backward(const TensorView& router, const TensorView& router_grad,
 
   // The router: its logits' gradient from the gates' (and the load-balancing loss's).
   const std::vector<float> logit_grads =
-      router_logit_grads(a.routing, a.logits, download_fp32(dev, gate_grad.view()), aux_coeff_, aux_grad_scale_);
+      router_logit_grads(a.routing, a.logits, download_fp32(dev, gate_grad.view()), aux_coeff_, aux_grad_scale_,
+                         a.balance);
   Tensor d_logits = k_.activation(tokens * experts_);
   upload_fp32(dev, logit_grads, d_logits.view());
   Tensor dx_router = k_.activation(tokens * h);

@@ -26,6 +26,7 @@ namespace strata::rt {
 // What an MoE layer's MLP keeps from its forward for its backward, for one micro-batch.
 struct MoeActivations {
   Routing routing;
+  BalanceCounts balance;                   // the load-balancing loss's counts over the sequence's ranks
   std::vector<float> logits;               // [tokens, E], fp32
   std::vector<std::int64_t> send_counts;   // elements to each ep rank (dispatch)
   std::vector<std::int64_t> recv_counts;   // elements from each ep rank
@@ -48,7 +49,11 @@ class MoeMlp {
   // ep: the expert-parallel group (its rank holds experts [rank * E/ep, (rank + 1) * E/ep)).
   // aux_grad_scale: d(step loss) / d(one micro-batch's load-balancing loss),
   // micro_batch_size / global_batch_size (Megatron averages it over the micro-batches and replicas).
-  MoeMlp(Kernels& kernels, Communicator& ep, const ModelSpec& model, const PlanSpec& plan, double aux_grad_scale);
+  // sequence_groups: the groups over which this rank's sequence is split (tp
+  // with sequence parallelism, cp), over which the load-balancing loss's counts
+  // are summed (Megatron-Core's tp x cp reduction of tokens_per_expert).
+  MoeMlp(Kernels& kernels, Communicator& ep, const ModelSpec& model, const PlanSpec& plan, double aux_grad_scale,
+         std::vector<Communicator*> sequence_groups = {});
 
   // x [tokens, h]: the post-attention norm's output; returns the routed experts'
   // output [tokens, h] (before the residual add). router: [E, h].
@@ -75,11 +80,14 @@ class MoeMlp {
   // Rows of src [.., h] moved to the peers' and back: send_counts / recv_counts in elements.
   Tensor exchange(const char* name, const TensorView& src, const std::vector<std::int64_t>& send_counts,
                   const std::vector<std::int64_t>& recv_counts);
+  // The load-balancing loss's counts: this rank's, summed over the sequence groups.
+  BalanceCounts balance_counts(const Routing& r);
   // Dst = src's rows in `order` (k = 1 gather), as one elementwise event.
   Tensor reorder(const char* name, const TensorView& src, const IndexTensor& order, std::int64_t rows);
 
   Kernels& k_;
   Communicator& ep_;
+  std::vector<Communicator*> sequence_groups_;
   int experts_ = 0;       // E
   int local_ = 0;         // E / ep
   int topk_ = 1;

@@ -88,8 +88,16 @@ double load_balancing_loss(const Routing& r, const std::vector<float>& logits, d
   return coeff * r.experts / (t * t * r.topk) * sum;
 }
 
+BalanceCounts own_balance_counts(const Routing& r) { return {r.chosen_per_expert, static_cast<double>(r.tokens)}; }
+
 std::vector<float> router_logit_grads(const Routing& r, const std::vector<float>& logits,
                                       const std::vector<float>& gate_grad, double coeff, double aux_scale) {
+  return router_logit_grads(r, logits, gate_grad, coeff, aux_scale, own_balance_counts(r));
+}
+
+std::vector<float> router_logit_grads(const Routing& r, const std::vector<float>& logits,
+                                      const std::vector<float>& gate_grad, double coeff, double aux_scale,
+                                      const BalanceCounts& counts) {
   const int E = r.experts;
   const int k = r.topk;
   std::vector<float> out(static_cast<std::size_t>(r.tokens * E), 0.0f);
@@ -97,9 +105,12 @@ std::vector<float> router_logit_grads(const Routing& r, const std::vector<float>
   std::vector<double> aux_grad(static_cast<std::size_t>(E), 0.0);
   const bool aux = coeff > 0.0 && aux_scale != 0.0;
   if (aux) {
-    const double t = static_cast<double>(r.tokens);
+    if (static_cast<int>(counts.chosen_per_expert.size()) != E || !(counts.tokens > 0.0)) {
+      throw InternalError("router_logit_grads: the balance counts are not one per expert over some tokens");
+    }
+    const double t = counts.tokens;
     for (int e = 0; e < E; ++e) {
-      aux_grad[e] = aux_scale * coeff * E / (t * t * k) * static_cast<double>(r.chosen_per_expert[e]);
+      aux_grad[e] = aux_scale * coeff * E / (t * t * k) * static_cast<double>(counts.chosen_per_expert[e]);
     }
   }
   for (i64 t = 0; t < r.tokens; ++t) {

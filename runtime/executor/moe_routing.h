@@ -48,9 +48,25 @@ Routing route_tokens(const std::vector<float>& logits, std::int64_t tokens, int 
 // schedule), for the record and the tests.
 double load_balancing_loss(const Routing& r, const std::vector<float>& logits, double coeff);
 
+// The load-balancing loss's view of the tokens: the copies routed to each
+// expert and the tokens they came from. One rank's own, or with the sequence
+// split over ranks (sequence parallelism, context parallelism) the sums over
+// them, as Megatron-Core reduces tokens_per_expert over its tp x cp group: the
+// loss of the whole sequence, each rank's share of its gradient from its own
+// tokens' probabilities.
+struct BalanceCounts {
+  std::vector<std::int64_t> chosen_per_expert;
+  double tokens = 0.0;
+};
+BalanceCounts own_balance_counts(const Routing& r);
+
 // d loss / d logits [tokens, experts]: gate_grad [tokens * k] (d loss / d gate,
 // 0 for dropped copies) through the top-k softmax, plus aux_scale times the
-// load-balancing loss's gradient (aux_scale 0: none).
+// load-balancing loss's gradient at `counts` (aux_scale 0: none).
+std::vector<float> router_logit_grads(const Routing& r, const std::vector<float>& logits,
+                                      const std::vector<float>& gate_grad, double coeff, double aux_scale,
+                                      const BalanceCounts& counts);
+// The same at this rank's own counts.
 std::vector<float> router_logit_grads(const Routing& r, const std::vector<float>& logits,
                                       const std::vector<float>& gate_grad, double coeff, double aux_scale);
 

@@ -394,7 +394,16 @@ void ParameterStore::start_reduction(int b) {
   sum_replicated_over_tp(grads, b);
   s.reduced = true;
   Communicator& group = group_of(b);
-  if (group.size() == 1 && across_ == nullptr) return;
+  if (group.size() == 1 && across_ == nullptr) {
+    // Nothing to reduce (an expert bucket whose expert data-parallel group is this
+    // rank alone); ZeRO-2 still moves the micro-batch's gradient into its shard,
+    // which is the whole bucket, and frees the bucket as after a reduce-scatter.
+    if (zero_ == 2) {
+      device_.axpy(1.0f, grads, s.grad_shard.view());
+      s.grads = Tensor();
+    }
+    return;
+  }
   const double bytes = static_cast<double>(grads.bytes());
   if (zero_ == 0) {
     track(group.start_all_reduce(grads, grads, ReduceOp::kSum), "grad all_reduce", EventCategory::kDp, bytes, {});

@@ -9,7 +9,8 @@
 // each ZeRO stage with dp 2 alongside tp 2 and pp 2, hybrid sharding, and
 // context parallelism at cp 2 and 4 (ring and all-gather) with each of those,
 // uneven pipeline stages, and MoE layers with their experts over ep 1, 2 and 4
-// ranks (dp 2 and 4, ZeRO 0-2, pp 2, capacity dropping, recompute). A plan runs when the
+// ranks folded over dp, tp (sequence parallel) and cp (ZeRO 0-2, pp 2,
+// capacity dropping, recompute). A plan runs when the
 // world has its rank count: this executable runs alone (1 rank) and under
 // mpirun -n 2, 4 and 8 (tests/run/CMakeLists.txt); each rank computes the
 // reference itself on a one-rank communicator.
@@ -118,11 +119,20 @@ const Case kCases[] = {
     {"gpt_moe_dp2_ep2_zero1_capacity", false, 1, 1, 2, 1, 1, 2, k1F1B, 1, kSel, false, true, 6000, 0, 1, kP2p, 0, 0, 2,
      1.25},
     {"llama_moe_dp2_ep1_zero2", true, 1, 1, 2, 1, 1, 2, k1F1B, 2, kNone, false, true, 6000, 0, 1, kP2p, 0, 0, 1},
+    // experts folded over tensor- and context-parallel ranks (MoE Parallel
+    // Folding): each rank routes its own part of the sequence, the load-balancing
+    // counts summed over the sequence's ranks
+    {"llama_moe_tp2_sp_ep2_selective", true, 2, 1, 1, 1, 2, 2, k1F1B, 0, kSel, true, true, 40000000, 0, 1, kP2p, 0, 0,
+     2},
+    {"gpt_moe_cp2_ep2_ring", false, 1, 1, 1, 1, 2, 2, k1F1B, 0, kNone, false, true, 40000000, 0, 2, kP2p, 0, 0, 2},
     // 4 ranks
     {"llama_moe_dp4_ep4_full", true, 1, 1, 4, 1, 1, 2, k1F1B, 1, kFull, false, true, 40000000, 0, 1, kP2p, 0, 0, 4},
     {"gpt_moe_pp2_dp2_ep2_zero1", false, 1, 2, 2, 1, 1, 4, k1F1B, 1, kNone, false, true, 6000, 0, 1, kP2p, 0, 0, 2},
     {"llama_moe_dp4_ep2_zero2_buckets", true, 1, 1, 4, 1, 1, 2, k1F1B, 2, kSel, false, true, 6000, 0, 1, kP2p, 0, 0,
      2},
+    {"llama_moe_tp2_dp2_ep4_sp_zero1", true, 2, 1, 2, 1, 2, 2, k1F1B, 1, kNone, true, true, 6000, 0, 1, kP2p, 0, 0, 4},
+    {"gpt_moe_tp2_cp2_ep2_sp_full", false, 2, 1, 1, 1, 2, 2, k1F1B, 0, kFull, true, true, 40000000, 0, 2, kAllGather, 0,
+     0, 2},
     {"gpt_pp4_zbh1_full", false, 1, 4, 1, 1, 1, 8, kZbH1, 0, kFull, false},
     {"llama_tp2_pp2_sp_zbh2", true, 2, 2, 1, 1, 1, 4, kZbH2, 0, kNone, true},
     {"gpt_pp2_dp2_zero2_zbh1_buckets", false, 1, 2, 2, 1, 1, 4, kZbH1, 2, kNone, false, true, 15000},
@@ -145,6 +155,8 @@ const Case kCases[] = {
     {"llama_tp2_pp2_dp2_zero3_gpipe_full", true, 2, 2, 2, 1, 1, 2, kGpipe, 3, kFull, false},
     {"llama_moe_pp2_dp4_ep4_interleaved_zero1", true, 1, 2, 4, 2, 1, 4, kInter, 1, kSel, false, true, 6000, 0, 1, kP2p,
      0, 0, 4},
+    {"gpt_moe_tp2_pp2_dp2_ep4_sp_zero2", false, 2, 2, 2, 1, 1, 2, k1F1B, 2, kNone, true, true, 15000, 0, 1, kP2p, 0, 0,
+     4},
 };
 
 RunConfig config_of(const Case& c, bool reference) {
