@@ -30,9 +30,6 @@ std::optional<RunRefusal> run_refusal(const ModelSpec& model, const PlanSpec& pl
     return refuse("$.parallel.moe_token_dispatcher_type", "the \"allgather\" token dispatcher (they run \"alltoall\")");
   }
   const MoeModel& moe = model.moe;
-  if (moe.moe_shared_expert_intermediate_size > 0) {
-    return refuse("$.model.moe_shared_expert_intermediate_size", "shared experts");
-  }
   if (moe.moe_router_load_balancing_type != "aux_loss" && moe.moe_router_load_balancing_type != "none") {
     return refuse("$.model.moe_router_load_balancing_type",
                   fmt::format("\"{}\" balancing (they run \"aux_loss\" and \"none\")", moe.moe_router_load_balancing_type));

@@ -27,6 +27,7 @@ Shapes make_shapes(const ModelSpec& m, const PlanSpec& p, int tp_rank, DType sto
   s.ffn = m.ffn_hidden_size / p.tp;
   s.swiglu = m.swiglu;
   s.fc1_width = m.swiglu ? 2 * s.ffn : s.ffn;
+  s.shared_ffn = m.moe.moe_shared_expert_intermediate_size / p.tp;
   s.vocab = m.vocab_size / p.tp;
   s.vocab_start = static_cast<std::int64_t>(tp_rank) * s.vocab;
   s.layernorm = m.normalization == Normalization::kLayerNorm;

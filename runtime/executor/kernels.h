@@ -36,6 +36,7 @@ struct Shapes {
   std::int64_t qkv_width = 1;  // q_width + 2 * kv_width
   std::int64_t ffn = 1;        // ffn_hidden_size / tp
   std::int64_t fc1_width = 1;  // 2 * ffn when gated
+  std::int64_t shared_ffn = 0;  // an MoE layer's shared experts: moe_shared_expert_intermediate_size / tp (0: none)
   std::int64_t vocab = 1;      // vocab_size / tp
   std::int64_t vocab_start = 0;
   int tp = 1;

@@ -114,6 +114,8 @@ class LayoutBuilder {
         {"input_norm.weight", LayerRole::kNorm1Weight},  {"input_norm.bias", LayerRole::kNorm1Bias},
         {"post_attn_norm.weight", LayerRole::kNorm2Weight}, {"post_attn_norm.bias", LayerRole::kNorm2Bias},
         {"router.weight", LayerRole::kRouterWeight},
+        {"shared_fc1.weight", LayerRole::kSharedFc1Weight}, {"shared_fc1.bias", LayerRole::kSharedFc1Bias},
+        {"shared_fc2.weight", LayerRole::kSharedFc2Weight}, {"shared_fc2.bias", LayerRole::kSharedFc2Bias},
     };
     for (const auto& [name, role] : names) {
       if (suffix == name) return role;
@@ -208,6 +210,8 @@ class LayoutBuilder {
                                 {{0, 0, m_.moe.num_experts}}, range);
       router.replicated = true;
       u.params.push_back(std::move(router));
+      const i64 shared = m_.moe.moe_shared_expert_intermediate_size;
+      if (shared > 0) append_mlp(u, prefix + "shared_", shared, shared / tp, t_);
     } else {
       append_mlp(u, prefix, f, fl, t_);
     }
@@ -362,9 +366,8 @@ ParamLayout make_param_layout(const ModelSpec& model, const PlanSpec& plan, int 
   if (plan.dp < 1 || model.vocab_size % plan.tp != 0 || pipeline_split_problem(model, plan)) {
     throw InternalError("make_param_layout: the plan is not checked against the model");
   }
-  if (model.is_moe() && (!plan.moe.active || plan.moe.etp != 1 || model.moe.moe_shared_expert_intermediate_size > 0 ||
-                         ep_rank < 0 || ep_rank >= plan.moe.ep)) {
-    throw InternalError("make_param_layout: MoE layers need resolved keys, etp 1, no shared experts and an ep rank");
+  if (model.is_moe() && (!plan.moe.active || plan.moe.etp != 1 || ep_rank < 0 || ep_rank >= plan.moe.ep)) {
+    throw InternalError("make_param_layout: MoE layers need resolved keys, etp 1 and an ep rank");
   }
   if (tp_rank < 0 || tp_rank >= plan.tp || pp_rank < 0 || pp_rank >= plan.pp) {
     throw InternalError(fmt::format("make_param_layout: rank ({}, {}) outside tp {} pp {}", tp_rank, pp_rank,

@@ -19,8 +19,9 @@
 // units of one model chunk in backward order whose gradients are reduced together.
 //
 // Mixture of experts: an MoE layer is two units, its dense part (attention,
-// norms and the router [num_experts, h], which every tensor-parallel rank holds
-// whole) and its routed experts (kExperts: this expert-parallel rank's
+// norms, the router [num_experts, h], which every tensor-parallel rank holds
+// whole, and the shared experts, one tensor-parallel MLP of their width
+// "shared_fc1" / "shared_fc2") and its routed experts (kExperts: this expert-parallel rank's
 // num_experts / ep experts, each its own fc1 and fc2, named by their global
 // expert index). A planned bucket with experts becomes two buckets: the dense
 // units, reduced over the data-parallel replicas, and the expert units, reduced
@@ -69,7 +70,8 @@ const char* to_string(UnitKind kind);
 // Roles of a transformer layer's parameters (index into Unit::role_index).
 enum class LayerRole {
   kQkvWeight, kQkvBias, kProjWeight, kFc1Weight, kFc1Bias, kFc2Weight,
-  kNorm1Weight, kNorm1Bias, kProjBias, kNorm2Weight, kNorm2Bias, kFc2Bias, kRouterWeight, kCount
+  kNorm1Weight, kNorm1Bias, kProjBias, kNorm2Weight, kNorm2Bias, kFc2Bias, kRouterWeight,
+  kSharedFc1Weight, kSharedFc1Bias, kSharedFc2Weight, kSharedFc2Bias, kCount
 };
 
 struct Unit {
@@ -118,7 +120,7 @@ struct ParamLayout {
 // The layout of rank (tp_rank, pp_rank), its buckets holding the plan's
 // ddp_bucket_size; ep_rank: its place in the expert-parallel group (MoE models).
 // Requires a checked plan (dp resolved, vocab_size divisible by tp, MoE keys
-// resolved with etp 1 and no shared experts); InternalError otherwise.
+// resolved with etp 1); InternalError otherwise.
 ParamLayout make_param_layout(const ModelSpec& model, const PlanSpec& plan, int tp_rank, int pp_rank,
                               int ep_rank = 0);
 

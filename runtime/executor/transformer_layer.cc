@@ -35,6 +35,10 @@ LayerParams layer_params(const Unit& unit, const TensorView& flat, const Unit* e
   if (unit.kind != UnitKind::kLayer) throw InternalError("layer_params: not a layer unit");
   LayerParams p;
   p.router_weight = role_view(unit, flat, LayerRole::kRouterWeight);
+  p.shared_fc1_weight = role_view(unit, flat, LayerRole::kSharedFc1Weight);
+  p.shared_fc1_bias = role_view(unit, flat, LayerRole::kSharedFc1Bias);
+  p.shared_fc2_weight = role_view(unit, flat, LayerRole::kSharedFc2Weight);
+  p.shared_fc2_bias = role_view(unit, flat, LayerRole::kSharedFc2Bias);
   p.experts = experts;
   p.expert_params = expert_flat;
   if ((experts != nullptr) != (p.router_weight.numel > 0)) {
@@ -56,7 +60,35 @@ LayerParams layer_params(const Unit& unit, const TensorView& flat, const Unit* e
 }
 
 TransformerLayer::TransformerLayer(Kernels& kernels, Recompute recompute, ContextParallelAttention* cp, MoeMlp* moe)
-    : k_(kernels), recompute_(recompute), cp_(cp), moe_(moe) {}
+    : k_(kernels), recompute_(recompute), cp_(cp), moe_(moe) {
+  const Shapes& s = k_.shapes();
+  const std::string act = s.swiglu ? "swiglu" : "gelu";
+  auto part = [&](const std::string& prefix, std::int64_t ffn) {
+    MlpPart m;
+    m.ffn = ffn;
+    m.fc1_width = s.swiglu ? 2 * ffn : ffn;
+    m.fc1 = prefix + "fc1";
+    m.act = prefix + act;
+    m.fc2 = prefix + "fc2";
+    m.fc1_dgrad = m.fc1 + " dgrad";
+    m.fc1_wgrad = m.fc1 + " wgrad";
+    m.fc2_dgrad = m.fc2 + " dgrad";
+    m.fc2_wgrad = m.fc2 + " wgrad";
+    m.act_bwd = m.act + " bwd";
+    m.fc2_bias_bwd = m.fc2 + " bias bwd";
+    return m;
+  };
+  dense_ = part("", s.ffn);
+  dense_.fc1_weight = &LayerParams::fc1_weight;
+  dense_.fc1_bias = &LayerParams::fc1_bias;
+  dense_.fc2_weight = &LayerParams::fc2_weight;
+  dense_.fc2_bias = &LayerParams::fc2_bias;
+  shared_ = part("shared_", s.shared_ffn);
+  shared_.fc1_weight = &LayerParams::shared_fc1_weight;
+  shared_.fc1_bias = &LayerParams::shared_fc1_bias;
+  shared_.fc2_weight = &LayerParams::shared_fc2_weight;
+  shared_.fc2_bias = &LayerParams::shared_fc2_bias;
+}
 
 std::int64_t TransformerLayer::core_batch() const { return cp_ ? 2 * k_.shapes().b : k_.shapes().b; }
 std::int64_t TransformerLayer::core_seq() const { return cp_ ? k_.shapes().s / 2 : k_.shapes().s; }
@@ -168,31 +200,21 @@ Tensor TransformerLayer::run_forward(const LayerParams& w, LayerActivations& a, 
   if (w.experts != nullptr) {
     if (moe_ == nullptr) throw InternalError("TransformerLayer: an MoE layer without its MoE MLP");
     Tensor routed = moe_->forward(w.router_weight, *w.experts, w.expert_params, a.norm2.view(), a.moe);
+    // Megatron-Core's MoELayer: the shared experts' output added to the routed experts'.
+    Tensor shared = shared_.ffn > 0 ? mlp_forward(shared_, w, a) : Tensor();
     Tensor out = k_.activation(rows * s.h);
     k_.recorder().compute("residual_mlp", EventCategory::kElementwise, 0.0,
-                          3.0 * static_cast<double>(routed.view().bytes()),
-                          [&] { dev.add(a.x2.view(), routed.view(), out.view()); });
+                          3.0 * static_cast<double>(routed.view().bytes()), [&] {
+                            dev.add(a.x2.view(), routed.view(), out.view());
+                            if (shared.numel() > 0) {
+                              if (w.shared_fc2_bias.numel > 0) dev.add_bias(shared.view(), w.shared_fc2_bias, rows, s.h);
+                              dev.add(out.view(), shared.view(), out.view());
+                            }
+                          });
     a.complete = true;
     return out;
   }
-  a.fc1_out = k_.activation(s.tokens * s.fc1_width);
-  {
-    Tensor gathered;
-    const TensorView in = k_.gather_column_input(a.norm2.view(), gathered);
-    k_.column_forward("fc1", in, w.fc1_weight, w.fc1_bias, s.tokens, s.h, s.fc1_width, a.fc1_out.view());
-  }
-  a.act_out = k_.activation(s.tokens * s.ffn);
-  k_.recorder().compute(s.swiglu ? "swiglu" : "gelu", EventCategory::kElementwise, 0.0,
-                        static_cast<double>(a.fc1_out.view().bytes() + a.act_out.view().bytes()), [&] {
-                          if (s.swiglu) {
-                            dev.swiglu_forward(a.fc1_out.view(), s.tokens, s.ffn, a.act_out.view());
-                          } else {
-                            dev.gelu_forward(a.fc1_out.view(), a.act_out.view());
-                          }
-                        });
-  Tensor partial2 = k_.activation(s.tokens * s.h);
-  k_.row_forward("fc2", a.act_out.view(), w.fc2_weight, s.tokens, s.ffn, s.h, partial2.view());
-  Tensor mlp = k_.reduce_row_output(std::move(partial2));
+  Tensor mlp = mlp_forward(dense_, w, a);
   Tensor out = k_.activation(rows * s.h);
   k_.recorder().compute("residual_mlp", EventCategory::kElementwise, 0.0, 3.0 * static_cast<double>(mlp.view().bytes()),
                         [&] {
@@ -201,6 +223,30 @@ Tensor TransformerLayer::run_forward(const LayerParams& w, LayerActivations& a, 
                         });
   a.complete = true;
   return out;
+}
+
+Tensor TransformerLayer::mlp_forward(const MlpPart& m, const LayerParams& w, LayerActivations& a) {
+  const Shapes& s = k_.shapes();
+  Device& dev = k_.device();
+  a.fc1_out = k_.activation(s.tokens * m.fc1_width);
+  {
+    Tensor gathered;
+    const TensorView in = k_.gather_column_input(a.norm2.view(), gathered);
+    k_.column_forward(m.fc1.c_str(), in, w.*m.fc1_weight, w.*m.fc1_bias, s.tokens, s.h, m.fc1_width,
+                      a.fc1_out.view());
+  }
+  a.act_out = k_.activation(s.tokens * m.ffn);
+  k_.recorder().compute(m.act, EventCategory::kElementwise, 0.0,
+                        static_cast<double>(a.fc1_out.view().bytes() + a.act_out.view().bytes()), [&] {
+                          if (s.swiglu) {
+                            dev.swiglu_forward(a.fc1_out.view(), s.tokens, m.ffn, a.act_out.view());
+                          } else {
+                            dev.gelu_forward(a.fc1_out.view(), a.act_out.view());
+                          }
+                        });
+  Tensor partial = k_.activation(s.tokens * s.h);
+  k_.row_forward(m.fc2.c_str(), a.act_out.view(), w.*m.fc2_weight, s.tokens, m.ffn, s.h, partial.view());
+  return k_.reduce_row_output(std::move(partial));
 }
 
 Tensor TransformerLayer::forward(const LayerParams& w, LayerActivations& a) {
@@ -271,9 +317,19 @@ Tensor TransformerLayer::backward(const LayerParams& w, const LayerParams& g, La
 
   // MLP half: out = x2 + fc2(act(fc1(norm2(x2)))), or the routed experts' output.
   const std::size_t fc2_at = deferred != nullptr ? deferred->size() : 0;
-  Tensor d_norm2 = w.experts != nullptr ? moe_->backward(w.router_weight, g.router_weight, *w.experts, w.expert_params,
-                                                         g.expert_params, a.norm2.view(), dy.view(), a.moe)
-                                        : mlp_backward(w, g, a, dy.view(), deferred);
+  Tensor d_norm2;
+  if (w.experts != nullptr) {
+    d_norm2 = moe_->backward(w.router_weight, g.router_weight, *w.experts, w.expert_params, g.expert_params,
+                             a.norm2.view(), dy.view(), a.moe);
+    if (shared_.ffn > 0) {
+      Tensor d_shared = mlp_backward(shared_, w, g, a, dy.view(), deferred);
+      rec.compute("shared experts grad add", EventCategory::kElementwise, 0.0,
+                  3.0 * static_cast<double>(d_shared.view().bytes()),
+                  [&] { dev.add(d_norm2.view(), d_shared.view(), d_norm2.view()); });
+    }
+  } else {
+    d_norm2 = mlp_backward(dense_, w, g, a, dy.view(), deferred);
+  }
   Tensor dx2 = k_.activation(rows * s.h);
   k_.norm_backward("post_attn_norm bwd", d_norm2.view(), a.x2.view(), w.norm2_weight, a.norm2_mean.view(),
                    a.norm2_rstd.view(), rows, dx2.view(), g.norm2_weight, g.norm2_bias);
@@ -334,28 +390,29 @@ Tensor TransformerLayer::backward(const LayerParams& w, const LayerParams& g, La
   return dx;
 }
 
-Tensor TransformerLayer::mlp_backward(const LayerParams& w, const LayerParams& g, LayerActivations& a,
-                                      const TensorView& dy, std::vector<LayerWgrad>* deferred) {
+Tensor TransformerLayer::mlp_backward(const MlpPart& m, const LayerParams& w, const LayerParams& g,
+                                      LayerActivations& a, const TensorView& dy, std::vector<LayerWgrad>* deferred) {
   const Shapes& s = k_.shapes();
   Device& dev = k_.device();
   Recorder& rec = k_.recorder();
   const i64 rows = s.local_tokens;
-  Tensor d_act = k_.activation(s.tokens * s.ffn);
+  Tensor d_act = k_.activation(s.tokens * m.ffn);
   {
     Tensor gathered;
     const TensorView dy_full = k_.gather_row_output_grad(dy, gathered);
-    rec.compute("fc2 bias bwd", EventCategory::kElementwise, 0.0, static_cast<double>(dy.bytes()), [&] {
-      if (g.fc2_bias.numel > 0) dev.bias_backward(dy, rows, s.h, g.fc2_bias);
+    const TensorView dbias = g.*m.fc2_bias;
+    rec.compute(m.fc2_bias_bwd, EventCategory::kElementwise, 0.0, static_cast<double>(dy.bytes()), [&] {
+      if (dbias.numel > 0) dev.bias_backward(dy, rows, s.h, dbias);
     });
-    k_.row_dgrad("fc2 dgrad", dy_full, w.fc2_weight, s.tokens, s.ffn, s.h, d_act.view());
-    row_wgrad("fc2 wgrad", dy_full, gathered, a.act_out, s.ffn, g.fc2_weight, &LayerParams::fc2_weight, deferred);
+    k_.row_dgrad(m.fc2_dgrad.c_str(), dy_full, w.*m.fc2_weight, s.tokens, m.ffn, s.h, d_act.view());
+    row_wgrad(m.fc2_wgrad.c_str(), dy_full, gathered, a.act_out, m.ffn, g.*m.fc2_weight, m.fc2_weight, deferred);
   }
   a.act_out = Tensor();
-  Tensor d_fc1 = k_.activation(s.tokens * s.fc1_width);
-  rec.compute(s.swiglu ? "swiglu bwd" : "gelu bwd", EventCategory::kElementwise, 0.0,
+  Tensor d_fc1 = k_.activation(s.tokens * m.fc1_width);
+  rec.compute(m.act_bwd, EventCategory::kElementwise, 0.0,
               2.0 * static_cast<double>(a.fc1_out.view().bytes() + d_act.view().bytes()), [&] {
                 if (s.swiglu) {
-                  dev.swiglu_backward(d_act.view(), a.fc1_out.view(), s.tokens, s.ffn, d_fc1.view());
+                  dev.swiglu_backward(d_act.view(), a.fc1_out.view(), s.tokens, m.ffn, d_fc1.view());
                 } else {
                   dev.gelu_backward(d_act.view(), a.fc1_out.view(), d_fc1.view());
                 }
@@ -363,11 +420,12 @@ Tensor TransformerLayer::mlp_backward(const LayerParams& w, const LayerParams& g
   d_act = Tensor();
   a.fc1_out = Tensor();
   Tensor d_norm2_full = k_.activation(s.tokens * s.h);
-  k_.column_dgrad("fc1 dgrad", d_fc1.view(), w.fc1_weight, s.tokens, s.h, s.fc1_width, d_norm2_full.view());
+  k_.column_dgrad(m.fc1_dgrad.c_str(), d_fc1.view(), w.*m.fc1_weight, s.tokens, s.h, m.fc1_width,
+                  d_norm2_full.view());
   // With sequence parallelism the norm output is gathered again (Megatron keeps
   // only this rank's tokens for the weight gradient).
-  column_wgrad("fc1 wgrad", d_fc1, a.norm2, s.fc1_width, g.fc1_weight, g.fc1_bias, &LayerParams::fc1_weight,
-               &LayerParams::fc1_bias, deferred);
+  column_wgrad(m.fc1_wgrad.c_str(), d_fc1, a.norm2, m.fc1_width, g.*m.fc1_weight, g.*m.fc1_bias, m.fc1_weight,
+               m.fc1_bias, deferred);
   d_fc1 = Tensor();
   return k_.reduce_column_input_grad(std::move(d_norm2_full));
 }

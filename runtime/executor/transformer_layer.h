@@ -13,6 +13,7 @@
 // (with its collectives) before the backward.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "runtime/executor/context_parallel.h"
@@ -28,6 +29,7 @@ struct LayerParams {
   TensorView qkv_weight, qkv_bias, proj_weight, proj_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias;
   TensorView norm1_weight, norm1_bias, norm2_weight, norm2_bias;
   TensorView router_weight;
+  TensorView shared_fc1_weight, shared_fc1_bias, shared_fc2_weight, shared_fc2_bias;  // an MoE layer's shared experts
   const Unit* experts = nullptr;  // an MoE layer's experts unit, null for a dense layer
   TensorView expert_params;       // its flat weights (or gradients)
 };
@@ -57,6 +59,21 @@ struct LayerWgrad {
   DeferredWgrad gemm;
   TensorView LayerParams::*weight = nullptr;
   TensorView LayerParams::*bias = nullptr;  // a column layer's bias (summed with its weight), or none
+};
+
+// One of a layer's MLPs (the dense layer's, an MoE layer's shared experts):
+// which parameters, its width on this rank, and its ops' names (the simulator's).
+struct MlpPart {
+  TensorView LayerParams::*fc1_weight = nullptr;
+  TensorView LayerParams::*fc1_bias = nullptr;
+  TensorView LayerParams::*fc2_weight = nullptr;
+  TensorView LayerParams::*fc2_bias = nullptr;
+  std::int64_t ffn = 0;        // its width / tp
+  std::int64_t fc1_width = 0;  // 2 * ffn when gated
+  // Op names (the simulator's): forward, then the backward's. Kept here because
+  // a deferred weight gradient (DeferredWgrad) holds its name until W.
+  std::string fc1, act, fc2;
+  std::string fc1_dgrad, fc1_wgrad, fc2_dgrad, fc2_wgrad, act_bwd, fc2_bias_bwd;
 };
 
 class TransformerLayer {
@@ -95,10 +112,14 @@ class TransformerLayer {
   void attention_core(LayerActivations& a, const TensorView& probs, const TensorView& context4, bool exchange);
   std::int64_t probs_numel() const;
   void core_backward(LayerActivations& a, Tensor& d_context4, Tensor& d_qkv4);
-  // The dense MLP half's backward from the layer's output gradient dy to its
-  // input norm's output gradient.
-  Tensor mlp_backward(const LayerParams& w, const LayerParams& g, LayerActivations& a, const TensorView& dy,
-                      std::vector<LayerWgrad>* deferred);
+  // An MLP's forward on the post-attention norm's output: its output summed over
+  // tp into the residual stream's shape (fc2's bias not added); keeps fc1's output
+  // and the activation's in a.
+  Tensor mlp_forward(const MlpPart& m, const LayerParams& w, LayerActivations& a);
+  // Its backward from the layer's output gradient dy to the norm output's
+  // gradient (fc2's bias gradient included).
+  Tensor mlp_backward(const MlpPart& m, const LayerParams& w, const LayerParams& g, LayerActivations& a,
+                      const TensorView& dy, std::vector<LayerWgrad>* deferred);
   Tensor finish_attention_backward(const LayerParams& w, const LayerParams& g, LayerActivations& a, Tensor d_qkv,
                                    const TensorView& dx2, std::vector<LayerWgrad>* deferred);
   // A row-parallel layer's wgrad now, or deferred: dy_full is the whole output
@@ -114,6 +135,8 @@ class TransformerLayer {
   Recompute recompute_;
   ContextParallelAttention* cp_;
   MoeMlp* moe_;
+  MlpPart dense_;   // the dense layers' MLP
+  MlpPart shared_;  // an MoE layer's shared experts (ffn 0: none)
 };
 
 }  // namespace strata::rt

@@ -216,8 +216,6 @@ TEST(MoeCommand, RunRefusesWhatItsMoeLayerDoesNotRun) {
   const Change changes[] = {
       {"parallel", "moe_token_dispatcher_type", "allgather", "$.parallel.moe_token_dispatcher_type",
        "MoE layers do not run the \"allgather\" token dispatcher"},
-      {"model", "moe_shared_expert_intermediate_size", 256, "$.model.moe_shared_expert_intermediate_size",
-       "MoE layers do not run shared experts yet"},
       {"model", "moe_router_load_balancing_type", "sinkhorn", "$.model.moe_router_load_balancing_type",
        "MoE layers do not run \"sinkhorn\" balancing"},
   };

@@ -16,6 +16,7 @@
 #include "runtime/executor/moe_layer.h"
 #include "runtime/executor/param_layout.h"
 #include "runtime/executor/recorder.h"
+#include "runtime/executor/transformer_layer.h"
 #include "test_models.h"
 
 namespace strata::rt {
@@ -195,6 +196,112 @@ TEST_F(MoeMlpTest, BackwardMatchesFiniteDifferencesOfTheForward) {
     upload_fp32(*device_, base, in.value->view());
     EXPECT_NEAR(analytic, numeric, 2e-3 * (std::abs(numeric) + 1.0)) << in.name;
     EXPECT_GT(std::abs(analytic), 1e-3) << in.name << ": a zero gradient checks nothing";
+  }
+}
+
+// A whole MoE transformer layer (GPT-shaped: biases, GeLU, a shared expert beside
+// the routed ones) on one rank: the backward's gradients of the input, of every
+// dense parameter (attention, norms, router, shared expert) and of the experts
+// against central differences of the forward.
+TEST(MoeTransformerLayer, BackwardMatchesFiniteDifferencesWithASharedExpert) {
+  ModelSpec model = testing::gpt_moe_small();
+  model.moe.moe_aux_loss_coeff = 0.0;
+  ASSERT_GT(model.moe.moe_shared_expert_intermediate_size, 0);
+  PlanSpec plan;
+  plan.dp = 1;
+  plan.micro_batch_size = 1;
+  plan.global_batch_size = 1;
+  plan.moe.active = true;
+  plan.moe.etp = 1;
+  plan.moe.token_dispatcher = MoeDispatcher::kAllToAll;
+  DeviceOptions options;
+  options.cpu_threads = 1;
+  auto device = make_device(Backend::kCpu, 0, options);
+  auto self = make_self_communicator(*device, {});
+  Recorder recorder(*device);
+  const Shapes shapes = make_shapes(model, plan, 0, DType::kFp32);
+  Kernels kernels(*device, *self, recorder, shapes);
+  MoeMlp moe(kernels, *self, model, plan, 1.0);
+  TransformerLayer layer(kernels, Recompute::kNone, nullptr, &moe);
+  const ParamLayout layout = make_param_layout(model, plan, 0, 0, 0);
+  const Unit& dense = layout.units[layout.layer_units[0][0]];
+  const Unit& experts = layout.units[layout.expert_units[0][0]];
+  const std::int64_t n = shapes.local_tokens * shapes.h;
+  auto random = [&](std::int64_t count, std::uint64_t seed, float range) {
+    std::vector<float> v(static_cast<std::size_t>(count));
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = random_uniform(seed, i, -range, range);
+    Tensor t = device->allocate_tensor(count, DType::kFp32);
+    upload_fp32(*device, v, t.view());
+    return t;
+  };
+  Tensor x = random(n, 41, 1.0f), w = random(dense.numel, 42, 0.2f), we = random(experts.numel, 43, 0.2f);
+  const std::vector<float> r = download_fp32(*device, random(n, 44, 1.0f).view());
+  auto f = [&]() {
+    LayerActivations a;
+    a.x = device->allocate_tensor(n, DType::kFp32);
+    device->copy_on_device(x.view().data, a.x.view().data, static_cast<std::size_t>(x.view().bytes()));
+    const std::vector<float> out =
+        download_fp32(*device, layer.forward(layer_params(dense, w.view(), &experts, we.view()), a).view());
+    double sum = 0.0;
+    for (std::size_t i = 0; i < out.size(); ++i) sum += static_cast<double>(out[i]) * r[i];
+    return std::make_pair(sum, a.moe.routing.expert);
+  };
+  Tensor g = device->allocate_tensor(dense.numel, DType::kFp32), ge = device->allocate_tensor(experts.numel, DType::kFp32);
+  device->fill(g.view(), 0.0f);
+  device->fill(ge.view(), 0.0f);
+  LayerActivations a;
+  a.x = device->allocate_tensor(n, DType::kFp32);
+  device->copy_on_device(x.view().data, a.x.view().data, static_cast<std::size_t>(x.view().bytes()));
+  layer.forward(layer_params(dense, w.view(), &experts, we.view()), a);
+  const std::vector<std::int32_t> routed = a.moe.routing.expert;
+  Tensor dy = device->allocate_tensor(n, DType::kFp32);
+  upload_fp32(*device, r, dy.view());
+  const std::vector<float> dx = download_fp32(
+      *device, layer.backward(layer_params(dense, w.view(), &experts, we.view()),
+                              layer_params(dense, g.view(), &experts, ge.view()), a, std::move(dy))
+                   .view());
+  struct Input {
+    const char* name;
+    Tensor* value;
+    std::vector<float> grad;
+  };
+  std::vector<Input> inputs = {{"x", &x, dx},
+                               {"dense parameters", &w, download_fp32(*device, g.view())},
+                               {"experts", &we, download_fp32(*device, ge.view())}};
+  // The shared expert's own parameters alone, so an error there is not lost among the others.
+  const ParamSpec* shared_fc1 = nullptr;
+  for (const ParamSpec& p : dense.params) {
+    if (p.name.find("shared_fc1.weight") != std::string::npos) shared_fc1 = &p;
+  }
+  ASSERT_NE(shared_fc1, nullptr);
+  for (Input& in : inputs) {
+    const std::vector<float> base = download_fp32(*device, in.value->view());
+    const bool shared_only = &in == &inputs[1];
+    for (int pass = 0; pass < (shared_only ? 2 : 1); ++pass) {
+      std::vector<float> dir(base.size(), 0.0f);
+      double analytic = 0.0;
+      for (std::size_t i = 0; i < dir.size(); ++i) {
+        const bool in_shared = static_cast<std::int64_t>(i) >= shared_fc1->offset &&
+                               static_cast<std::int64_t>(i) < shared_fc1->offset + shared_fc1->numel();
+        if (pass == 1 && !in_shared) continue;
+        dir[i] = random_uniform(51, i, -1.0f, 1.0f);
+        analytic += static_cast<double>(dir[i]) * in.grad[i];
+      }
+      const float step = 1e-3f;
+      auto at = [&](float sgn) {
+        std::vector<float> moved = base;
+        for (std::size_t i = 0; i < moved.size(); ++i) moved[i] += sgn * step * dir[i];
+        upload_fp32(*device, moved, in.value->view());
+        const auto [value, experts_chosen] = f();
+        EXPECT_EQ(experts_chosen, routed) << in.name << ": the step changed the routing";
+        return value;
+      };
+      const double numeric = (at(1.0f) - at(-1.0f)) / (2.0 * step);
+      upload_fp32(*device, base, in.value->view());
+      const std::string what = std::string(in.name) + (pass == 1 ? " (shared_fc1 only)" : "");
+      EXPECT_NEAR(analytic, numeric, 3e-3 * (std::abs(numeric) + 1.0)) << what;
+      EXPECT_GT(std::abs(analytic), 1e-3) << what << ": a zero gradient checks nothing";
+    }
   }
 }
 

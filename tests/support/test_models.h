@@ -100,7 +100,8 @@ inline ModelSpec llama_small() {
 // The small models with routed experts, to check MoE layers (not published
 // ones): 4 experts, top-2, every other layer MoE (layers 0 and 2: Megatron's
 // integer moe_layer_freq), with the load-balancing loss on. Llama-shaped: SwiGLU
-// experts without biases; GPT-shaped: GeLU experts with biases.
+// experts without biases; GPT-shaped: GeLU experts with biases, and a shared
+// expert of width 64 beside them (DeepSeek and Qwen2-MoE have them).
 inline ModelSpec llama_moe_small() {
   ModelSpec m = llama_small();
   m.name = "llama-moe-small-test";
@@ -118,6 +119,7 @@ inline ModelSpec gpt_moe_small() {
   m.moe.num_experts = 4;
   m.moe.moe_router_topk = 2;
   m.moe.moe_ffn_hidden_size = 64;
+  m.moe.moe_shared_expert_intermediate_size = 64;
   m.moe.moe_layer_freq = 2;
   m.moe.moe_aux_loss_coeff = 0.01;
   return m;
