@@ -63,7 +63,13 @@ void add_moe_model_flags(const ModelSpec& m, const PlanSpec& p, std::vector<Mega
   add("--moe-layer-freq", megatron_moe_layer_freq(m));
   add("--moe-router-load-balancing-type", moe.moe_router_load_balancing_type);
   add("--moe-aux-loss-coeff", fmt::format("{}", moe.moe_aux_loss_coeff));
+  if (moe.moe_router_num_groups > 0) {
+    add("--moe-router-num-groups", std::to_string(moe.moe_router_num_groups));
+    add("--moe-router-group-topk", std::to_string(moe.moe_router_group_topk));
+  }
   add("--moe-token-dispatcher-type", to_string(p.moe.token_dispatcher));
+  // transformer_config.py: the flex dispatcher's backend, DeepEP (its default, said).
+  if (p.moe.token_dispatcher == MoeDispatcher::kFlex) add("--moe-flex-dispatcher-backend", "deepep");
   if (p.moe.grouped_gemm) add("--moe-grouped-gemm");
   if (p.moe.expert_capacity_factor > 0.0) {
     add("--moe-expert-capacity-factor", fmt::format("{}", p.moe.expert_capacity_factor));
@@ -439,8 +445,8 @@ std::string megatron_script(const Scenario& s, const ExportOptions& o, const std
         "--hidden-dropout", "--attention-dropout", "--attention-backend", "--make-vocab-size-divisible-by",
         "--kv-channels", "--num-experts", "--moe-router-topk", "--moe-router-pre-softmax", "--moe-ffn-hidden-size",
         "--moe-shared-expert-intermediate-size", "--moe-layer-freq", "--moe-router-load-balancing-type",
-        "--moe-aux-loss-coeff", "--moe-token-dispatcher-type", "--moe-grouped-gemm",
-        "--moe-expert-capacity-factor"}},
+        "--moe-aux-loss-coeff", "--moe-router-num-groups", "--moe-router-group-topk", "--moe-token-dispatcher-type",
+        "--moe-flex-dispatcher-backend", "--moe-grouped-gemm", "--moe-expert-capacity-factor"}},
       {"PARALLEL_ARGS",
        {"--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--context-parallel-size", "--cp-comm-type",
         "--expert-model-parallel-size", "--expert-tensor-parallel-size",

@@ -28,6 +28,12 @@ struct MoeModel {
   std::vector<int> moe_layer_pattern;  // not empty: the list form, num_layers long
   std::string moe_router_load_balancing_type = "aux_loss";  // Megatron's default
   double moe_aux_loss_coeff = 0.0;                          // for the record (Megatron's default 0)
+  // Group-limited routing (Megatron-Core's --moe-router-num-groups and
+  // --moe-router-group-topk; DeepSeek-V2's device-limited and DeepSeek-V3's
+  // node-limited routing): the experts in num_groups equal groups, each token's
+  // experts chosen within its group_topk best groups. 0: unlimited.
+  int moe_router_num_groups = 0;
+  int moe_router_group_topk = 0;
 };
 enum class PositionEmbedding { kLearnedAbsolute, kRope, kAlibi, kNone };
 

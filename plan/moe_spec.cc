@@ -21,7 +21,8 @@ const std::vector<std::string>& load_balancing_types() {
 const std::vector<std::string>& moe_model_keys() {
   static const std::vector<std::string> keys = {
       "moe_router_topk",  "moe_ffn_hidden_size",           "moe_shared_expert_intermediate_size",
-      "moe_layer_freq",   "moe_router_load_balancing_type", "moe_aux_loss_coeff"};
+      "moe_layer_freq",   "moe_router_load_balancing_type", "moe_aux_loss_coeff",
+      "moe_router_num_groups", "moe_router_group_topk"};
   return keys;
 }
 
@@ -67,14 +68,59 @@ void read_layer_freq(json::ObjectReader& r, ModelSpec& m) {
   }
 }
 
+// moe_router_num_groups and moe_router_group_topk, together or not at all, as
+// TransformerConfig checks them (transformer_config.py:2671-2686).
+void read_group_limited_routing(json::ObjectReader& r, MoeModel& moe) {
+  const bool groups = r.has("moe_router_num_groups");
+  const bool topk = r.has("moe_router_group_topk");
+  if (!groups && !topk) return;
+  if (groups != topk) {
+    r.fail(groups ? "moe_router_num_groups" : "moe_router_group_topk",
+           "group-limited routing needs both moe_router_num_groups (the groups the experts are split into) and "
+           "moe_router_group_topk (the groups each token may use): give both, or neither for unlimited routing");
+  }
+  moe.moe_router_num_groups = static_cast<int>(r.integer("moe_router_num_groups", 1, moe.num_experts));
+  if (moe.num_experts % moe.moe_router_num_groups != 0) {
+    r.fail("moe_router_num_groups", fmt::format("must divide num_experts = {} into equal groups "
+                                                "(transformer_config.py:2680), got {}",
+                                                moe.num_experts, moe.moe_router_num_groups));
+  }
+  moe.moe_router_group_topk = static_cast<int>(r.integer("moe_router_group_topk", 1, moe.moe_router_num_groups));
+  const int reachable = moe.moe_router_group_topk * (moe.num_experts / moe.moe_router_num_groups);
+  if (moe.moe_router_topk > reachable) {
+    r.fail("moe_router_group_topk", fmt::format("{} groups of {} experts hold {} experts, fewer than the {} each token "
+                                                "is routed to (moe_router_topk): allowed {} to {}",
+                                                moe.moe_router_group_topk, moe.num_experts / moe.moe_router_num_groups,
+                                                reachable, moe.moe_router_topk,
+                                                (moe.moe_router_topk * moe.moe_router_num_groups + moe.num_experts - 1) /
+                                                    moe.num_experts,
+                                                moe.moe_router_num_groups));
+  }
+}
+
 }  // namespace
 
-const char* to_string(MoeDispatcher d) { return d == MoeDispatcher::kAllToAll ? "alltoall" : "allgather"; }
+const char* to_string(MoeDispatcher d) {
+  switch (d) {
+    case MoeDispatcher::kAllToAll: return "alltoall";
+    case MoeDispatcher::kAllGather: return "allgather";
+    case MoeDispatcher::kFlex: return "flex";
+  }
+  return "allgather";
+}
 
 const std::vector<std::string>& moe_dispatcher_names() {
   static const std::vector<std::string> names = {to_string(MoeDispatcher::kAllToAll),
-                                                 to_string(MoeDispatcher::kAllGather)};
+                                                 to_string(MoeDispatcher::kAllGather),
+                                                 to_string(MoeDispatcher::kFlex)};
   return names;
+}
+
+MoeDispatcher parse_moe_dispatcher(const std::string& name) {
+  for (MoeDispatcher d : {MoeDispatcher::kAllToAll, MoeDispatcher::kAllGather, MoeDispatcher::kFlex}) {
+    if (name == to_string(d)) return d;
+  }
+  throw InternalError("parse_moe_dispatcher: " + name + " is not a dispatcher (read it with its names)");
 }
 
 void read_moe_model(json::ObjectReader& r, ModelSpec& m) {
@@ -103,6 +149,7 @@ void read_moe_model(json::ObjectReader& r, ModelSpec& m) {
   read_layer_freq(r, m);
   moe.moe_router_load_balancing_type = r.choice_or("moe_router_load_balancing_type", "aux_loss", load_balancing_types());
   moe.moe_aux_loss_coeff = r.number_or("moe_aux_loss_coeff", 0.0, 0.0, 1000.0);
+  read_group_limited_routing(r, moe);
 }
 
 void write_moe_model(const ModelSpec& m, nlohmann::ordered_json& j) {
@@ -121,6 +168,10 @@ void write_moe_model(const ModelSpec& m, nlohmann::ordered_json& j) {
   }
   j["moe_router_load_balancing_type"] = moe.moe_router_load_balancing_type;
   j["moe_aux_loss_coeff"] = moe.moe_aux_loss_coeff;
+  if (moe.moe_router_num_groups > 0) {
+    j["moe_router_num_groups"] = moe.moe_router_num_groups;
+    j["moe_router_group_topk"] = moe.moe_router_group_topk;
+  }
 }
 
 void read_moe_plan(json::ObjectReader& r, PlanSpec& p) {
@@ -133,9 +184,7 @@ void read_moe_plan(json::ObjectReader& r, PlanSpec& p) {
   MoePlan& moe = p.moe;
   moe.ep = static_cast<int>(r.integer_or("ep", 1, 1, 1 << 16));
   moe.etp = static_cast<int>(r.integer_or("etp", 0, 1, 1 << 16));
-  moe.token_dispatcher = r.choice_or("moe_token_dispatcher_type", "allgather", moe_dispatcher_names()) == "alltoall"
-                             ? MoeDispatcher::kAllToAll
-                             : MoeDispatcher::kAllGather;
+  moe.token_dispatcher = parse_moe_dispatcher(r.choice_or("moe_token_dispatcher_type", "allgather", moe_dispatcher_names()));
   moe.expert_capacity_factor = r.number_or("moe_expert_capacity_factor", 0.0, 0.01, 1000.0);
   moe.grouped_gemm = r.boolean_or("moe_grouped_gemm", false);
   moe.router_imbalance = r.number_or("moe_router_imbalance", 1.0, 1.0, 1e6);
@@ -181,6 +230,22 @@ void check_moe_plan(PlanSpec& p, const ModelSpec& m, const PlanFailure& fail) {
                              "{}: the MoE layers fold etp x ep over them (MoE Parallel Folding; Megatron-Core's "
                              "parallel_state.py:873-884 requires world_size % (etp*ep*pp) == 0)",
                              moe.etp, moe.ep, expert_model, p.tp, p.cp, p.dp, stage_ranks));
+  }
+  if (moe.token_dispatcher == MoeDispatcher::kFlex) {
+    // token_dispatcher.py MoEFlexTokenDispatcher: "DeepEP dispatcher requires TPxEP > 1".
+    if (moe.ep * moe.etp < 2) {
+      fail("$.moe_token_dispatcher_type",
+           fmt::format("the flex (DeepEP) dispatcher exchanges tokens over etp x ep ranks and needs more than one "
+                       "(token_dispatcher.py: \"DeepEP dispatcher requires TPxEP > 1\"); ep is {} and etp {}",
+                       moe.ep, moe.etp));
+    }
+    // Megatron's flex dispatcher treats etp x ep as one group of etp x E experts;
+    // Strata models its traffic for whole experts only.
+    if (moe.etp != 1) {
+      fail("$.etp", fmt::format("Strata models the flex (DeepEP) dispatcher with whole experts, etp 1; etp is {} "
+                                "(etp defaults to tp): set etp 1, or use the alltoall dispatcher",
+                                moe.etp));
+    }
   }
   // transformer_config.py:2612-2615: "Bias in Moe is only supported when ETP==1".
   if (m.add_bias_linear && moe.etp != 1) {

@@ -29,7 +29,7 @@ class ObjectReader;
 
 // model.json: num_experts, moe_router_topk, moe_ffn_hidden_size,
 // moe_shared_expert_intermediate_size, moe_layer_freq, moe_router_load_balancing_type,
-// moe_aux_loss_coeff. Reads them from r (num_layers and ffn_hidden_size already
+// moe_aux_loss_coeff, moe_router_num_groups and moe_router_group_topk. Reads them from r (num_layers and ffn_hidden_size already
 // read into m); an MoE key without num_experts, topk > num_experts or a layer
 // pattern of the wrong length is an InputError at its key.
 void read_moe_model(json::ObjectReader& r, ModelSpec& m);
@@ -45,8 +45,10 @@ void write_moe_plan(const PlanSpec& p, nlohmann::ordered_json& j);
 using PlanFailure = std::function<void(const std::string& path, const std::string& message)>;
 void check_moe_plan(PlanSpec& p, const ModelSpec& m, const PlanFailure& fail);
 
-const char* to_string(MoeDispatcher d);  // Megatron's names: "alltoall", "allgather"
+const char* to_string(MoeDispatcher d);  // Megatron's names: "alltoall", "allgather", "flex"
 const std::vector<std::string>& moe_dispatcher_names();
+// One of moe_dispatcher_names() -> its dispatcher (InternalError otherwise).
+MoeDispatcher parse_moe_dispatcher(const std::string& name);
 
 // moe_layer_freq as Megatron's --moe-layer-freq takes it: the integer, or the
 // list as a pattern of runs ("([0]*3+[1]*58)", arguments.py moe_freq_type).

@@ -47,8 +47,11 @@ enum class CpCommType { kP2p, kAllGather, kA2a };
 // --moe-token-dispatcher-type): kAllToAll sends each token to its experts' ranks
 // over the expert-parallel group (MoEAlltoAllTokenDispatcher); kAllGather
 // gathers every token of the etp x ep group on every rank, which keeps those
-// its local experts take (MoEAllGatherTokenDispatcher; Megatron's default).
-enum class MoeDispatcher { kAllToAll, kAllGather };
+// its local experts take (MoEAllGatherTokenDispatcher; Megatron's default);
+// kFlex is MoEFlexTokenDispatcher with DeepSeek's DeepEP (`flex`, backend
+// `deepep`): a token crosses the network once per node that holds one of its
+// experts, to the GPU on its own rail, which forwards the copies over NVLink.
+enum class MoeDispatcher { kAllToAll, kAllGather, kFlex };
 
 // A plan's mixture-of-experts keys (plan/moe_spec.h reads, writes and checks
 // them); meaningful only for a model with experts.

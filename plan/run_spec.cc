@@ -27,7 +27,8 @@ std::optional<RunRefusal> run_refusal(const ModelSpec& model, const PlanSpec& pl
   };
   if (plan.moe.etp > 1) return refuse("$.parallel.expert_tensor_parallel_size", "expert tensor parallelism (etp > 1)");
   if (plan.moe.token_dispatcher != MoeDispatcher::kAllToAll) {
-    return refuse("$.parallel.moe_token_dispatcher_type", "the \"allgather\" token dispatcher (they run \"alltoall\")");
+    return refuse("$.parallel.moe_token_dispatcher_type",
+                  fmt::format("the \"{}\" token dispatcher (they run \"alltoall\")", to_string(plan.moe.token_dispatcher)));
   }
   const MoeModel& moe = model.moe;
   if (moe.moe_router_load_balancing_type != "aux_loss" && moe.moe_router_load_balancing_type != "none") {
@@ -139,9 +140,7 @@ void read_moe_parallel(json::ObjectReader& r, PlanSpec& p) {
   p.moe.ep = static_cast<int>(r.integer_or("expert_model_parallel_size", 1, 1, 1 << 16));
   p.moe.etp = static_cast<int>(r.integer_or("expert_tensor_parallel_size", 0, 1, 1 << 16));
   p.moe.token_dispatcher =
-      r.choice_or("moe_token_dispatcher_type", "allgather", moe_dispatcher_names()) == "alltoall"
-          ? MoeDispatcher::kAllToAll
-          : MoeDispatcher::kAllGather;
+      parse_moe_dispatcher(r.choice_or("moe_token_dispatcher_type", "allgather", moe_dispatcher_names()));
   p.moe.expert_capacity_factor = r.number_or("moe_expert_capacity_factor", 0.0, 0.01, 1000.0);
   p.moe.grouped_gemm = r.boolean_or("moe_grouped_gemm", false);
 }

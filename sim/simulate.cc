@@ -186,6 +186,7 @@ SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
   workload_options.blocking_pipeline_sends = framework.pipeline_p2p && framework.pipeline_p2p->blocks(plan.vpp);
   workload_options.pipeline_scatter_gather = framework.pipeline_p2p && framework.pipeline_p2p->scatter_gather;
   workload_options.compute_units = st.profile.device.compute_units;
+  workload_options.gpus_per_node = st.topology.gpus_per_node();
   const double budget = options.memory_budget_bytes > 0 ? options.memory_budget_bytes : memory_budget_bytes();
   workload_options.max_tasks = budget / kBytesPerEstimatedTask;
   Workload workload = build_workload(model, plan, op_costs, comm_costs, options.fidelity, workload_options);

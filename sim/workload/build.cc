@@ -153,6 +153,33 @@ std::vector<int> WorkloadBuild::expert_group(CommGroup which, int global_rank) c
       std::sort(g.begin(), g.end());
       return g;
     }
+    case CommGroup::kExpertNode:
+    case CommGroup::kExpertRail: {
+      // The expert-parallel group split by node: this rank's node's members, or
+      // the members at this rank's place within their nodes.
+      const std::vector<int> ep = expert_layout.group(GroupKind::kExpert, global_rank);
+      std::vector<int> nodes;  // in the order the group reaches them
+      for (int r : ep) {
+        if (std::find(nodes.begin(), nodes.end(), node_of(r)) == nodes.end()) nodes.push_back(node_of(r));
+      }
+      auto on = [&](int node) {
+        std::vector<int> members;
+        for (int r : ep) {
+          if (node_of(r) == node) members.push_back(r);
+        }
+        return members;
+      };
+      const std::vector<int> mine = on(node_of(global_rank));
+      if (which == CommGroup::kExpertNode) return mine;
+      const auto place = std::find(mine.begin(), mine.end(), global_rank) - mine.begin();
+      std::vector<int> rail;
+      for (int node : nodes) {
+        const std::vector<int> members = on(node);
+        if (place < static_cast<std::ptrdiff_t>(members.size())) rail.push_back(members[static_cast<std::size_t>(place)]);
+      }
+      std::sort(rail.begin(), rail.end());
+      return rail;
+    }
     case CommGroup::kTensor:
     case CommGroup::kContext: break;
   }

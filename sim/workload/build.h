@@ -105,6 +105,10 @@ class WorkloadBuild {
   };
   BlockSlot block_slot(int op, const BlockRef& block) const;
   const Mark& mark(int sim_rank, const BlockSlot& slot) const;
+  // The node a global rank's GPU is on (options.gpus_per_node; 0 when unset).
+  int node_of(int global_rank) const {
+    return options.gpus_per_node > 0 ? global_rank / options.gpus_per_node : 0;
+  }
   std::vector<int> tp_group_gpus(int d, int r) const;
   // Index in pipeline rank r's program of chunk's last op computing weight
   // gradients (its last backward, or W) and of its first forward op (-1: none);

@@ -21,6 +21,21 @@ Category comm_category(const Segment& s) {
   return is_expert_group(s.group) ? Category::kEp : Category::kTp;
 }
 
+// The experts each node of an expert-parallel group holds, in expert order (the
+// group of rank 0; every group of a plan spans its nodes alike). One entry: one node.
+std::vector<int> experts_per_node(const WorkloadBuild& b) {
+  const std::vector<int> ep = b.expert_layout.group(GroupKind::kExpert, 0);
+  const int local = b.model.moe.num_experts / b.plan.moe.ep;
+  std::vector<int> out;
+  int last_node = -1;
+  for (int r : ep) {
+    if (b.node_of(r) != last_node) out.push_back(0);
+    last_node = b.node_of(r);
+    out.back() += local;
+  }
+  return out;
+}
+
 using SegmentIds = LayerProgram::SegmentIds;
 using PendingBlock = LayerProgram::PendingBlock;
 
@@ -257,7 +272,10 @@ LayerProgram::LayerProgram(WorkloadBuild& b) : b_(b), stretches_(b) {
     options.reduce_copy_in_write_bytes = layer_params * b.plan.grad_bytes();
   }
   layer_ = layer_segments(b.model, b.plan, b.op_costs, options);
-  if (b.model.is_moe()) moe_layer_ = layer_segments(b.model, b.plan, b.op_costs, options, MlpKind::kMoe);
+  if (b.model.is_moe()) {
+    if (b.plan.moe.token_dispatcher == MoeDispatcher::kFlex) options.experts_per_node = experts_per_node(b);
+    moe_layer_ = layer_segments(b.model, b.plan, b.op_costs, options, MlpKind::kMoe);
+  }
   embedding_ = embedding_segments(b.model, b.plan, b.op_costs);
   head_ = head_segments(b.model, b.plan, b.op_costs);
   if (b.plan.tp > 1) overlap_tp_comm();

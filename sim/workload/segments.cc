@@ -1,5 +1,8 @@
 #include "sim/workload/segments.h"
 
+#include "plan/moe_traffic.h"
+#include "plan/moe_traffic.h"
+
 #include <algorithm>
 
 namespace strata::sim {
@@ -325,7 +328,8 @@ Item after_row_parallel(const PlanSpec& p, double bytes) {
 
 // The MoE layer's token exchanges (segments.h says where each dispatcher puts
 // them): before the routed experts (dispatch) or after them (combine).
-void add_moe_exchange(std::vector<Item>& items, const ModelSpec& m, const PlanSpec& p, bool dispatch) {
+void add_moe_exchange(std::vector<Item>& items, const ModelSpec& m, const PlanSpec& p, bool dispatch,
+                      const std::vector<int>& experts_per_node) {
   const int ep = p.moe.ep;
   const int etp = p.moe.etp;
   // This rank's tokens: its sequence-parallel shard of the layer's.
@@ -337,6 +341,20 @@ void add_moe_exchange(std::vector<Item>& items, const ModelSpec& m, const PlanSp
     return;
   }
   const double routed = own * m.moe.moe_router_topk * expert_load_factor(p);
+  if (p.moe.token_dispatcher == MoeDispatcher::kFlex) {
+    const int nodes = experts_per_node.empty() ? 1 : static_cast<int>(experts_per_node.size());
+    // Over the network: own x (expected nodes per token) x load, as an all-to-all
+    // over the N ranks of the rail (each pair own x load x D / N).
+    const double network =
+        nodes > 1 ? own * expected_nodes_per_token(m.moe, experts_per_node) * expert_load_factor(p) : 0.0;
+    const bool node_hop = ep > nodes;  // more than one rank of the group on a node
+    Item rail = point(CollectiveOp::kAllToAll, CollectiveOp::kAllToAll, network, CommGroup::kExpertRail);
+    Item node = point(CollectiveOp::kAllToAll, CollectiveOp::kAllToAll, routed, CommGroup::kExpertNode);
+    if (dispatch && nodes > 1) items.push_back(rail);
+    if (node_hop) items.push_back(node);
+    if (!dispatch && nodes > 1) items.push_back(rail);
+    return;
+  }
   const bool a2a = ep > 1;
   if (dispatch && a2a) items.push_back(point(CollectiveOp::kAllToAll, CollectiveOp::kAllToAll, routed, CommGroup::kExpert));
   if (etp > 1) items.push_back(point(gather, scatter, routed * etp, CommGroup::kExpertTensor));
@@ -346,7 +364,8 @@ void add_moe_exchange(std::vector<Item>& items, const ModelSpec& m, const PlanSp
 }  // namespace
 
 bool is_expert_group(CommGroup g) {
-  return g == CommGroup::kExpert || g == CommGroup::kExpertTensor || g == CommGroup::kExpertModel;
+  return g == CommGroup::kExpert || g == CommGroup::kExpertTensor || g == CommGroup::kExpertModel ||
+         g == CommGroup::kExpertNode || g == CommGroup::kExpertRail;
 }
 
 void recompute_totals(Segment& s) {
@@ -416,10 +435,10 @@ BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCost
     const bool row_parallel = is_row_parallel(op.role);
     const OpRole role = op.role;
     if (tp && column_parallel) items.push_back(before_column_parallel(p, bytes));
-    if (role == OpRole::kExpertFc1) add_moe_exchange(items, m, p, true);
+    if (role == OpRole::kExpertFc1) add_moe_exchange(items, m, p, true, options.experts_per_node);
     items.push_back(column_parallel ? column_parallel_item(std::move(op), p, bytes) : op_item(std::move(op)));
     if (tp && row_parallel) items.push_back(after_row_parallel(p, bytes));
-    if (role == OpRole::kExpertFc2) add_moe_exchange(items, m, p, false);
+    if (role == OpRole::kExpertFc2) add_moe_exchange(items, m, p, false, options.experts_per_node);
   }
   BlockSegments b = build(items, p, costs, options.module_hooks);
   if (p.recompute == Recompute::kSelectiveOp) b.recompute = op_sac_recompute(items, m, p, costs);

@@ -33,7 +33,10 @@ namespace strata::sim {
 // the expert layout's groups of each of its ranks (plan/rank_layout.h
 // expert_rank_layout): expert-parallel (the token all-to-alls), expert tensor-
 // parallel (etp), or both together (etp x ep: the allgather dispatcher's).
-enum class CommGroup : std::uint8_t { kTensor, kContext, kExpert, kExpertTensor, kExpertModel };
+// kExpertNode / kExpertRail: of a rank's expert-parallel group, the ranks on its
+// own node, and the ranks on the other nodes at its place within theirs (its
+// rail): the flex (DeepEP) dispatcher's two hops.
+enum class CommGroup : std::uint8_t { kTensor, kContext, kExpert, kExpertTensor, kExpertModel, kExpertNode, kExpertRail };
 bool is_expert_group(CommGroup g);
 
 struct Segment {
@@ -118,6 +121,9 @@ struct LayerSegmentOptions {
   // reduce_copy_in_write_bytes (cast to the reduction dtype: FSDP2); 0: none.
   double reduce_copy_in_read_bytes = 0.0;
   double reduce_copy_in_write_bytes = 0.0;
+  // The flex (DeepEP) dispatcher: of one expert-parallel group, how many experts
+  // each node holds, in expert order (the nodes it spans); empty: one node.
+  std::vector<int> experts_per_node;
 };
 //
 // An MoE layer (mlp kMoe) exchanges its routed tokens around the routed experts
@@ -127,6 +133,14 @@ struct LayerSegmentOptions {
 //        all-to-all back); backward each exchange's conjugate on the gradients.
 //   allgather: the hidden states all-gathered over etp x ep, the experts' output
 //        reduce-scattered back; backward the conjugates.
+//   flex (DeepEP): each token once to every other node that holds one of its
+//        experts, all-to-all over the rank's rail of the group (each rank sends
+//        own x D / N to each of the N - 1 other nodes, D the expected nodes per
+//        token, plan/moe_traffic.h: fewer with node-limited routing), then its
+//        copies over NVLink to their experts' ranks on that node, all-to-all over
+//        the node's ranks of the group (own x k in all, of which (g - 1) / g
+//        leave each rank); the combine the two in reverse. DeepEP pipelines the
+//        two hops; here they run one after the other.
 // The all-to-all moves each rank's tokens x topk, scaled by the plan's expert
 // load (capacity factor, or the routing imbalance): the busiest rank receives
 // that much, and the slowest rank sets the exchange's pace.

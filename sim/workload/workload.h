@@ -54,6 +54,9 @@ struct WorkloadOptions {
   // Megatron-Core and Strata's runtime do.
   bool pipeline_scatter_gather = false;
   int compute_units = 0;
+  // GPUs per node of the cluster (rank r runs on GPU r): where an expert-parallel
+  // group's ranks sit, for the flex dispatcher's two hops; 0: every rank on one node.
+  int gpus_per_node = 0;
   // Refuse (WorkloadTooLarge) a step whose estimated_tasks exceed this; 0: no limit.
   double max_tasks = 0.0;
 };

@@ -5,6 +5,8 @@
 // file, JSON path and what is allowed, writing nothing.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
@@ -104,6 +106,8 @@ TEST(MoeCommand, DeepSeekLayerPatternIsQuotedForTheShell) {
   EXPECT_NE(script.find("  --moe-layer-freq '([0]*3+[1]*58)'\n"), std::string::npos) << script;
   EXPECT_NE(script.find("  --kv-channels 96\n"), std::string::npos) << script;
   EXPECT_NE(script.find("  --moe-shared-expert-intermediate-size 2048\n"), std::string::npos) << script;
+  // Node-limited routing: 8 groups, at most 4 per token (DeepSeek-V3 section 2.1.2).
+  EXPECT_NE(script.find("  --moe-router-num-groups 8\n  --moe-router-group-topk 4\n"), std::string::npos) << script;
 }
 
 // A dense model with its own head size (kv_channels, DeepSeek-V3's stand-in for
@@ -196,6 +200,42 @@ INSTANTIATE_TEST_SUITE_P(
 
 // strata run reads strata-run.json's model like any model.json; one with
 // experts is refused up front, naming the key.
+// The flex (DeepEP) dispatcher on 16 experts over two nodes (ep 16, top-4): a
+// token crosses the network once per other node with its experts instead of once
+// per copy, so less of the all-to-all is exposed than with alltoall; node-limited
+// routing (2 groups = 2 nodes, 1 per token) keeps every token on one node and
+// exposes less still. The alltoall dispatcher sends every copy either way.
+TEST(MoeCommand, FlexDispatcherAndNodeLimitedRoutingExposeLessAllToAll) {
+  TempDir dir;
+  const char* data = std::getenv("STRATA_DATA_DIR");
+  ASSERT_NE(data, nullptr) << "the tests run with STRATA_DATA_DIR set (tests/foundation/CMakeLists.txt)";
+  nlohmann::json model = nlohmann::json::parse(read_file(std::string(data) + "/scenarios/models/mixtral-8x7b.json"));
+  model["name"] = "mixtral-16e";
+  model["num_experts"] = 16;
+  model["moe_router_topk"] = 4;
+  const std::string open = dir.write("open.json", model.dump());
+  model["moe_router_num_groups"] = 2;
+  model["moe_router_group_topk"] = 1;
+  const std::string limited = dir.write("limited.json", model.dump());
+  auto exposed_ep = [&](const std::string& model_file, const char* dispatcher) {
+    const std::string plan = dir.write(std::string("plan-") + dispatcher + ".json",
+                                       std::string(R"({"tp": 1, "pp": 4, "ep": 16, "micro_batch_size": 1,
+        "global_batch_size": 256, "zero_stage": 1, "flash_attention": true, "moe_token_dispatcher_type": ")") +
+                                           dispatcher + "\"}");
+    const std::string out = dir.file(std::string("sim-") + dispatcher);
+    const CommandResult r = run_strata({"simulate", "--model", model_file, "--plan", plan, "--cluster",
+                                        "dgx-h100-8node", "--fidelity", "folded", "--no-trace", "--out", out});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(read_file(out + "/result.json"))["exposed_comm_s"]["ep"].get<double>();
+  };
+  const double a2a = exposed_ep(open, "alltoall");
+  const double flex = exposed_ep(open, "flex");
+  const double flex_limited = exposed_ep(limited, "flex");
+  EXPECT_LT(flex, 0.9 * a2a);
+  EXPECT_LT(flex_limited, 0.9 * flex);
+  EXPECT_DOUBLE_EQ(exposed_ep(limited, "alltoall"), a2a);
+}
+
 // strata run takes MoE plans its MoE layer runs (tests/run: executor correctness
 // and the mpirun command test); the rest it refuses up front, exit 2 at the key.
 TEST(MoeCommand, RunRefusesWhatItsMoeLayerDoesNotRun) {

@@ -197,7 +197,50 @@ TEST(MoePlan, MegatronRulesNameTheKey) {
   EXPECT_EQ(error_path([&] { read_plan_spec(nlohmann::json::parse(R"({"tp": 1, "pp": 1, "micro_batch_size": 1,
       "global_batch_size": 8, "moe_router_imbalance": 0.5})"), "plan.json"); }), "$.moe_router_imbalance");
   EXPECT_EQ(error_path([&] { read_plan_spec(nlohmann::json::parse(R"({"tp": 1, "pp": 1, "micro_batch_size": 1,
-      "global_batch_size": 8, "moe_token_dispatcher_type": "flex"})"), "plan.json"); }), "$.moe_token_dispatcher_type");
+      "global_batch_size": 8, "moe_token_dispatcher_type": "deepep"})"), "plan.json"); }), "$.moe_token_dispatcher_type");
+  // The flex (DeepEP) dispatcher: "DeepEP dispatcher requires TPxEP > 1", and
+  // Strata models it for whole experts (etp 1).
+  EXPECT_EQ(plan_error(m, R"({"tp": 1, "ep": 1, "moe_token_dispatcher_type": "flex", )" + base + "}", 8),
+            "$.moe_token_dispatcher_type");
+  EXPECT_EQ(plan_error(m, R"({"tp": 2, "ep": 2, "sequence_parallel": true, "moe_token_dispatcher_type": "flex", )" +
+                              base + "}", 8),
+            "$.etp");
+  EXPECT_EQ(plan_error(m, R"({"tp": 1, "ep": 8, "moe_token_dispatcher_type": "flex", )" + base + "}", 8), "");
+}
+
+// Group-limited routing (transformer_config.py:2671-2686): both keys or neither,
+// groups dividing the experts, at most all groups, enough experts to route to.
+TEST(MoeModel, GroupLimitedRoutingKeys) {
+  nlohmann::json doc = moe_model_json();
+  doc["moe_router_num_groups"] = 4;
+  EXPECT_EQ(model_error(doc), "$.moe_router_num_groups");  // without moe_router_group_topk
+  doc["moe_router_group_topk"] = 2;
+  EXPECT_EQ(model_error(doc), "");
+  const ModelSpec m = read_model_spec(doc, "model.json");
+  EXPECT_EQ(m.moe.moe_router_num_groups, 4);
+  EXPECT_EQ(m.moe.moe_router_group_topk, 2);
+  nlohmann::ordered_json echoed = to_json(m);
+  EXPECT_EQ(echoed["moe_router_num_groups"], 4);
+  EXPECT_EQ(echoed["moe_router_group_topk"], 2);
+  doc["moe_router_num_groups"] = 3;  // 8 experts
+  EXPECT_EQ(model_error(doc), "$.moe_router_num_groups");
+  doc["moe_router_num_groups"] = 4;
+  doc["moe_router_group_topk"] = 5;
+  EXPECT_EQ(model_error(doc), "$.moe_router_group_topk");
+  doc["moe_router_num_groups"] = 8;  // groups of one expert, one group: fewer than top-2
+  doc["moe_router_group_topk"] = 1;
+  EXPECT_EQ(model_error(doc), "$.moe_router_group_topk");
+  doc.erase("moe_router_num_groups");
+  EXPECT_EQ(model_error(doc), "$.moe_router_group_topk");
+  // A dense model has none of them.
+  nlohmann::json dense = moe_model_json();
+  dense.erase("num_experts");
+  for (const char* k : {"moe_router_topk", "moe_ffn_hidden_size", "moe_layer_freq", "moe_router_load_balancing_type",
+                        "moe_aux_loss_coeff"}) {
+    dense.erase(k);
+  }
+  dense["moe_router_group_topk"] = 1;
+  EXPECT_EQ(model_error(dense), "$.moe_router_group_topk");
 }
 
 TEST(MoePlan, MoeKeysOnADenseModelAreRefused) {

@@ -623,11 +623,22 @@ TEST(ExportRules, MegatronAcceptsEveryMoeExport) {
       EXPECT_EQ(freq, "'([0]*3+[1]*58)'") << plan;  // the only pattern in the matrix: DeepSeek-V3's
       EXPECT_EQ(e.model.num_layers, 3 + 58) << plan;
     }
-    EXPECT_TRUE(e.flags.find("--moe-token-dispatcher-type")->second == "alltoall" ||
-                e.flags.find("--moe-token-dispatcher-type")->second == "allgather")
-        << plan;
+    const std::string dispatcher = e.flags.find("--moe-token-dispatcher-type")->second;
+    EXPECT_TRUE(dispatcher == "alltoall" || dispatcher == "allgather" || dispatcher == "flex") << plan;
+    // transformer_config.py: DeepEP is the flex dispatcher's backend, said outright.
+    if (dispatcher == "flex") {
+      ASSERT_TRUE(has(e, "--moe-flex-dispatcher-backend")) << plan;
+      EXPECT_EQ(e.flags.find("--moe-flex-dispatcher-backend")->second, "deepep") << plan;
+    }
+    // transformer_config.py:2671-2686: group-limited routing names its groups, which divide the experts.
+    if (has(e, "--moe-router-group-topk")) {
+      const int groups = flag_int(e, "--moe-router-num-groups", 0);
+      ASSERT_GT(groups, 0) << plan;
+      EXPECT_EQ(experts % groups, 0) << plan;
+      EXPECT_LE(flag_int(e, "--moe-router-group-topk", 0), groups) << plan;
+    }
   }
-  EXPECT_GE(checked, 12);
+  EXPECT_GE(checked, 15);
 }
 
 // megatron/core/tokenizers/utils/build_tokenizer.py:133 vocab_size_with_padding:

@@ -129,6 +129,60 @@ TEST(MoeWorkload, AllGatherDispatcherGathersOverExpertModelGroup) {
   EXPECT_EQ(fwd[1]->op, CollectiveOp::kReduceScatter);
 }
 
+// The flex (DeepEP) dispatcher on an expert-parallel group over two nodes of
+// four ranks (8 experts, 4 a node): each token crosses the network once per other
+// node it has experts on, own x D bytes as the rail's all-to-all (D the expected
+// nodes per token, 2 (1 - C(4,2)/C(8,2)) for top-2), then its copies go over the
+// node's NVLink, own x k bytes as the node's all-to-all; the combine reverses the
+// hops. Node-limited routing (one group of two per token) brings D to 1.
+TEST(MoeWorkload, FlexDispatcherCrossesTheNetworkOncePerNode) {
+  const ModelSpec m = load_model_spec("mixtral-8x7b");
+  const sim::testing::UniformCosts costs(1'000);
+  sim::LayerSegmentOptions o;
+  o.experts_per_node = {4, 4};
+  const double own = 4096.0 * 4096 * 2;
+  const sim::BlockSegments b =
+      sim::layer_segments(m, moe_plan(1, 8, 1, MoeDispatcher::kFlex), costs, o, MlpKind::kMoe);
+  const auto fwd = expert_comm(b.forward);
+  ASSERT_EQ(fwd.size(), 4u);
+  EXPECT_EQ(fwd[0]->group, sim::CommGroup::kExpertRail);
+  EXPECT_NEAR(fwd[0]->comm_bytes, own * 2.0 * (1.0 - 6.0 / 28.0), 1e-3);
+  EXPECT_EQ(fwd[1]->group, sim::CommGroup::kExpertNode);
+  EXPECT_DOUBLE_EQ(fwd[1]->comm_bytes, own * 2);
+  EXPECT_EQ(fwd[2]->group, sim::CommGroup::kExpertNode);
+  EXPECT_EQ(fwd[3]->group, sim::CommGroup::kExpertRail);
+  for (const sim::Segment* seg : fwd) EXPECT_EQ(seg->op, CollectiveOp::kAllToAll);
+  const auto bwd = expert_comm(b.backward);
+  ASSERT_EQ(bwd.size(), 4u);
+  EXPECT_EQ(bwd[0]->group, sim::CommGroup::kExpertRail);  // the combine's conjugate first
+  EXPECT_EQ(bwd[3]->group, sim::CommGroup::kExpertRail);
+  ModelSpec limited = m;
+  limited.moe.moe_router_num_groups = 2;
+  limited.moe.moe_router_group_topk = 1;
+  const sim::BlockSegments l =
+      sim::layer_segments(limited, moe_plan(1, 8, 1, MoeDispatcher::kFlex), costs, o, MlpKind::kMoe);
+  EXPECT_NEAR(expert_comm(l.forward)[0]->comm_bytes, own * 1.0, 1e-3);
+  // Within one node the flex dispatcher is the node's all-to-all alone.
+  const sim::BlockSegments one =
+      sim::layer_segments(m, moe_plan(1, 8, 1, MoeDispatcher::kFlex), costs, {}, MlpKind::kMoe);
+  ASSERT_EQ(expert_comm(one.forward).size(), 2u);
+  EXPECT_EQ(expert_comm(one.forward)[0]->group, sim::CommGroup::kExpertNode);
+}
+
+// The flex dispatcher's two groups split the expert-parallel group by node: on
+// 2 nodes of 4 GPUs with ep 8, rank 5's node group is ranks 4-7 and its rail 1, 5.
+TEST(MoeWorkload, FlexGroupsSplitTheExpertGroupByNode) {
+  const ModelSpec m = load_model_spec("mixtral-8x7b");
+  const sim::testing::UniformCosts ops(1'000);
+  const sim::testing::LinkCountComm comm;
+  sim::WorkloadOptions o;
+  o.gpus_per_node = 4;
+  const sim::WorkloadBuild b(m, moe_plan(1, 8, 1, MoeDispatcher::kFlex), ops, comm, sim::Fidelity::kFull, o);
+  EXPECT_EQ(b.expert_group(sim::CommGroup::kExpertNode, 5), (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(b.expert_group(sim::CommGroup::kExpertRail, 5), (std::vector<int>{1, 5}));
+  EXPECT_EQ(b.expert_group(sim::CommGroup::kExpertRail, 0), (std::vector<int>{0, 4}));
+}
+
 // A capacity factor of 1.25 pads every expert's buffer to 1.25 of its share: the
 // exchanges and the experts' GEMMs carry 1.25 times the balanced tokens.
 TEST(MoeWorkload, CapacityFactorScalesTheExchangesAndTheExperts) {
