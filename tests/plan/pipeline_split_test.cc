@@ -2,6 +2,7 @@
 // splits published runs used and Megatron-Core's rule worked by hand.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -12,7 +13,9 @@ namespace {
 
 ModelSpec layers(int n) {
   ModelSpec m;
-  m.name = "m";
+  // A string, not a literal: GCC 12 at -O2 warns falsely (-Wstringop-overflow,
+  // GCC bug 105651) on assigning a literal to a member string here.
+  m.name = std::string("m");
   m.num_layers = n;
   return m;
 }
