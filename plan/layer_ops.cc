@@ -53,6 +53,7 @@ const char* to_string(OpRole role) {
     case OpRole::kExpertFc1: return "expert_fc1";
     case OpRole::kExpertFc2: return "expert_fc2";
     case OpRole::kPermute: return "permute";
+    case OpRole::kSortChunks: return "sort_chunks";
   }
   return "residual";
 }
@@ -98,6 +99,7 @@ LayerOpContext layer_op_context(const PlanSpec& plan) {
     c.etp = plan.moe.etp;
     c.expert_load = expert_load_factor(plan);
     c.ep = plan.moe.ep;
+    c.alltoall = plan.moe.token_dispatcher == MoeDispatcher::kAllToAll;
   }
   return c;
 }
@@ -138,10 +140,16 @@ void append_moe_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, const LayerOp
     op.flops = 2.0 * static_cast<double>(routed) * n * k;
     return op;
   };
+  // Megatron-Core's all-to-all dispatcher reorders what it received, each row
+  // read and written once, before the experts and back after them.
+  const bool sort = c.alltoall && c.ep > 1 && moe.num_experts / c.ep > 1;
+  const double sorted_bytes = 2.0 * static_cast<double>(routed) * h * e;
+  if (sort) ops.push_back(elementwise(OpRole::kSortChunks, "sort_chunks", sorted_bytes));
   ops.push_back(expert_gemm(OpRole::kExpertFc1, "expert_fc1", fc1, h));
   ops.push_back(elementwise(OpRole::kActivation, m.swiglu ? "expert_swiglu" : "expert_gelu",
                             static_cast<double>(routed) * (fc1 + f) * e));
   ops.push_back(expert_gemm(OpRole::kExpertFc2, "expert_fc2", h, f));
+  if (sort) ops.push_back(elementwise(OpRole::kSortChunks, "unsort_chunks", sorted_bytes));
   // Reads every routed copy, writes the token once.
   ops.push_back(elementwise(OpRole::kPermute, "unpermute", own_bytes * (moe.moe_router_topk + 1)));
   if (moe.moe_shared_expert_intermediate_size > 0) {

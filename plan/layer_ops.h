@@ -52,6 +52,10 @@ enum class OpRole {
   // dispatch and scattered back, weighted by their routing probabilities, after
   // the combine (Megatron-Core's permute / unpermute).
   kPermute,
+  // Memory-bound: the all-to-all dispatcher's received tokens (source by source)
+  // reordered expert by expert for the grouped GEMM, and back before the combine
+  // (token_dispatcher.py sort_chunks_by_idxs, with more than one local expert).
+  kSortChunks,
 };
 const char* to_string(OpRole role);
 bool is_column_parallel(OpRole role);
@@ -92,6 +96,9 @@ struct LayerOpContext {
   // grouped GEMM of that many GEMMs (batch), each over its share of the routed
   // tokens; 0: one GEMM over all routed tokens (the whole model's FLOPs).
   int ep = 0;
+  // The all-to-all dispatcher: with more than one local expert the received
+  // tokens are sorted by expert and back (kSortChunks).
+  bool alltoall = false;
 };
 
 // Which MLP a layer has: the dense one, or an MoE layer's router, shared and routed experts.

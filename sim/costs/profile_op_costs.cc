@@ -12,7 +12,8 @@ KernelKind kernel_kind_of(OpRole role) {
     case OpRole::kResidual: return KernelKind::kResidual;
     case OpRole::kDropout:
     case OpRole::kEmbedding: return KernelKind::kElementwise;
-    case OpRole::kPermute: return KernelKind::kCopy;  // rows gathered or scattered: a copy's traffic
+    case OpRole::kPermute:
+    case OpRole::kSortChunks: return KernelKind::kCopy;  // rows gathered or scattered: a copy's traffic
     // GEMMs and attention are costed by their own models, not as memory-bound kernels.
     case OpRole::kQkv:
     case OpRole::kProj:

@@ -430,15 +430,25 @@ BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCost
   const double bytes = stream_bytes(m, p);
   const bool tp = p.tp > 1;
   std::vector<Item> items;
-  for (LayerOp& op : layer_forward_ops(m, layer_op_context(p), mlp)) {
+  std::vector<LayerOp> ops = layer_forward_ops(m, layer_op_context(p), mlp);
+  // The exchanges sit around the routed experts, and around the reordering of
+  // what the dispatch received when there is one (dispatch before sort_chunks,
+  // combine after unsort_chunks).
+  const bool sorted = std::any_of(ops.begin(), ops.end(), [](const LayerOp& o) { return o.role == OpRole::kSortChunks; });
+  const OpRole dispatch_before = sorted ? OpRole::kSortChunks : OpRole::kExpertFc1;
+  const OpRole combine_after = sorted ? OpRole::kSortChunks : OpRole::kExpertFc2;
+  bool dispatched = false;
+  for (LayerOp& op : ops) {
     const bool column_parallel = is_column_parallel(op.role);
     const bool row_parallel = is_row_parallel(op.role);
     const OpRole role = op.role;
     if (tp && column_parallel) items.push_back(before_column_parallel(p, bytes));
-    if (role == OpRole::kExpertFc1) add_moe_exchange(items, m, p, true, options.experts_per_node);
+    const bool dispatch = role == dispatch_before && !dispatched;
+    if (dispatch) add_moe_exchange(items, m, p, true, options.experts_per_node);
     items.push_back(column_parallel ? column_parallel_item(std::move(op), p, bytes) : op_item(std::move(op)));
     if (tp && row_parallel) items.push_back(after_row_parallel(p, bytes));
-    if (role == OpRole::kExpertFc2) add_moe_exchange(items, m, p, false, options.experts_per_node);
+    if (role == combine_after && !dispatch) add_moe_exchange(items, m, p, false, options.experts_per_node);
+    dispatched = dispatched || dispatch;
   }
   BlockSegments b = build(items, p, costs, options.module_hooks);
   if (p.recompute == Recompute::kSelectiveOp) b.recompute = op_sac_recompute(items, m, p, costs);

@@ -6,6 +6,8 @@
 
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "fake_costs.h"
 #include "plan/bucket_plan.h"
@@ -127,6 +129,32 @@ TEST(MoeWorkload, AllGatherDispatcherGathersOverExpertModelGroup) {
   EXPECT_EQ(fwd[0]->group, sim::CommGroup::kExpertModel);
   EXPECT_DOUBLE_EQ(fwd[0]->comm_bytes, 4096.0 * 4096 * 2 * 8);
   EXPECT_EQ(fwd[1]->op, CollectiveOp::kReduceScatter);
+}
+
+// With two local experts (ep 4 of 8) the all-to-all dispatcher sorts what it
+// received expert by expert after the dispatch and back before the combine
+// (sort_chunks_by_idxs): each routed row read and written once, 2 x 8192 rows x
+// 4096 x 2 bytes; with one local expert (ep 8) there is nothing to sort.
+TEST(MoeWorkload, AllToAllSortsTheReceivedTokensWithSeveralLocalExperts) {
+  const ModelSpec m = load_model_spec("mixtral-8x7b");
+  const sim::testing::UniformCosts costs(1'000);
+  const sim::BlockSegments b = sim::layer_segments(m, moe_plan(1, 4, 1), costs, {}, MlpKind::kMoe);
+  const sim::DetailOp* sort = find_op(b.forward, "sort_chunks");
+  const sim::DetailOp* unsort = find_op(b.forward, "unsort_chunks");
+  ASSERT_NE(sort, nullptr);
+  ASSERT_NE(unsort, nullptr);
+  EXPECT_DOUBLE_EQ(sort->bytes, 2.0 * 4096 * 2 * 4096 * 2);
+  // Order: the dispatch all-to-all, sort_chunks, the experts, unsort_chunks, the combine.
+  std::vector<std::string> order;
+  for (const sim::Segment& seg : b.forward) {
+    if (seg.is_comm && sim::is_expert_group(seg.group)) order.push_back("a2a");
+    for (const sim::DetailOp& op : seg.ops) {
+      if (op.name == "sort_chunks" || op.name == "unsort_chunks" || op.name == "expert_fc1") order.push_back(op.name);
+    }
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"a2a", "sort_chunks", "expert_fc1", "unsort_chunks", "a2a"}));
+  const sim::BlockSegments one = sim::layer_segments(m, moe_plan(1, 8, 1), costs, {}, MlpKind::kMoe);
+  EXPECT_EQ(find_op(one.forward, "sort_chunks"), nullptr);
 }
 
 // The flex (DeepEP) dispatcher on an expert-parallel group over two nodes of
