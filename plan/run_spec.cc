@@ -19,16 +19,16 @@ std::optional<RunRefusal> run_refusal(const ModelSpec& model, const PlanSpec& pl
   }
   if (!model.is_moe()) return std::nullopt;
   // The runtime's MoE layer (runtime/executor/moe_layer.h): routed experts over
-  // ep ranks folded in tp x cp x dp, whole experts, the all-to-all dispatcher.
+  // ep ranks folded in tp x cp x dp, whole experts, the alltoall and allgather dispatchers.
   const std::string megatron = ": `strata simulate` costs it and megatron-args.sh from `strata export` runs it with "
                                "Megatron-LM";
   auto refuse = [&](std::string path, std::string why) {
     return RunRefusal{std::move(path), fmt::format("strata run's MoE layers do not run {} yet{}", why, megatron)};
   };
   if (plan.moe.etp > 1) return refuse("$.parallel.expert_tensor_parallel_size", "expert tensor parallelism (etp > 1)");
-  if (plan.moe.token_dispatcher != MoeDispatcher::kAllToAll) {
+  if (plan.moe.token_dispatcher == MoeDispatcher::kFlex) {
     return refuse("$.parallel.moe_token_dispatcher_type",
-                  fmt::format("the \"{}\" token dispatcher (they run \"alltoall\")", to_string(plan.moe.token_dispatcher)));
+                  "the \"flex\" (DeepEP) token dispatcher (they run \"alltoall\" and \"allgather\")");
   }
   const MoeModel& moe = model.moe;
   if (moe.moe_router_load_balancing_type != "aux_loss" && moe.moe_router_load_balancing_type != "none") {

@@ -66,7 +66,7 @@ struct RunSpec {
 // What of a model and a resolved plan strata run does not run yet: the
 // strata-run.json key at fault ("$.model.kv_channels": heads of their own size;
 // for MoE layers the parts of the plan the runtime's MoE layer does not take:
-// expert tensor parallelism, the allgather dispatcher, sinkhorn-type balancing, zero-bubble
+// expert tensor parallelism, the flex (DeepEP) dispatcher, sinkhorn-type balancing, zero-bubble
 // schedules, ZeRO-3, hybrid sharding) and why, or nothing. The runtime refuses
 // such a plan up front; strata export writes no strata-run.json for it
 // (Megatron-LM's flags instead).

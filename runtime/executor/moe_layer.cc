@@ -42,6 +42,7 @@ MoeMlp::MoeMlp(Kernels& kernels, Communicator& ep, const ModelSpec& model, const
   capacity_factor_ = plan.moe.expert_capacity_factor;
   aux_coeff_ = moe.moe_router_load_balancing_type == "aux_loss" ? moe.moe_aux_loss_coeff : 0.0;
   aux_grad_scale_ = aux_grad_scale;
+  allgather_ = plan.moe.token_dispatcher == MoeDispatcher::kAllGather;
 }
 
 Tensor MoeMlp::exchange(const char* name, const TensorView& src, const std::vector<i64>& send_counts,
@@ -83,8 +84,45 @@ Tensor MoeMlp::reorder(const char* name, const TensorView& src, const IndexTenso
   return out;
 }
 
+void MoeMlp::route(const TensorView& router, const TensorView& x, MoeActivations& a) {
+  const i64 tokens = k_.shapes().local_tokens;
+  {
+    Tensor logits = k_.activation(tokens * experts_);
+    k_.column_forward("router", x, router, {}, tokens, k_.shapes().h, experts_, logits.view());
+    a.logits = download_fp32(k_.device(), logits.view());
+  }
+  a.routing = route_tokens(a.logits, tokens, experts_, topk_, capacity_factor_);
+  a.balance = balance_counts(a.routing);
+}
+
+void MoeMlp::record_load(const std::vector<i64>& rows_per_rank) {
+  if (k_.recorder().context().phase != EventPhase::kForward) return;  // a recompute routes again
+  const i64 total = sum(rows_per_rank);
+  if (total <= 0) return;
+  const i64 busiest = *std::max_element(rows_per_rank.begin(), rows_per_rank.end());
+  load_ratio_sum_ += static_cast<double>(busiest) * static_cast<double>(rows_per_rank.size()) /
+                     static_cast<double>(total);
+  ++load_samples_;
+}
+
 Tensor MoeMlp::forward(const TensorView& router, const Unit& unit, const TensorView& w, const TensorView& x,
                        MoeActivations& a) {
+  route(router, x, a);
+  Tensor out = allgather_ ? forward_allgather(unit, w, x, a) : forward_alltoall(unit, w, x, a);
+  a.complete = true;
+  return out;
+}
+
+Tensor MoeMlp::backward(const TensorView& router, const TensorView& router_grad, const Unit& unit, const TensorView& w,
+                        const TensorView& g, const TensorView& x, const TensorView& dy, MoeActivations& a) {
+  Tensor gate_grad = k_.fp32(k_.shapes().local_tokens * topk_);
+  Tensor dx = allgather_ ? backward_allgather(unit, w, g, dy, gate_grad, a) : backward_alltoall(unit, w, g, dy, gate_grad, a);
+  router_backward(router, router_grad, x, gate_grad, dx, a);
+  a = MoeActivations{};
+  return dx;
+}
+
+Tensor MoeMlp::forward_alltoall(const Unit& unit, const TensorView& w, const TensorView& x, MoeActivations& a) {
   const Shapes& s = k_.shapes();
   Device& dev = k_.device();
   Recorder& rec = k_.recorder();
@@ -92,16 +130,7 @@ Tensor MoeMlp::forward(const TensorView& router, const Unit& unit, const TensorV
   const i64 h = s.h;
   const int ep = ep_.size();
   const int me = ep_.rank();
-
-  // The router and the routing decisions (on the host: top-k of E logits per token).
-  {
-    Tensor logits = k_.activation(tokens * experts_);
-    k_.column_forward("router", x, router, {}, tokens, h, experts_, logits.view());
-    a.logits = download_fp32(dev, logits.view());
-  }
-  a.routing = route_tokens(a.logits, tokens, experts_, topk_, capacity_factor_);
   const Routing& r = a.routing;
-  a.balance = balance_counts(r);
   const i64 routed = r.routed();
   a.slots = dev.allocate_indices(tokens * topk_);
   upload_indices(dev, r.slot, a.slots.view());
@@ -139,31 +168,18 @@ Tensor MoeMlp::forward(const TensorView& router, const Unit& unit, const TensorV
   a.send_counts.assign(static_cast<std::size_t>(ep), 0);
   a.recv_counts.assign(static_cast<std::size_t>(ep), 0);
   a.expert_rows.assign(static_cast<std::size_t>(local_), 0);
+  std::vector<i64> rows_per_rank(static_cast<std::size_t>(ep), 0);
   for (int q = 0; q < ep; ++q) {
     for (int l = 0; l < local_; ++l) {
       a.send_counts[q] += r.per_expert[q * local_ + l] * h;
       const i64 in = counts[static_cast<std::size_t>(q) * experts_ + me * local_ + l];
       a.recv_counts[q] += in * h;
       a.expert_rows[l] += in;
+      for (int src = 0; src < ep; ++src) rows_per_rank[q] += counts[static_cast<std::size_t>(src) * experts_ + q * local_ + l];
     }
   }
+  record_load(rows_per_rank);
   const i64 received = sum(a.expert_rows);
-  if (rec.context().phase == EventPhase::kForward) {
-    // Every rank has every rank's counts: the busiest ep rank's rows over the mean.
-    i64 total = 0, busiest = 0;
-    for (int q = 0; q < ep; ++q) {
-      i64 rows = 0;
-      for (int src = 0; src < ep; ++src) {
-        for (int l = 0; l < local_; ++l) rows += counts[static_cast<std::size_t>(src) * experts_ + q * local_ + l];
-      }
-      total += rows;
-      busiest = std::max(busiest, rows);
-    }
-    if (total > 0) {
-      load_ratio_sum_ += static_cast<double>(busiest) * ep / static_cast<double>(total);
-      ++load_samples_;
-    }
-  }
 
   // Dispatch, then the received rows (source by source, each expert by expert)
   // expert by expert (Megatron's sort_chunks_by_idxs).
@@ -194,8 +210,128 @@ Tensor MoeMlp::forward(const TensorView& router, const Unit& unit, const TensorV
   } else {
     a.expert_in = std::move(permuted);
   }
+  Tensor out_experts = experts_forward(unit, w, a);
 
-  // The local experts, each on its rows (a grouped GEMM).
+  // Combine: back to the ranks the copies came from, then each token's copies summed by its gates.
+  if (ep > 1) {
+    Tensor by_source = reorder("unsort_chunks", out_experts.view(), a.source_order, received);
+    out_experts = Tensor();
+    a.expert_out = exchange("all_to_all", by_source.view(), a.recv_counts, a.send_counts);
+  } else {
+    a.expert_out = std::move(out_experts);
+  }
+  Tensor out = k_.activation(tokens * h);
+  rec.compute("unpermute", EventCategory::kElementwise, 0.0,
+              static_cast<double>(a.expert_out.view().bytes() + out.view().bytes()), [&] {
+                dev.gather_sum_rows(a.expert_out.view(), a.slots.view(), a.gates.view(), topk_, h, out.view());
+              });
+  return out;
+}
+
+// Megatron-Core's MoEAllGatherTokenDispatcher: every token of the ep group (and
+// every token's routing) gathered on every rank, which runs the copies its own
+// experts take; each token's gated sum of those is this rank's part of the
+// output, which a reduce-scatter sums over the group back to the tokens' ranks.
+Tensor MoeMlp::forward_allgather(const Unit& unit, const TensorView& w, const TensorView& x, MoeActivations& a) {
+  const Shapes& s = k_.shapes();
+  Device& dev = k_.device();
+  Recorder& rec = k_.recorder();
+  const i64 tokens = s.local_tokens;
+  const i64 h = s.h;
+  const int ep = ep_.size();
+  const int me = ep_.rank();
+  const Routing& r = a.routing;
+  const i64 slots = tokens * topk_;
+
+  // The hidden states and each copy's (expert or -1 when dropped, gate) of the whole group.
+  Tensor gathered = k_.activation(ep * tokens * h);
+  {
+    const TimeNs start = rec.now_ns();
+    ep_.all_gather(x, gathered.view());
+    rec.add("all_gather", EventCategory::kEp, Lane::kTpComm, static_cast<double>(gathered.view().bytes()), start,
+            rec.now_ns());
+  }
+  std::vector<float> mine(static_cast<std::size_t>(2 * slots));
+  for (i64 c = 0; c < slots; ++c) {
+    mine[static_cast<std::size_t>(c)] = r.slot[c] < 0 ? -1.0f : static_cast<float>(r.expert[c]);
+    mine[static_cast<std::size_t>(slots + c)] = r.gate[c];
+  }
+  std::vector<float> all = mine;
+  if (ep > 1) {
+    Tensor m = k_.fp32(2 * slots), g = k_.fp32(ep * 2 * slots);
+    upload_fp32(dev, mine, m.view());
+    const TimeNs start = rec.now_ns();
+    ep_.all_gather(m.view(), g.view());
+    rec.add("routing all_gather", EventCategory::kEp, Lane::kTpComm, static_cast<double>(g.view().bytes()), start,
+            rec.now_ns());
+    all = download_fp32(dev, g.view());
+  }
+  // This rank's experts' copies, expert by expert and in token order within one;
+  // slot_row[(src * tokens + t) * k + j]: the row of that copy here, or -1.
+  std::vector<std::int32_t> row_token;
+  std::vector<float> row_gate;
+  std::vector<std::int32_t> slot_row(static_cast<std::size_t>(ep * slots), -1);
+  a.expert_rows.assign(static_cast<std::size_t>(local_), 0);
+  std::vector<i64> rows_per_rank(static_cast<std::size_t>(ep), 0);
+  for (int src = 0; src < ep; ++src) {
+    for (i64 c = 0; c < slots; ++c) {
+      const int e = static_cast<int>(all[static_cast<std::size_t>(src * 2 * slots + c)]);
+      if (e >= 0) ++rows_per_rank[static_cast<std::size_t>(e / local_)];
+    }
+  }
+  record_load(rows_per_rank);
+  for (int l = 0; l < local_; ++l) {
+    const int expert = me * local_ + l;
+    for (int src = 0; src < ep; ++src) {
+      for (i64 c = 0; c < slots; ++c) {
+        if (static_cast<int>(all[static_cast<std::size_t>(src * 2 * slots + c)]) != expert) continue;
+        slot_row[static_cast<std::size_t>(src * slots + c)] = static_cast<std::int32_t>(row_token.size());
+        row_token.push_back(static_cast<std::int32_t>(src * tokens + c / topk_));
+        row_gate.push_back(all[static_cast<std::size_t>(src * 2 * slots + slots + c)]);
+        ++a.expert_rows[l];
+      }
+    }
+  }
+  const i64 received = static_cast<i64>(row_token.size());
+  std::vector<float> slot_gate(static_cast<std::size_t>(ep * slots), 0.0f);
+  for (std::size_t i = 0; i < slot_row.size(); ++i) {
+    if (slot_row[i] >= 0) slot_gate[i] = row_gate[static_cast<std::size_t>(slot_row[i])];
+  }
+  a.row_tokens = dev.allocate_indices(received);
+  upload_indices(dev, row_token, a.row_tokens.view());
+  a.row_gates = k_.fp32(received);
+  upload_fp32(dev, row_gate, a.row_gates.view());
+  a.slots = dev.allocate_indices(ep * slots);
+  upload_indices(dev, slot_row, a.slots.view());
+  a.gates = k_.fp32(ep * slots);
+  upload_fp32(dev, slot_gate, a.gates.view());
+
+  a.expert_in = k_.activation(received * h);
+  rec.compute("permute", EventCategory::kElementwise, 0.0, 2.0 * static_cast<double>(a.expert_in.view().bytes()), [&] {
+    dev.gather_sum_rows(gathered.view(), a.row_tokens.view(), {}, 1, h, a.expert_in.view());
+  });
+  gathered = Tensor();
+  a.expert_out = experts_forward(unit, w, a);
+  // This rank's gated part of every token of the group, summed over the group to each token's rank.
+  Tensor partial = k_.activation(ep * tokens * h);
+  rec.compute("unpermute", EventCategory::kElementwise, 0.0,
+              static_cast<double>(a.expert_out.view().bytes() + partial.view().bytes()), [&] {
+                dev.gather_sum_rows(a.expert_out.view(), a.slots.view(), a.gates.view(), topk_, h, partial.view());
+              });
+  Tensor out = k_.activation(tokens * h);
+  const TimeNs start = rec.now_ns();
+  ep_.reduce_scatter(partial.view(), out.view());
+  rec.add("reduce_scatter", EventCategory::kEp, Lane::kTpComm, static_cast<double>(partial.view().bytes()), start,
+          rec.now_ns());
+  return out;
+}
+
+Tensor MoeMlp::experts_forward(const Unit& unit, const TensorView& w, MoeActivations& a) {
+  const Shapes& s = k_.shapes();
+  Device& dev = k_.device();
+  Recorder& rec = k_.recorder();
+  const i64 h = s.h;
+  const i64 received = sum(a.expert_rows);
   const TensorView in = a.expert_in.view();
   a.fc1_out = k_.activation(received * fc1_);
   rec.compute("expert_fc1", EventCategory::kGemm, 2.0 * static_cast<double>(received) * fc1_ * h, 0.0, [&] {
@@ -220,39 +356,24 @@ Tensor MoeMlp::forward(const TensorView& router, const Unit& unit, const TensorV
                   dev.gelu_forward(a.fc1_out.view(), a.act_out.view());
                 }
               });
-  Tensor out_experts = k_.activation(received * h);
+  Tensor out = k_.activation(received * h);
   rec.compute("expert_fc2", EventCategory::kGemm, 2.0 * static_cast<double>(received) * f_ * h, 0.0, [&] {
     i64 first = 0;
     for (int l = 0; l < local_; ++l) {
       const i64 rows = a.expert_rows[l];
       if (rows == 0) continue;
       const ExpertView v = expert_view(unit, w, l);
-      const TensorView y = rows_of(out_experts.view(), first, rows, h);
+      const TensorView y = rows_of(out.view(), first, rows, h);
       dev.gemm(one_gemm(N, N, rows, h, f_, rows_of(a.act_out.view(), first, rows, f_), f_, v.fc2_weight, h, y, h));
       if (v.fc2_bias.numel > 0) dev.add_bias(y, v.fc2_bias, rows, h);
       first += rows;
     }
   });
-
-  // Combine: back to the ranks the copies came from, then each token's copies summed by its gates.
-  if (ep > 1) {
-    Tensor by_source = reorder("unsort_chunks", out_experts.view(), a.source_order, received);
-    out_experts = Tensor();
-    a.expert_out_here = exchange("all_to_all", by_source.view(), a.recv_counts, a.send_counts);
-  } else {
-    a.expert_out_here = std::move(out_experts);
-  }
-  Tensor out = k_.activation(tokens * h);
-  rec.compute("unpermute", EventCategory::kElementwise, 0.0,
-              static_cast<double>(a.expert_out_here.view().bytes() + out.view().bytes()), [&] {
-                dev.gather_sum_rows(a.expert_out_here.view(), a.slots.view(), a.gates.view(), topk_, h, out.view());
-              });
-  a.complete = true;
   return out;
 }
 
-Tensor MoeMlp::backward(const TensorView& router, const TensorView& router_grad, const Unit& unit, const TensorView& w,
-                        const TensorView& g, const TensorView& x, const TensorView& dy, MoeActivations& a) {
+Tensor MoeMlp::backward_alltoall(const Unit& unit, const TensorView& w, const TensorView& g, const TensorView& dy,
+                                 const Tensor& gate_grad, MoeActivations& a) {
   const Shapes& s = k_.shapes();
   Device& dev = k_.device();
   Recorder& rec = k_.recorder();
@@ -263,14 +384,13 @@ Tensor MoeMlp::backward(const TensorView& router, const TensorView& router_grad,
   const i64 received = sum(a.expert_rows);
 
   // The unpermutation's backward: the gates' gradient, and each copy's output gradient.
-  Tensor gate_grad = k_.fp32(tokens * topk_);
   Tensor d_here = k_.activation(routed * h);
   rec.compute("unpermute bwd", EventCategory::kElementwise, 0.0,
-              static_cast<double>(a.expert_out_here.view().bytes() + d_here.view().bytes()), [&] {
-                dev.gather_row_dots(dy, a.expert_out_here.view(), a.slots.view(), topk_, h, gate_grad.view());
+              static_cast<double>(a.expert_out.view().bytes() + d_here.view().bytes()), [&] {
+                dev.gather_row_dots(dy, a.expert_out.view(), a.slots.view(), topk_, h, gate_grad.view());
                 dev.gather_sum_rows(dy, a.row_tokens.view(), a.row_gates.view(), 1, h, d_here.view());
               });
-  a.expert_out_here = Tensor();
+  a.expert_out = Tensor();
   Tensor d_out;  // [received, h], expert by expert
   if (ep > 1) {
     Tensor got = exchange("all_to_all", d_here.view(), a.send_counts, a.recv_counts);
@@ -279,8 +399,74 @@ Tensor MoeMlp::backward(const TensorView& router, const TensorView& router_grad,
   } else {
     d_out = std::move(d_here);
   }
+  Tensor d_in = experts_backward(unit, w, g, std::move(d_out), a);
 
-  // The experts' backward, each on its rows.
+  // Back to the ranks the copies came from; each token's copies summed.
+  Tensor d_copies;
+  if (ep > 1) {
+    Tensor by_source = reorder("unsort_chunks", d_in.view(), a.source_order, received);
+    d_in = Tensor();
+    d_copies = exchange("all_to_all", by_source.view(), a.recv_counts, a.send_counts);
+  } else {
+    d_copies = std::move(d_in);
+  }
+  Tensor dx = k_.activation(tokens * h);
+  rec.compute("permute bwd", EventCategory::kElementwise, 0.0,
+              static_cast<double>(d_copies.view().bytes() + dx.view().bytes()),
+              [&] { dev.gather_sum_rows(d_copies.view(), a.slots.view(), {}, topk_, h, dx.view()); });
+  return dx;
+}
+
+// The allgather dispatcher's backward: the output gradient gathered over the
+// group; the gates' gradient and each input's gradient of this rank's copies,
+// summed over the group (reduce-scatters) back to the tokens' ranks.
+Tensor MoeMlp::backward_allgather(const Unit& unit, const TensorView& w, const TensorView& g, const TensorView& dy,
+                                  const Tensor& gate_grad, MoeActivations& a) {
+  const Shapes& s = k_.shapes();
+  Device& dev = k_.device();
+  Recorder& rec = k_.recorder();
+  const i64 tokens = s.local_tokens;
+  const i64 h = s.h;
+  const int ep = ep_.size();
+  const i64 received = sum(a.expert_rows);
+  auto timed = [&](const char* name, double bytes, auto&& collective) {
+    const TimeNs start = rec.now_ns();
+    collective();
+    rec.add(name, EventCategory::kEp, Lane::kTpComm, bytes, start, rec.now_ns());
+  };
+  Tensor d_all = k_.activation(ep * tokens * h);
+  timed("all_gather", static_cast<double>(d_all.view().bytes()), [&] { ep_.all_gather(dy, d_all.view()); });
+  Tensor gate_parts = k_.fp32(ep * tokens * topk_);
+  Tensor d_out = k_.activation(received * h);
+  rec.compute("unpermute bwd", EventCategory::kElementwise, 0.0,
+              static_cast<double>(a.expert_out.view().bytes() + d_out.view().bytes()), [&] {
+                dev.gather_row_dots(d_all.view(), a.expert_out.view(), a.slots.view(), topk_, h, gate_parts.view());
+                dev.gather_sum_rows(d_all.view(), a.row_tokens.view(), a.row_gates.view(), 1, h, d_out.view());
+              });
+  d_all = Tensor();
+  a.expert_out = Tensor();
+  // Each copy's gate has its gradient on the one rank whose expert took it.
+  timed("gates reduce_scatter", static_cast<double>(gate_parts.view().bytes()),
+        [&] { ep_.reduce_scatter(gate_parts.view(), gate_grad.view()); });
+  Tensor d_in = experts_backward(unit, w, g, std::move(d_out), a);
+  Tensor d_partial = k_.activation(ep * tokens * h);
+  rec.compute("permute bwd", EventCategory::kElementwise, 0.0,
+              static_cast<double>(d_in.view().bytes() + d_partial.view().bytes()),
+              [&] { dev.gather_sum_rows(d_in.view(), a.slots.view(), {}, topk_, h, d_partial.view()); });
+  d_in = Tensor();
+  Tensor dx = k_.activation(tokens * h);
+  timed("reduce_scatter", static_cast<double>(d_partial.view().bytes()),
+        [&] { ep_.reduce_scatter(d_partial.view(), dx.view()); });
+  return dx;
+}
+
+Tensor MoeMlp::experts_backward(const Unit& unit, const TensorView& w, const TensorView& g, Tensor d_out,
+                                MoeActivations& a) {
+  const Shapes& s = k_.shapes();
+  Device& dev = k_.device();
+  Recorder& rec = k_.recorder();
+  const i64 h = s.h;
+  const i64 received = sum(a.expert_rows);
   auto each_expert = [&](auto&& body) {
     i64 first = 0;
     for (int l = 0; l < local_; ++l) {
@@ -338,25 +524,18 @@ Tensor MoeMlp::backward(const TensorView& router, const TensorView& router_grad,
       if (dv.fc1_bias.numel > 0) dev.bias_backward(d_rows, rows, fc1_, dv.fc1_bias);
     });
   });
-  d_fc1 = Tensor();
   a.expert_in = Tensor();
+  return d_in;
+}
 
-  // Back to the ranks the copies came from; each token's copies summed.
-  Tensor d_copies;
-  if (ep > 1) {
-    Tensor by_source = reorder("unsort_chunks", d_in.view(), a.source_order, received);
-    d_in = Tensor();
-    d_copies = exchange("all_to_all", by_source.view(), a.recv_counts, a.send_counts);
-  } else {
-    d_copies = std::move(d_in);
-  }
-  Tensor dx = k_.activation(tokens * h);
-  rec.compute("permute bwd", EventCategory::kElementwise, 0.0,
-              static_cast<double>(d_copies.view().bytes() + dx.view().bytes()),
-              [&] { dev.gather_sum_rows(d_copies.view(), a.slots.view(), {}, topk_, h, dx.view()); });
-  d_copies = Tensor();
-
-  // The router: its logits' gradient from the gates' (and the load-balancing loss's).
+// The router: its logits' gradient from the gates' (and the load-balancing
+// loss's), and the input's gradient through it added to dx.
+void MoeMlp::router_backward(const TensorView& router, const TensorView& router_grad, const TensorView& x,
+                             const Tensor& gate_grad, const Tensor& dx, MoeActivations& a) {
+  const Shapes& s = k_.shapes();
+  Device& dev = k_.device();
+  const i64 tokens = s.local_tokens;
+  const i64 h = s.h;
   const std::vector<float> logit_grads =
       router_logit_grads(a.routing, a.logits, download_fp32(dev, gate_grad.view()), aux_coeff_, aux_grad_scale_,
                          a.balance);
@@ -365,10 +544,9 @@ Tensor MoeMlp::backward(const TensorView& router, const TensorView& router_grad,
   Tensor dx_router = k_.activation(tokens * h);
   k_.column_dgrad("router dgrad", d_logits.view(), router, tokens, h, experts_, dx_router.view());
   k_.column_wgrad("router wgrad", d_logits.view(), x, tokens, h, experts_, router_grad, {});
-  rec.compute("router dgrad add", EventCategory::kElementwise, 0.0, 3.0 * static_cast<double>(dx.view().bytes()),
-              [&] { dev.add(dx.view(), dx_router.view(), dx.view()); });
-  a = MoeActivations{};
-  return dx;
+  k_.recorder().compute("router dgrad add", EventCategory::kElementwise, 0.0,
+                        3.0 * static_cast<double>(dx.view().bytes()),
+                        [&] { dev.add(dx.view(), dx_router.view(), dx.view()); });
 }
 
 }  // namespace strata::rt

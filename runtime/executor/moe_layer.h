@@ -1,11 +1,13 @@
 // The MLP half of an MoE layer on one rank (Megatron-Core's MoELayer with the
-// all-to-all token dispatcher, expert tensor parallelism 1): the router's
+// all-to-all or the all-gather token dispatcher, expert tensor parallelism 1): the router's
 // logits, the routing (moe_routing.h), the permutation of this rank's token
 // copies expert by expert, the dispatch all-to-all over the expert-parallel
 // group (MoEAlltoAllTokenDispatcher), the local experts' MLPs on the tokens they
 // received, the combine all-to-all back, and the unpermutation that sums each
-// token's copies weighted by its gates. The backward runs the same way in
-// reverse; the router's gradient comes from the gates' gradient and the
+// token's copies weighted by its gates. With the allgather dispatcher every
+// rank gathers the group's tokens and routing, runs the copies its experts take,
+// and a reduce-scatter sums each token's gated outputs back to its rank. The
+// backward runs the same way in reverse; the router's gradient comes from the gates' gradient and the
 // load-balancing loss.
 //
 // The event names are the simulator's (plan/layer_ops.cc append_moe_mlp:
@@ -31,16 +33,21 @@ struct MoeActivations {
   std::vector<std::int64_t> send_counts;   // elements to each ep rank (dispatch)
   std::vector<std::int64_t> recv_counts;   // elements from each ep rank
   std::vector<std::int64_t> expert_rows;   // [local experts]: rows each computes
-  IndexTensor slots;          // [tokens * k] Routing::slot
-  IndexTensor row_tokens;     // [routed] Routing::row_token
-  Tensor row_gates;           // fp32 [routed] Routing::row_gate
-  Tensor gates;               // fp32 [tokens * k] the combine's weights (0: dropped)
+  // alltoall: this rank's copies (slots [tokens * k]: each copy's row, -1
+  // dropped; row_tokens / row_gates [routed]: each row's token and gate);
+  // allgather: the copies this rank's experts take of the whole group's tokens
+  // (slots [ep * tokens * k] by the source's token and choice, -1 not here;
+  // row_tokens / row_gates [received]: each row's token in the gathered tokens).
+  IndexTensor slots;
+  IndexTensor row_tokens;
+  Tensor row_gates;           // fp32
+  Tensor gates;               // fp32, by slot: the combine's weights (0: dropped or not here)
   IndexTensor expert_order;   // [received]: the received row of each expert-major row (ep > 1)
   IndexTensor source_order;   // [received]: the expert-major row of each received row (ep > 1)
   Tensor expert_in;           // [received, h], expert by expert
   Tensor fc1_out;             // [received, fc1 width]
   Tensor act_out;             // [received, f]
-  Tensor expert_out_here;     // [routed, h]: the experts' outputs back on this rank (the gates' gradient)
+  Tensor expert_out;          // the experts' outputs by row as the combine reads them (the gates' gradient)
   bool complete = false;
 };
 
@@ -77,6 +84,24 @@ class MoeMlp {
   }
 
  private:
+  // The router's logits and the routing decisions (host), with the balance counts.
+  void route(const TensorView& router, const TensorView& x, MoeActivations& a);
+  // Adds a forward's max / mean of the rows each ep rank's experts take.
+  void record_load(const std::vector<std::int64_t>& rows_per_rank);
+  // The dispatchers: forward from the routing to the routed output [tokens, h];
+  // backward from its gradient to the input's (not the router's), gate_grad
+  // (fp32 [tokens * k]) filled.
+  Tensor forward_alltoall(const Unit& unit, const TensorView& w, const TensorView& x, MoeActivations& a);
+  Tensor forward_allgather(const Unit& unit, const TensorView& w, const TensorView& x, MoeActivations& a);
+  Tensor backward_alltoall(const Unit& unit, const TensorView& w, const TensorView& g, const TensorView& dy,
+                           const Tensor& gate_grad, MoeActivations& a);
+  Tensor backward_allgather(const Unit& unit, const TensorView& w, const TensorView& g, const TensorView& dy,
+                            const Tensor& gate_grad, MoeActivations& a);
+  // The local experts on a.expert_in (rows a.expert_rows, expert by expert) and back.
+  Tensor experts_forward(const Unit& unit, const TensorView& w, MoeActivations& a);
+  Tensor experts_backward(const Unit& unit, const TensorView& w, const TensorView& g, Tensor d_out, MoeActivations& a);
+  void router_backward(const TensorView& router, const TensorView& router_grad, const TensorView& x,
+                       const Tensor& gate_grad, const Tensor& dx, MoeActivations& a);
   // Rows of src [.., h] moved to the peers' and back: send_counts / recv_counts in elements.
   Tensor exchange(const char* name, const TensorView& src, const std::vector<std::int64_t>& send_counts,
                   const std::vector<std::int64_t>& recv_counts);
@@ -96,6 +121,7 @@ class MoeMlp {
   double capacity_factor_ = 0.0;
   double aux_coeff_ = 0.0;
   double aux_grad_scale_ = 0.0;
+  bool allgather_ = false;  // Megatron's allgather dispatcher, else alltoall
   double load_ratio_sum_ = 0.0;
   int load_samples_ = 0;
 };

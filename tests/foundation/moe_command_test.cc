@@ -254,8 +254,8 @@ TEST(MoeCommand, RunRefusesWhatItsMoeLayerDoesNotRun) {
     const char* what;
   };
   const Change changes[] = {
-      {"parallel", "moe_token_dispatcher_type", "allgather", "$.parallel.moe_token_dispatcher_type",
-       "MoE layers do not run the \"allgather\" token dispatcher"},
+      {"parallel", "moe_token_dispatcher_type", "flex", "$.parallel.moe_token_dispatcher_type",
+       "MoE layers do not run the \"flex\" (DeepEP) token dispatcher"},
       {"model", "moe_router_load_balancing_type", "sinkhorn", "$.model.moe_router_load_balancing_type",
        "MoE layers do not run \"sinkhorn\" balancing"},
   };

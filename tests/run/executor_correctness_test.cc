@@ -10,7 +10,7 @@
 // context parallelism at cp 2 and 4 (ring and all-gather) with each of those,
 // uneven pipeline stages, and MoE layers with their experts over ep 1, 2 and 4
 // ranks folded over dp, tp (sequence parallel) and cp (ZeRO 0-2, pp 2,
-// capacity dropping, recompute). A plan runs when the
+// capacity dropping, recompute), with the alltoall and allgather dispatchers. A plan runs when the
 // world has its rank count: this executable runs alone (1 rank) and under
 // mpirun -n 2, 4 and 8 (tests/run/CMakeLists.txt); each rank computes the
 // reference itself on a one-rank communicator.
@@ -57,6 +57,7 @@ struct Case {
   int last_stage_layers = 0;
   int ep = 0;                     // > 0: the model's MoE variant, its experts over ep ranks
   double capacity_factor = 0.0;   // MoE: dropless (0) or each expert's capacity
+  MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
 };
 
 constexpr auto kNone = Recompute::kNone;
@@ -70,6 +71,7 @@ constexpr auto kZbH2 = Schedule::kZbH2;
 constexpr auto kZbV = Schedule::kZbV;
 constexpr auto kP2p = CpCommType::kP2p;
 constexpr auto kAllGather = CpCommType::kAllGather;
+constexpr auto kGatherTokens = MoeDispatcher::kAllGather;  // the MoE allgather dispatcher
 
 const Case kCases[] = {
     // 1 rank
@@ -125,6 +127,12 @@ const Case kCases[] = {
     {"llama_moe_tp2_sp_ep2_selective", true, 2, 1, 1, 1, 2, 2, k1F1B, 0, kSel, true, true, 40000000, 0, 1, kP2p, 0, 0,
      2},
     {"gpt_moe_cp2_ep2_ring", false, 1, 1, 1, 1, 2, 2, k1F1B, 0, kNone, false, true, 40000000, 0, 2, kP2p, 0, 0, 2},
+    // the allgather dispatcher (Megatron-Core's default): every rank gathers the
+    // group's tokens and runs its experts' copies; reduce-scatters sum them back
+    {"llama_moe_allgather_ep1", true, 1, 1, 1, 1, 2, 2, k1F1B, 0, kNone, false, true, 40000000, 0, 1, kP2p, 0, 0, 1,
+     0.0, kGatherTokens},
+    {"gpt_moe_dp2_ep2_allgather_capacity", false, 1, 1, 2, 1, 1, 2, k1F1B, 1, kFull, false, true, 6000, 0, 1, kP2p, 0,
+     0, 2, 1.25, kGatherTokens},
     // 4 ranks
     {"llama_moe_dp4_ep4_full", true, 1, 1, 4, 1, 1, 2, k1F1B, 1, kFull, false, true, 40000000, 0, 1, kP2p, 0, 0, 4},
     {"gpt_moe_pp2_dp2_ep2_zero1", false, 1, 2, 2, 1, 1, 4, k1F1B, 1, kNone, false, true, 6000, 0, 1, kP2p, 0, 0, 2},
@@ -133,6 +141,8 @@ const Case kCases[] = {
     {"llama_moe_tp2_dp2_ep4_sp_zero1", true, 2, 1, 2, 1, 2, 2, k1F1B, 1, kNone, true, true, 6000, 0, 1, kP2p, 0, 0, 4},
     {"gpt_moe_tp2_cp2_ep2_sp_full", false, 2, 1, 1, 1, 2, 2, k1F1B, 0, kFull, true, true, 40000000, 0, 2, kAllGather, 0,
      0, 2},
+    {"llama_moe_tp2_dp2_ep4_sp_allgather", true, 2, 1, 2, 1, 1, 2, k1F1B, 2, kSel, true, true, 6000, 0, 1, kP2p, 0, 0, 4,
+     0.0, kGatherTokens},
     {"gpt_pp4_zbh1_full", false, 1, 4, 1, 1, 1, 8, kZbH1, 0, kFull, false},
     {"llama_tp2_pp2_sp_zbh2", true, 2, 2, 1, 1, 1, 4, kZbH2, 0, kNone, true},
     {"gpt_pp2_dp2_zero2_zbh1_buckets", false, 1, 2, 2, 1, 1, 4, kZbH1, 2, kNone, false, true, 15000},
@@ -157,6 +167,8 @@ const Case kCases[] = {
      0, 0, 4},
     {"gpt_moe_tp2_pp2_dp2_ep4_sp_zero2", false, 2, 2, 2, 1, 1, 2, k1F1B, 2, kNone, true, true, 15000, 0, 1, kP2p, 0, 0,
      4},
+    {"llama_moe_pp2_dp4_ep2_allgather_zero1", true, 1, 2, 4, 1, 1, 4, k1F1B, 1, kNone, false, true, 6000, 0, 1, kP2p, 0,
+     0, 2, 0.0, kGatherTokens},
 };
 
 RunConfig config_of(const Case& c, bool reference) {
@@ -169,7 +181,7 @@ RunConfig config_of(const Case& c, bool reference) {
     plan.moe.active = true;
     plan.moe.ep = reference ? 1 : c.ep;
     plan.moe.etp = 1;
-    plan.moe.token_dispatcher = MoeDispatcher::kAllToAll;
+    plan.moe.token_dispatcher = c.dispatcher;
     plan.moe.expert_capacity_factor = c.capacity_factor;
   }
   if (!reference) {

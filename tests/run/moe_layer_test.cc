@@ -137,8 +137,11 @@ class MoeMlpTest : public ::testing::Test {
   const Unit* experts_ = nullptr;
 };
 
-TEST_F(MoeMlpTest, BackwardMatchesFiniteDifferencesOfTheForward) {
+class MoeMlpDispatchers : public MoeMlpTest, public ::testing::WithParamInterface<MoeDispatcher> {};
+
+TEST_P(MoeMlpDispatchers, BackwardMatchesFiniteDifferencesOfTheForward) {
   const std::int64_t tokens = shapes_.local_tokens, h = shapes_.h, E = model_.moe.num_experts;
+  plan_.moe.token_dispatcher = GetParam();
   MoeMlp moe(*kernels_, *self_, model_, plan_, 1.0);
   Tensor x = random_tensor(tokens * h, 21, 1.0f);
   Tensor router = random_tensor(E * h, 22, 0.5f);
@@ -198,6 +201,12 @@ TEST_F(MoeMlpTest, BackwardMatchesFiniteDifferencesOfTheForward) {
     EXPECT_GT(std::abs(analytic), 1e-3) << in.name << ": a zero gradient checks nothing";
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Dispatchers, MoeMlpDispatchers,
+                         ::testing::Values(MoeDispatcher::kAllToAll, MoeDispatcher::kAllGather),
+                         [](const ::testing::TestParamInfo<MoeDispatcher>& p) {
+                           return std::string(p.param == MoeDispatcher::kAllToAll ? "alltoall" : "allgather");
+                         });
 
 // A whole MoE transformer layer (GPT-shaped: biases, GeLU, a shared expert beside
 // the routed ones) on one rank: the backward's gradients of the input, of every
