@@ -15,6 +15,7 @@
 #include "core/progress.h"
 #include "costmodel/framework_profile.h"
 #include "jobs/sharded_sweep.h"
+#include "plan/moe_spec.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/launch/mpi_env.h"
 #include "sim/scenario.h"
@@ -44,6 +45,7 @@ struct SweepArgs {
   bool allow_cross_node_tp = false;
   std::string dtype = "bf16";
   std::string framework = kDefaultFramework;
+  std::string moe_dispatcher;  // "" : the request's default (alltoall)
   std::string out_dir;
 };
 
@@ -76,6 +78,15 @@ Loaded load(const SweepArgs& a) {
     l.request.framework = a.framework;
   } catch (const InputError& e) {
     throw InputError("", "--framework", e.message());
+  }
+  if (!a.moe_dispatcher.empty()) {
+    if (!l.model.is_moe()) {
+      throw InputError("", "--moe-dispatcher",
+                       fmt::format("model {} has no experts (no num_experts): the token dispatcher is an MoE plan's; "
+                                   "remove the option",
+                                   l.model.name));
+    }
+    l.request.moe_dispatcher = parse_moe_dispatcher(a.moe_dispatcher);
   }
   if (!a.constraints_file.empty()) l.request.constraints = sim::load_constraints(a.constraints_file);
   for (const std::string& w : a.where) l.request.constraints.push_back(sim::parse_constraint(w, "--where"));
@@ -191,10 +202,11 @@ SweepRun sweep_once(const SweepArgs& a, const Loaded& l, const SweepWorld& ranks
 
 void print_summary(const SweepArgs& a, const Loaded& l, const SweepRun& run) {
   const sim::SweepCounts& c = run.result.counts;
-  fmt::print("sweep    {} on {} ({} x {}), global batch {} ({} tokens), seq {}, {}, framework {}\n", l.model.name,
+  fmt::print("sweep    {} on {} ({} x {}), global batch {} ({} tokens), seq {}, {}, framework {}{}\n", l.model.name,
              l.cluster.name, l.cluster.num_gpus(), l.profile.device.name, l.request.global_batch_size,
              millions(static_cast<double>(l.request.global_batch_size) * l.model.seq_length), l.model.seq_length,
-             a.dtype, l.request.framework);
+             a.dtype, l.request.framework,
+             l.model.is_moe() ? fmt::format(", {} dispatcher", to_string(l.request.moe_dispatcher)) : std::string());
   std::string reasons;
   for (const auto& [reason, n] : c.pruned_by_reason) reasons += fmt::format("{}{} {}", reasons.empty() ? "" : ", ", n, reason);
   fmt::print("plans    {} valid ({} combinations, {} excluded by constraints, {} invalid); {} do not fit{}\n",
@@ -342,6 +354,10 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--framework", a->framework,
                   "training software every plan runs with: a framework profile (scenarios/frameworks/, default "
                   "strata-runtime); ZeRO-3 is tried only if it shards parameters");
+  cmd->add_option("--moe-dispatcher", a->moe_dispatcher,
+                  "MoE models: the token dispatcher every plan uses (default alltoall; flex: DeepEP, a token over "
+                  "the network once per node)")
+      ->check(CLI::IsMember({"alltoall", "allgather", "flex"}));
   cmd->add_flag("--allow-cross-node-tp", a->allow_cross_node_tp, "allow tensor parallelism across nodes");
   cmd->add_option("--out", a->out_dir, "directory for sweep.csv and sweep.json")->required();
   cmd->callback([a] { run_sweep_command(*a); });

@@ -198,9 +198,9 @@ std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& clu
                                 if (m.is_moe()) {
                                   p.moe.ep = ep;
                                   p.moe.etp = etp;
-                                  // The all-to-all dispatcher and grouped GEMMs: what
-                                  // Megatron-Core's MoE recipes run with ep > 1.
-                                  p.moe.token_dispatcher = MoeDispatcher::kAllToAll;
+                                  // The request's dispatcher (the all-to-all by default) and
+                                  // grouped GEMMs: what Megatron-Core's MoE recipes run with ep > 1.
+                                  p.moe.token_dispatcher = req.moe_dispatcher;
                                   p.moe.grouped_gemm = true;
                                 }
                                 p.tp = g.tp;

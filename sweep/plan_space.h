@@ -43,6 +43,9 @@ struct PlanSpaceRequest {
   // The training software every plan runs with (a framework profile's name); ZeRO-3
   // is tried only when it shards parameters.
   std::string framework = kDefaultFramework;
+  // An MoE model's token dispatcher in every plan: the all-to-all, what
+  // Megatron-Core's MoE recipes run with ep > 1, unless asked otherwise (flex: DeepEP).
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
 };
 
 struct PlanSpaceCounts {

@@ -135,6 +135,7 @@ nlohmann::ordered_json sweep_request_json(const std::string& model_name, const s
   r["framework"] = request.framework;
   r["allow_cross_node_tp"] = request.allow_cross_node_tp;
   r["min_cp_tokens"] = request.min_cp_tokens;
+  if (model.is_moe()) r["moe_token_dispatcher_type"] = to_string(request.moe_dispatcher);
   r["constraints"] = to_json(request.constraints);
   r["model_spec"] = to_json(model);
   r["cluster_spec"] = to_json(cluster);

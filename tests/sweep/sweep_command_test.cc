@@ -99,6 +99,31 @@ TEST(SweepCommand, MoeSweepExploresExpertParallelism) {
   EXPECT_LE(best["plan"]["ep"].get<int>() * best["plan"]["etp"].get<int>(), 8);
 }
 
+// --moe-dispatcher flex: every MoE plan of the sweep uses DeepEP's dispatcher,
+// the request records it, and export takes it from the ranked plan; on a dense
+// model the option is bad input (exit 2, nothing written).
+TEST(SweepCommand, MoeDispatcherChoosesEveryPlansDispatcher) {
+  TempDir dir;
+  CommandResult r = run_strata({"sweep", "--model", "mixtral-8x7b", "--cluster", "dgx-h100-8node",
+                                "--global-batch-size", "256", "--where", "pp<=2", "--full-top", "1",
+                                "--moe-dispatcher", "flex", "--out", dir.file("flex")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(", flex dispatcher"), std::string::npos) << r.out;
+  const nlohmann::json doc = nlohmann::json::parse(read_file(dir.file("flex/sweep.json")));
+  EXPECT_EQ(doc["request"]["moe_token_dispatcher_type"], "flex");
+  ASSERT_FALSE(doc["plans"].empty());
+  for (const nlohmann::json& p : doc["plans"]) EXPECT_EQ(p["plan"]["moe_token_dispatcher_type"], "flex");
+  const CommandResult e = run_strata({"export", "--from-sweep", dir.file("flex/sweep.json"), "--rank", "1", "--force",
+                                      "--out", dir.file("launch")});
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_NE(read_file(dir.file("launch/megatron-args.sh")).find("--moe-token-dispatcher-type flex"), std::string::npos);
+  r = run_strata({"sweep", "--model", "llama3-8b", "--cluster", "dgx-h100-1node", "--moe-dispatcher", "flex", "--out",
+                  dir.file("dense")});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--moe-dispatcher"), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(dir.file("dense/sweep.json")));
+}
+
 // --samples with --rank-by p90: the plans re-simulated at full fidelity are
 // sampled under clock variation and ordered by their P90 step time (ahead of the
 // rest); the files hold their P50 and P90 and do not depend on the thread count;
