@@ -1,19 +1,21 @@
-// The MLP half of an MoE layer on one rank (Megatron-Core's MoELayer with the
-// all-to-all or the all-gather token dispatcher, expert tensor parallelism 1): the router's
-// logits, the routing (moe_routing.h), the permutation of this rank's token
-// copies expert by expert, the dispatch all-to-all over the expert-parallel
-// group (MoEAlltoAllTokenDispatcher), the local experts' MLPs on the tokens they
-// received, the combine all-to-all back, and the unpermutation that sums each
-// token's copies weighted by its gates. With the allgather dispatcher every
-// rank gathers the group's tokens and routing, runs the copies its experts take,
-// and a reduce-scatter sums each token's gated outputs back to its rank. The
-// backward runs the same way in reverse; the router's gradient comes from the gates' gradient and the
-// load-balancing loss.
+// The MLP half of an MoE layer on one rank (Megatron-Core's MoELayer,
+// expert tensor parallelism 1): the router's logits and the routing decisions
+// (moe_routing.h), then one of two token dispatchers.
+//   alltoall (MoEAlltoAllTokenDispatcher): this rank's token copies permuted
+//     expert by expert, sent to their experts' ranks over the expert-parallel
+//     group, sorted by local expert, run through the local experts' MLPs, sent
+//     back, and summed per token by its gates.
+//   allgather (MoEAllGatherTokenDispatcher): the group's tokens and routing
+//     gathered on every rank, which runs the copies its experts take; a
+//     reduce-scatter sums each token's gated outputs back to its rank.
+// The backward runs the same way in reverse; the router's gradient comes from
+// the gates' gradient and the load-balancing loss.
 //
 // The event names are the simulator's (plan/layer_ops.cc append_moe_mlp:
-// router, permute, expert_fc1, expert_swiglu / expert_gelu, expert_fc2,
-// unpermute; the exchanges all_to_all on the ep category), so a measured trace
-// lines up with the predicted one.
+// router, permute, sort_chunks, expert_fc1, expert_swiglu / expert_gelu,
+// expert_fc2, unsort_chunks, unpermute; the exchanges all_to_all, all_gather,
+// reduce_scatter on the ep category), so a measured trace lines up with the
+// predicted one.
 #pragma once
 
 #include <vector>
