@@ -13,23 +13,13 @@ namespace {
 using Arr = Eigen::Map<Eigen::ArrayXf>;
 using ConstArr = Eigen::Map<const Eigen::ArrayXf>;
 
-// index.count a multiple of k, every index below src_rows; the rows of output.
-std::int64_t routed_rows(const char* kernel, const IndexView& index, std::int64_t k, std::int64_t src_rows) {
-  check::positive(kernel, "k", k);
-  check::non_negative(kernel, "index count", index.count);
-  if (index.count % k != 0) check::fail(kernel, fmt::format("index count {} is not a multiple of k = {}", index.count, k));
-  if (index.count > 0 && index.data == nullptr) check::fail(kernel, "index has no data");
+// Every index below the source's rows (the cpu reads them where they are).
+void check_index_range(const char* kernel, const IndexView& index, std::int64_t src_rows) {
   for (std::int64_t i = 0; i < index.count; ++i) {
     if (index.data[i] >= src_rows) {
       check::fail(kernel, fmt::format("index[{}] = {} is past the source's {} rows", i, index.data[i], src_rows));
     }
   }
-  return index.count / k;
-}
-
-std::int64_t rows_of(const char* kernel, const char* name, const TensorView& v, std::int64_t cols) {
-  if (v.numel % cols != 0) check::fail(kernel, fmt::format("{} has {} elements, not rows of {}", name, v.numel, cols));
-  return v.numel / cols;
 }
 
 }  // namespace
@@ -37,15 +27,12 @@ std::int64_t rows_of(const char* kernel, const char* name, const TensorView& v, 
 void CpuDevice::gather_sum_rows(const TensorView& src, const IndexView& index, const TensorView& weight,
                                 std::int64_t k, std::int64_t cols, const TensorView& dst) {
   const char* kn = "gather_sum_rows";
-  check::positive(kn, "cols", cols);
-  const std::int64_t src_rows = rows_of(kn, "src", src, cols);
-  const std::int64_t rows = routed_rows(kn, index, k, src_rows);
+  const std::int64_t rows = check::routed_rows(kn, index, k, "src", src, cols);
+  check_index_range(kn, index, src.numel / cols);
   const float* sp = f32(kn, "src", src, src.numel);
   float* dp = f32(kn, "dst", dst, rows * cols);
   const float* wp = weight.numel == 0 ? nullptr : f32(kn, "weight", weight, index.count);
-  if (rows > 0 && src_rows > 0 && dp < sp + src.numel && sp < dp + rows * cols) {
-    check::fail(kn, "src and dst must not overlap");
-  }
+  check::disjoint(kn, "src", src, "dst", dst);
   for_rows(threads_, rows, [&](std::int64_t r) {
     Arr out(dp + r * cols, cols);
     out.setZero();
@@ -61,9 +48,8 @@ void CpuDevice::gather_sum_rows(const TensorView& src, const IndexView& index, c
 void CpuDevice::gather_row_dots(const TensorView& a, const TensorView& b, const IndexView& index, std::int64_t k,
                                 std::int64_t cols, const TensorView& out) {
   const char* kn = "gather_row_dots";
-  check::positive(kn, "cols", cols);
-  const std::int64_t b_rows = rows_of(kn, "b", b, cols);
-  const std::int64_t rows = routed_rows(kn, index, k, b_rows);
+  const std::int64_t rows = check::routed_rows(kn, index, k, "b", b, cols);
+  check_index_range(kn, index, b.numel / cols);
   const float* ap = f32(kn, "a", a, rows * cols);
   const float* bp = f32(kn, "b", b, b.numel);
   float* op = f32(kn, "out", out, index.count);

@@ -60,25 +60,13 @@ __global__ void gather_dots_kernel(const T* a, const T* b, const int* index, flo
   }
 }
 
-// Byte ranges of two views intersect (both non-empty).
-bool overlap(const TensorView& x, const TensorView& y) {
-  const char* xb = static_cast<const char*>(x.data);
-  const char* yb = static_cast<const char*>(y.data);
-  return x.numel > 0 && y.numel > 0 && xb < yb + y.bytes() && yb < xb + x.bytes();
-}
-
 }  // namespace
 
 void CudaDevice::gather_sum_rows(const TensorView& src, const IndexView& index,
                                  const TensorView& weight, std::int64_t k, std::int64_t cols,
                                  const TensorView& dst) {
   const char* kn = "gather_sum_rows";
-  check::positive(kn, "k", k);
-  check::positive(kn, "cols", cols);
-  check::count(kn, "index", index, index.count);
-  if (index.count % k != 0) check::fail(kn, "index.count is not a multiple of k");
-  if (src.numel % cols != 0) check::fail(kn, "src's numel is not a multiple of cols");
-  const i64 rows = index.count / k;
+  const i64 rows = check::routed_rows(kn, index, k, "src", src, cols);
   activation(kn, "src", src, src.numel);
   activation(kn, "dst", dst, rows * cols);
   check::same_dtype(kn, "src", src, "dst", dst);
@@ -86,7 +74,7 @@ void CudaDevice::gather_sum_rows(const TensorView& src, const IndexView& index,
   if (weight.numel != 0) stat(kn, "weight", weight, index.count);
   if (rows == 0) return;
   // Rows of dst would be read as src by other threads mid-write.
-  if (overlap(src, dst)) check::fail(kn, "src and dst must not overlap");
+  check::disjoint(kn, "src", src, "dst", dst);
   activate();
   const float* w = weight.numel != 0 ? fptr(weight) : nullptr;
   dispatch(src.dtype, [&](auto tag) {
@@ -100,12 +88,8 @@ void CudaDevice::gather_sum_rows(const TensorView& src, const IndexView& index,
 void CudaDevice::gather_row_dots(const TensorView& a, const TensorView& b, const IndexView& index,
                                  std::int64_t k, std::int64_t cols, const TensorView& out) {
   const char* kn = "gather_row_dots";
-  check::positive(kn, "k", k);
-  check::positive(kn, "cols", cols);
-  check::count(kn, "index", index, index.count);
-  if (index.count % k != 0) check::fail(kn, "index.count is not a multiple of k");
-  if (b.numel % cols != 0) check::fail(kn, "b's numel is not a multiple of cols");
-  activation(kn, "a", a, (index.count / k) * cols);
+  const i64 rows = check::routed_rows(kn, index, k, "b", b, cols);
+  activation(kn, "a", a, rows * cols);
   activation(kn, "b", b, b.numel);
   check::same_dtype(kn, "a", a, "b", b);
   stat(kn, "out", out, index.count);

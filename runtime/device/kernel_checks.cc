@@ -24,6 +24,27 @@ void count(const char* kernel, const char* name, const IndexView& v, std::int64_
   if (expected > 0 && v.data == nullptr) fail(kernel, fmt::format("{} has no data", name));
 }
 
+std::int64_t routed_rows(const char* kernel, const IndexView& index, std::int64_t k, const char* source_name,
+                         const TensorView& source, std::int64_t cols) {
+  positive(kernel, "k", k);
+  positive(kernel, "cols", cols);
+  non_negative(kernel, "index count", index.count);
+  if (index.count % k != 0) fail(kernel, fmt::format("index count {} is not a multiple of k = {}", index.count, k));
+  if (index.count > 0 && index.data == nullptr) fail(kernel, "index has no data");
+  if (source.numel % cols != 0) {
+    fail(kernel, fmt::format("{} has {} elements, not rows of {}", source_name, source.numel, cols));
+  }
+  return index.count / k;
+}
+
+void disjoint(const char* kernel, const char* name_a, const TensorView& a, const char* name_b, const TensorView& b) {
+  const char* ab = static_cast<const char*>(a.data);
+  const char* bb = static_cast<const char*>(b.data);
+  if (a.numel > 0 && b.numel > 0 && ab < bb + b.bytes() && bb < ab + a.bytes()) {
+    fail(kernel, fmt::format("{} and {} must not overlap", name_a, name_b));
+  }
+}
+
 void dtype(const char* kernel, const char* name, const TensorView& v, DType expected) {
   if (v.dtype != expected) {
     fail(kernel, fmt::format("{} is {}, expected {}", name, to_string(v.dtype), to_string(expected)));

@@ -24,6 +24,17 @@ void same_dtype(const char* kernel, const char* name_a, const TensorView& a, con
 void positive(const char* kernel, const char* name, std::int64_t value);
 void non_negative(const char* kernel, const char* name, std::int64_t value);
 
+// An MoE routing kernel's index list (device.h gather_sum_rows, gather_row_dots):
+// k > 0, cols > 0, index.count a multiple of k (with data when not empty), the
+// rows' source (`source`, named `source_name`) whole rows of cols. Returns the
+// rows of output, index.count / k. (The indices themselves are in device memory:
+// a backend that can read them checks their range.)
+std::int64_t routed_rows(const char* kernel, const IndexView& index, std::int64_t k, const char* source_name,
+                         const TensorView& source, std::int64_t cols);
+
+// a and b share no byte (either may be empty).
+void disjoint(const char* kernel, const char* name_a, const TensorView& a, const char* name_b, const TensorView& b);
+
 // Sizes, leading dimensions, strides and extents of a GEMM against its views;
 // A and B share a dtype, C has it or fp32.
 void gemm(const GemmArgs& args);

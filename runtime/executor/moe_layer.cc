@@ -25,6 +25,26 @@ TensorView rows_of(const TensorView& v, i64 first, i64 rows, i64 cols) { return 
 
 i64 sum(const std::vector<i64>& v) { return std::accumulate(v.begin(), v.end(), i64{0}); }
 
+// A host-side collective (blocking), timed as one event on the tp-comm lane.
+template <class F>
+void timed_collective(Recorder& rec, const char* name, EventCategory category, double bytes, F&& collective) {
+  const TimeNs start = rec.now_ns();
+  collective();
+  rec.add(name, category, Lane::kTpComm, bytes, start, rec.now_ns());
+}
+
+// Host values on the device, in a tensor (index or fp32) of their size.
+IndexTensor indices_on(Device& dev, const std::vector<std::int32_t>& values) {
+  IndexTensor t = dev.allocate_indices(static_cast<i64>(values.size()));
+  upload_indices(dev, values, t.view());
+  return t;
+}
+Tensor fp32_on(Device& dev, const std::vector<float>& values) {
+  Tensor t = dev.allocate_tensor(static_cast<i64>(values.size()), DType::kFp32);
+  upload_fp32(dev, values, t.view());
+  return t;
+}
+
 }  // namespace
 
 MoeMlp::MoeMlp(Kernels& kernels, Communicator& ep, const ModelSpec& model, const PlanSpec& plan, double aux_grad_scale,
@@ -48,10 +68,8 @@ MoeMlp::MoeMlp(Kernels& kernels, Communicator& ep, const ModelSpec& model, const
 Tensor MoeMlp::exchange(const char* name, const TensorView& src, const std::vector<i64>& send_counts,
                         const std::vector<i64>& recv_counts) {
   Tensor out = k_.activation(sum(recv_counts));
-  Recorder& rec = k_.recorder();
-  const TimeNs start = rec.now_ns();
-  ep_.all_to_all_v(src, send_counts, out.view(), recv_counts);
-  rec.add(name, EventCategory::kEp, Lane::kTpComm, static_cast<double>(src.bytes()), start, rec.now_ns());
+  timed_collective(k_.recorder(), name, EventCategory::kEp, static_cast<double>(src.bytes()),
+                   [&] { ep_.all_to_all_v(src, send_counts, out.view(), recv_counts); });
   return out;
 }
 
@@ -59,16 +77,12 @@ BalanceCounts MoeMlp::balance_counts(const Routing& r) {
   BalanceCounts counts = own_balance_counts(r);
   if (aux_coeff_ <= 0.0 || sequence_groups_.empty()) return counts;
   Device& dev = k_.device();
-  Recorder& rec = k_.recorder();
   std::vector<float> values(counts.chosen_per_expert.begin(), counts.chosen_per_expert.end());
   values.push_back(static_cast<float>(counts.tokens));
-  Tensor sums = k_.fp32(static_cast<i64>(values.size()));
-  upload_fp32(dev, values, sums.view());
+  Tensor sums = fp32_on(dev, values);
   for (Communicator* group : sequence_groups_) {
-    const TimeNs start = rec.now_ns();
-    group->all_reduce(sums.view(), sums.view());
-    rec.add("aux_loss counts all_reduce", EventCategory::kTp, Lane::kTpComm, static_cast<double>(sums.view().bytes()),
-            start, rec.now_ns());
+    timed_collective(k_.recorder(), "aux_loss counts all_reduce", EventCategory::kTp,
+                     static_cast<double>(sums.view().bytes()), [&] { group->all_reduce(sums.view(), sums.view()); });
   }
   values = download_fp32(dev, sums.view());
   for (int e = 0; e < experts_; ++e) counts.chosen_per_expert[e] = static_cast<i64>(std::llround(values[e]));
@@ -108,9 +122,7 @@ void MoeMlp::record_load(const std::vector<i64>& rows_per_rank) {
 Tensor MoeMlp::forward(const TensorView& router, const Unit& unit, const TensorView& w, const TensorView& x,
                        MoeActivations& a) {
   route(router, x, a);
-  Tensor out = allgather_ ? forward_allgather(unit, w, x, a) : forward_alltoall(unit, w, x, a);
-  a.complete = true;
-  return out;
+  return allgather_ ? forward_allgather(unit, w, x, a) : forward_alltoall(unit, w, x, a);
 }
 
 Tensor MoeMlp::backward(const TensorView& router, const TensorView& router_grad, const Unit& unit, const TensorView& w,
@@ -132,18 +144,14 @@ Tensor MoeMlp::forward_alltoall(const Unit& unit, const TensorView& w, const Ten
   const int me = ep_.rank();
   const Routing& r = a.routing;
   const i64 routed = r.routed();
-  a.slots = dev.allocate_indices(tokens * topk_);
-  upload_indices(dev, r.slot, a.slots.view());
-  a.row_tokens = dev.allocate_indices(routed);
-  upload_indices(dev, r.row_token, a.row_tokens.view());
-  a.row_gates = k_.fp32(routed);
-  upload_fp32(dev, r.row_gate, a.row_gates.view());
+  a.slots = indices_on(dev, r.slot);
+  a.row_tokens = indices_on(dev, r.row_token);
+  a.row_gates = fp32_on(dev, r.row_gate);
   std::vector<float> combine = r.gate;
   for (std::size_t c = 0; c < combine.size(); ++c) {
     if (r.slot[c] < 0) combine[c] = 0.0f;
   }
-  a.gates = k_.fp32(tokens * topk_);
-  upload_fp32(dev, combine, a.gates.view());
+  a.gates = fp32_on(dev, combine);
 
   // This rank's copies, expert by expert.
   Tensor permuted = k_.activation(routed * h);
@@ -153,13 +161,10 @@ Tensor MoeMlp::forward_alltoall(const Unit& unit, const TensorView& w, const Ten
   // Every ep rank's rows per expert (Megatron gathers tokens_per_expert the same way).
   std::vector<i64> counts(r.per_expert);
   if (ep > 1) {
-    Tensor mine = k_.fp32(experts_);
+    const Tensor mine = fp32_on(dev, std::vector<float>(r.per_expert.begin(), r.per_expert.end()));
     Tensor all = k_.fp32(static_cast<i64>(ep) * experts_);
-    upload_fp32(dev, std::vector<float>(r.per_expert.begin(), r.per_expert.end()), mine.view());
-    const TimeNs start = rec.now_ns();
-    ep_.all_gather(mine.view(), all.view());
-    rec.add("tokens_per_expert all_gather", EventCategory::kEp, Lane::kTpComm, static_cast<double>(all.view().bytes()),
-            start, rec.now_ns());
+    timed_collective(rec, "tokens_per_expert all_gather", EventCategory::kEp, static_cast<double>(all.view().bytes()),
+                     [&] { ep_.all_gather(mine.view(), all.view()); });
     const std::vector<float> got = download_fp32(dev, all.view());
     counts.resize(got.size());
     for (std::size_t i = 0; i < got.size(); ++i) counts[i] = static_cast<i64>(std::llround(got[i]));
@@ -202,10 +207,8 @@ Tensor MoeMlp::forward_alltoall(const Unit& unit, const TensorView& w, const Ten
         source_start += a.recv_counts[q] / h;
       }
     }
-    a.expert_order = dev.allocate_indices(received);
-    upload_indices(dev, order, a.expert_order.view());
-    a.source_order = dev.allocate_indices(received);
-    upload_indices(dev, inverse, a.source_order.view());
+    a.expert_order = indices_on(dev, order);
+    a.source_order = indices_on(dev, inverse);
     a.expert_in = reorder("sort_chunks", got.view(), a.expert_order, received);
   } else {
     a.expert_in = std::move(permuted);
@@ -245,12 +248,8 @@ Tensor MoeMlp::forward_allgather(const Unit& unit, const TensorView& w, const Te
 
   // The hidden states and each copy's (expert or -1 when dropped, gate) of the whole group.
   Tensor gathered = k_.activation(ep * tokens * h);
-  {
-    const TimeNs start = rec.now_ns();
-    ep_.all_gather(x, gathered.view());
-    rec.add("all_gather", EventCategory::kEp, Lane::kTpComm, static_cast<double>(gathered.view().bytes()), start,
-            rec.now_ns());
-  }
+  timed_collective(rec, "all_gather", EventCategory::kEp, static_cast<double>(gathered.view().bytes()),
+                   [&] { ep_.all_gather(x, gathered.view()); });
   std::vector<float> mine(static_cast<std::size_t>(2 * slots));
   for (i64 c = 0; c < slots; ++c) {
     mine[static_cast<std::size_t>(c)] = r.slot[c] < 0 ? -1.0f : static_cast<float>(r.expert[c]);
@@ -258,53 +257,51 @@ Tensor MoeMlp::forward_allgather(const Unit& unit, const TensorView& w, const Te
   }
   std::vector<float> all = mine;
   if (ep > 1) {
-    Tensor m = k_.fp32(2 * slots), g = k_.fp32(ep * 2 * slots);
-    upload_fp32(dev, mine, m.view());
-    const TimeNs start = rec.now_ns();
-    ep_.all_gather(m.view(), g.view());
-    rec.add("routing all_gather", EventCategory::kEp, Lane::kTpComm, static_cast<double>(g.view().bytes()), start,
-            rec.now_ns());
+    const Tensor m = fp32_on(dev, mine);
+    Tensor g = k_.fp32(ep * 2 * slots);
+    timed_collective(rec, "routing all_gather", EventCategory::kEp, static_cast<double>(g.view().bytes()),
+                     [&] { ep_.all_gather(m.view(), g.view()); });
     all = download_fp32(dev, g.view());
   }
-  // This rank's experts' copies, expert by expert and in token order within one;
-  // slot_row[(src * tokens + t) * k + j]: the row of that copy here, or -1.
-  std::vector<std::int32_t> row_token;
-  std::vector<float> row_gate;
-  std::vector<std::int32_t> slot_row(static_cast<std::size_t>(ep * slots), -1);
-  a.expert_rows.assign(static_cast<std::size_t>(local_), 0);
+  auto expert_of = [&](int src, i64 c) { return static_cast<int>(all[static_cast<std::size_t>(src * 2 * slots + c)]); };
+  // The rows each rank's experts take (the load), and this rank's per local expert.
   std::vector<i64> rows_per_rank(static_cast<std::size_t>(ep), 0);
+  a.expert_rows.assign(static_cast<std::size_t>(local_), 0);
   for (int src = 0; src < ep; ++src) {
     for (i64 c = 0; c < slots; ++c) {
-      const int e = static_cast<int>(all[static_cast<std::size_t>(src * 2 * slots + c)]);
-      if (e >= 0) ++rows_per_rank[static_cast<std::size_t>(e / local_)];
+      const int e = expert_of(src, c);
+      if (e < 0) continue;
+      ++rows_per_rank[static_cast<std::size_t>(e / local_)];
+      if (e / local_ == me) ++a.expert_rows[static_cast<std::size_t>(e % local_)];
     }
   }
   record_load(rows_per_rank);
-  for (int l = 0; l < local_; ++l) {
-    const int expert = me * local_ + l;
-    for (int src = 0; src < ep; ++src) {
-      for (i64 c = 0; c < slots; ++c) {
-        if (static_cast<int>(all[static_cast<std::size_t>(src * 2 * slots + c)]) != expert) continue;
-        slot_row[static_cast<std::size_t>(src * slots + c)] = static_cast<std::int32_t>(row_token.size());
-        row_token.push_back(static_cast<std::int32_t>(src * tokens + c / topk_));
-        row_gate.push_back(all[static_cast<std::size_t>(src * 2 * slots + slots + c)]);
-        ++a.expert_rows[l];
-      }
+  // This rank's experts' copies, expert by expert and in token order within one
+  // (one pass, each copy to the next row of its expert); slot_row[(src * tokens
+  // + t) * k + j]: the row of that copy here, or -1.
+  const i64 received = sum(a.expert_rows);
+  std::vector<i64> next_row(static_cast<std::size_t>(local_), 0);
+  for (int l = 1; l < local_; ++l) next_row[l] = next_row[l - 1] + a.expert_rows[l - 1];
+  std::vector<std::int32_t> row_token(static_cast<std::size_t>(received));
+  std::vector<float> row_gate(static_cast<std::size_t>(received));
+  std::vector<std::int32_t> slot_row(static_cast<std::size_t>(ep * slots), -1);
+  std::vector<float> slot_gate(static_cast<std::size_t>(ep * slots), 0.0f);
+  for (int src = 0; src < ep; ++src) {
+    for (i64 c = 0; c < slots; ++c) {
+      const int e = expert_of(src, c);
+      if (e < 0 || e / local_ != me) continue;
+      const i64 row = next_row[static_cast<std::size_t>(e % local_)]++;
+      const std::size_t slot = static_cast<std::size_t>(src * slots + c);
+      slot_row[slot] = static_cast<std::int32_t>(row);
+      slot_gate[slot] = all[static_cast<std::size_t>(src * 2 * slots + slots + c)];
+      row_token[static_cast<std::size_t>(row)] = static_cast<std::int32_t>(src * tokens + c / topk_);
+      row_gate[static_cast<std::size_t>(row)] = slot_gate[slot];
     }
   }
-  const i64 received = static_cast<i64>(row_token.size());
-  std::vector<float> slot_gate(static_cast<std::size_t>(ep * slots), 0.0f);
-  for (std::size_t i = 0; i < slot_row.size(); ++i) {
-    if (slot_row[i] >= 0) slot_gate[i] = row_gate[static_cast<std::size_t>(slot_row[i])];
-  }
-  a.row_tokens = dev.allocate_indices(received);
-  upload_indices(dev, row_token, a.row_tokens.view());
-  a.row_gates = k_.fp32(received);
-  upload_fp32(dev, row_gate, a.row_gates.view());
-  a.slots = dev.allocate_indices(ep * slots);
-  upload_indices(dev, slot_row, a.slots.view());
-  a.gates = k_.fp32(ep * slots);
-  upload_fp32(dev, slot_gate, a.gates.view());
+  a.row_tokens = indices_on(dev, row_token);
+  a.row_gates = fp32_on(dev, row_gate);
+  a.slots = indices_on(dev, slot_row);
+  a.gates = fp32_on(dev, slot_gate);
 
   a.expert_in = k_.activation(received * h);
   rec.compute("permute", EventCategory::kElementwise, 0.0, 2.0 * static_cast<double>(a.expert_in.view().bytes()), [&] {
@@ -319,10 +316,8 @@ Tensor MoeMlp::forward_allgather(const Unit& unit, const TensorView& w, const Te
                 dev.gather_sum_rows(a.expert_out.view(), a.slots.view(), a.gates.view(), topk_, h, partial.view());
               });
   Tensor out = k_.activation(tokens * h);
-  const TimeNs start = rec.now_ns();
-  ep_.reduce_scatter(partial.view(), out.view());
-  rec.add("reduce_scatter", EventCategory::kEp, Lane::kTpComm, static_cast<double>(partial.view().bytes()), start,
-          rec.now_ns());
+  timed_collective(rec, "reduce_scatter", EventCategory::kEp, static_cast<double>(partial.view().bytes()),
+                   [&] { ep_.reduce_scatter(partial.view(), out.view()); });
   return out;
 }
 
@@ -335,16 +330,12 @@ Tensor MoeMlp::experts_forward(const Unit& unit, const TensorView& w, MoeActivat
   const TensorView in = a.expert_in.view();
   a.fc1_out = k_.activation(received * fc1_);
   rec.compute("expert_fc1", EventCategory::kGemm, 2.0 * static_cast<double>(received) * fc1_ * h, 0.0, [&] {
-    i64 first = 0;
-    for (int l = 0; l < local_; ++l) {
-      const i64 rows = a.expert_rows[l];
-      if (rows == 0) continue;
+    each_expert(a, [&](int l, i64 first, i64 rows) {
       const ExpertView v = expert_view(unit, w, l);
       const TensorView y = rows_of(a.fc1_out.view(), first, rows, fc1_);
       dev.gemm(one_gemm(N, T, rows, fc1_, h, rows_of(in, first, rows, h), h, v.fc1_weight, h, y, fc1_));
       if (v.fc1_bias.numel > 0) dev.add_bias(y, v.fc1_bias, rows, fc1_);
-      first += rows;
-    }
+    });
   });
   a.act_out = k_.activation(received * f_);
   rec.compute(s.swiglu ? "expert_swiglu" : "expert_gelu", EventCategory::kElementwise, 0.0,
@@ -358,16 +349,12 @@ Tensor MoeMlp::experts_forward(const Unit& unit, const TensorView& w, MoeActivat
               });
   Tensor out = k_.activation(received * h);
   rec.compute("expert_fc2", EventCategory::kGemm, 2.0 * static_cast<double>(received) * f_ * h, 0.0, [&] {
-    i64 first = 0;
-    for (int l = 0; l < local_; ++l) {
-      const i64 rows = a.expert_rows[l];
-      if (rows == 0) continue;
+    each_expert(a, [&](int l, i64 first, i64 rows) {
       const ExpertView v = expert_view(unit, w, l);
       const TensorView y = rows_of(out.view(), first, rows, h);
       dev.gemm(one_gemm(N, N, rows, h, f_, rows_of(a.act_out.view(), first, rows, f_), f_, v.fc2_weight, h, y, h));
       if (v.fc2_bias.numel > 0) dev.add_bias(y, v.fc2_bias, rows, h);
-      first += rows;
-    }
+    });
   });
   return out;
 }
@@ -429,13 +416,9 @@ Tensor MoeMlp::backward_allgather(const Unit& unit, const TensorView& w, const T
   const i64 h = s.h;
   const int ep = ep_.size();
   const i64 received = sum(a.expert_rows);
-  auto timed = [&](const char* name, double bytes, auto&& collective) {
-    const TimeNs start = rec.now_ns();
-    collective();
-    rec.add(name, EventCategory::kEp, Lane::kTpComm, bytes, start, rec.now_ns());
-  };
   Tensor d_all = k_.activation(ep * tokens * h);
-  timed("all_gather", static_cast<double>(d_all.view().bytes()), [&] { ep_.all_gather(dy, d_all.view()); });
+  timed_collective(rec, "all_gather", EventCategory::kEp, static_cast<double>(d_all.view().bytes()),
+                   [&] { ep_.all_gather(dy, d_all.view()); });
   Tensor gate_parts = k_.fp32(ep * tokens * topk_);
   Tensor d_out = k_.activation(received * h);
   rec.compute("unpermute bwd", EventCategory::kElementwise, 0.0,
@@ -446,8 +429,8 @@ Tensor MoeMlp::backward_allgather(const Unit& unit, const TensorView& w, const T
   d_all = Tensor();
   a.expert_out = Tensor();
   // Each copy's gate has its gradient on the one rank whose expert took it.
-  timed("gates reduce_scatter", static_cast<double>(gate_parts.view().bytes()),
-        [&] { ep_.reduce_scatter(gate_parts.view(), gate_grad.view()); });
+  timed_collective(rec, "gates reduce_scatter", EventCategory::kEp, static_cast<double>(gate_parts.view().bytes()),
+                   [&] { ep_.reduce_scatter(gate_parts.view(), gate_grad.view()); });
   Tensor d_in = experts_backward(unit, w, g, std::move(d_out), a);
   Tensor d_partial = k_.activation(ep * tokens * h);
   rec.compute("permute bwd", EventCategory::kElementwise, 0.0,
@@ -455,8 +438,8 @@ Tensor MoeMlp::backward_allgather(const Unit& unit, const TensorView& w, const T
               [&] { dev.gather_sum_rows(d_in.view(), a.slots.view(), {}, topk_, h, d_partial.view()); });
   d_in = Tensor();
   Tensor dx = k_.activation(tokens * h);
-  timed("reduce_scatter", static_cast<double>(d_partial.view().bytes()),
-        [&] { ep_.reduce_scatter(d_partial.view(), dx.view()); });
+  timed_collective(rec, "reduce_scatter", EventCategory::kEp, static_cast<double>(d_partial.view().bytes()),
+                   [&] { ep_.reduce_scatter(d_partial.view(), dx.view()); });
   return dx;
 }
 
@@ -467,26 +450,17 @@ Tensor MoeMlp::experts_backward(const Unit& unit, const TensorView& w, const Ten
   Recorder& rec = k_.recorder();
   const i64 h = s.h;
   const i64 received = sum(a.expert_rows);
-  auto each_expert = [&](auto&& body) {
-    i64 first = 0;
-    for (int l = 0; l < local_; ++l) {
-      const i64 rows = a.expert_rows[l];
-      if (rows == 0) continue;
-      body(l, first, rows);
-      first += rows;
-    }
-  };
   const double fc2_flops = 2.0 * static_cast<double>(received) * f_ * h;
   const double fc1_flops = 2.0 * static_cast<double>(received) * fc1_ * h;
   Tensor d_act = k_.activation(received * f_);
   rec.compute("expert_fc2 dgrad", EventCategory::kGemm, fc2_flops, 0.0, [&] {
-    each_expert([&](int l, i64 first, i64 rows) {
+    each_expert(a, [&](int l, i64 first, i64 rows) {
       dev.gemm(one_gemm(N, T, rows, f_, h, rows_of(d_out.view(), first, rows, h), h, expert_view(unit, w, l).fc2_weight,
                         h, rows_of(d_act.view(), first, rows, f_), f_));
     });
   });
   rec.compute("expert_fc2 wgrad", EventCategory::kGemm, fc2_flops, 0.0, [&] {
-    each_expert([&](int l, i64 first, i64 rows) {
+    each_expert(a, [&](int l, i64 first, i64 rows) {
       const ExpertView dv = expert_view(unit, g, l);
       const TensorView d_rows = rows_of(d_out.view(), first, rows, h);
       dev.gemm(one_gemm(T, N, f_, h, rows, rows_of(a.act_out.view(), first, rows, f_), f_, d_rows, h, dv.fc2_weight, h,
@@ -510,13 +484,13 @@ Tensor MoeMlp::experts_backward(const Unit& unit, const TensorView& w, const Ten
   a.fc1_out = Tensor();
   Tensor d_in = k_.activation(received * h);
   rec.compute("expert_fc1 dgrad", EventCategory::kGemm, fc1_flops, 0.0, [&] {
-    each_expert([&](int l, i64 first, i64 rows) {
+    each_expert(a, [&](int l, i64 first, i64 rows) {
       dev.gemm(one_gemm(N, N, rows, h, fc1_, rows_of(d_fc1.view(), first, rows, fc1_), fc1_,
                         expert_view(unit, w, l).fc1_weight, h, rows_of(d_in.view(), first, rows, h), h));
     });
   });
   rec.compute("expert_fc1 wgrad", EventCategory::kGemm, fc1_flops, 0.0, [&] {
-    each_expert([&](int l, i64 first, i64 rows) {
+    each_expert(a, [&](int l, i64 first, i64 rows) {
       const ExpertView dv = expert_view(unit, g, l);
       const TensorView d_rows = rows_of(d_fc1.view(), first, rows, fc1_);
       dev.gemm(one_gemm(T, N, fc1_, h, rows, d_rows, fc1_, rows_of(a.expert_in.view(), first, rows, h), h,

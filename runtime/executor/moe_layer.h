@@ -50,7 +50,6 @@ struct MoeActivations {
   Tensor fc1_out;             // [received, fc1 width]
   Tensor act_out;             // [received, f]
   Tensor expert_out;          // the experts' outputs by row as the combine reads them (the gates' gradient)
-  bool complete = false;
 };
 
 class MoeMlp {
@@ -99,6 +98,17 @@ class MoeMlp {
                            const Tensor& gate_grad, MoeActivations& a);
   Tensor backward_allgather(const Unit& unit, const TensorView& w, const TensorView& g, const TensorView& dy,
                             const Tensor& gate_grad, MoeActivations& a);
+  // body(local expert, its first row, its rows) for each local expert with rows, in order.
+  template <class F>
+  void each_expert(const MoeActivations& a, F&& body) const {
+    std::int64_t first = 0;
+    for (int l = 0; l < local_; ++l) {
+      const std::int64_t rows = a.expert_rows[static_cast<std::size_t>(l)];
+      if (rows == 0) continue;
+      body(l, first, rows);
+      first += rows;
+    }
+  }
   // The local experts on a.expert_in (rows a.expert_rows, expert by expert) and back.
   Tensor experts_forward(const Unit& unit, const TensorView& w, MoeActivations& a);
   Tensor experts_backward(const Unit& unit, const TensorView& w, const TensorView& g, Tensor d_out, MoeActivations& a);

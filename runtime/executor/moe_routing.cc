@@ -38,12 +38,12 @@ Routing route_tokens(const std::vector<float>& logits, i64 tokens, int experts, 
   r.slot.assign(copies, -1);
   r.chosen_per_expert.assign(static_cast<std::size_t>(experts), 0);
   std::vector<int> order(static_cast<std::size_t>(experts));
+  std::vector<float> chosen(static_cast<std::size_t>(topk));
   for (i64 t = 0; t < tokens; ++t) {
     const float* row = logits.data() + t * experts;
     std::iota(order.begin(), order.end(), 0);
     std::partial_sort(order.begin(), order.begin() + topk, order.end(),
                       [&](int a, int b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
-    std::vector<float> chosen(static_cast<std::size_t>(topk));
     for (int j = 0; j < topk; ++j) chosen[j] = row[order[j]];
     const std::vector<double> g = softmax_row(chosen.data(), topk);
     for (int j = 0; j < topk; ++j) {

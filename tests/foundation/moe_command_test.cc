@@ -5,11 +5,10 @@
 // file, JSON path and what is allowed, writing nothing.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
+#include "core/data_paths.h"
 
 namespace strata::testing {
 namespace {
@@ -207,9 +206,8 @@ INSTANTIATE_TEST_SUITE_P(
 // exposes less still. The alltoall dispatcher sends every copy either way.
 TEST(MoeCommand, FlexDispatcherAndNodeLimitedRoutingExposeLessAllToAll) {
   TempDir dir;
-  const char* data = std::getenv("STRATA_DATA_DIR");
-  ASSERT_NE(data, nullptr) << "the tests run with STRATA_DATA_DIR set (tests/foundation/CMakeLists.txt)";
-  nlohmann::json model = nlohmann::json::parse(read_file(std::string(data) + "/scenarios/models/mixtral-8x7b.json"));
+  nlohmann::json model =
+      nlohmann::json::parse(read_file(resolve_data_file("mixtral-8x7b", "scenarios/models", "model")));
   model["name"] = "mixtral-16e";
   model["num_experts"] = 16;
   model["moe_router_topk"] = 4;

@@ -31,6 +31,52 @@ const std::vector<float> kLogits = {1, 3, 2, 0,  //
                                     0, 0, 5, 5,  //
                                     4, 1, 1, 2};
 
+// Values uniform in [-range, range) (random.h's stream `seed`) in a new fp32 tensor.
+Tensor random_tensor(Device& dev, std::int64_t n, std::uint64_t seed, float range) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = random_uniform(seed, i, -range, range);
+  Tensor t = dev.allocate_tensor(n, DType::kFp32);
+  upload_fp32(dev, v, t.view());
+  return t;
+}
+
+// One forward: the scalar sum(out * r) and the experts its tokens went to.
+struct Probe {
+  double value = 0.0;
+  std::vector<std::int32_t> experts;
+};
+
+// The gradient `grad` of f's value with respect to `input`, along a random
+// direction (stream `seed`; only the elements `in_direction` accepts, when
+// given), against central differences of step 1e-3: within tol * (|numeric| +
+// 1), and not zero (a zero gradient checks nothing). No step may change the
+// routing (`routed`), or the difference would measure a jump.
+void check_directional(Device& dev, const std::string& what, Tensor& input, const std::vector<float>& grad,
+                       const std::function<Probe()>& f, const std::vector<std::int32_t>& routed, std::uint64_t seed,
+                       double tol, const std::function<bool(std::size_t)>& in_direction = {}) {
+  const std::vector<float> base = download_fp32(dev, input.view());
+  std::vector<float> dir(base.size(), 0.0f);
+  double analytic = 0.0;
+  for (std::size_t i = 0; i < dir.size(); ++i) {
+    if (in_direction && !in_direction(i)) continue;
+    dir[i] = random_uniform(seed, i, -1.0f, 1.0f);
+    analytic += static_cast<double>(dir[i]) * grad[i];
+  }
+  const float step = 1e-3f;
+  auto at = [&](float sign) {
+    std::vector<float> moved = base;
+    for (std::size_t i = 0; i < moved.size(); ++i) moved[i] += sign * step * dir[i];
+    upload_fp32(dev, moved, input.view());
+    const Probe p = f();
+    EXPECT_EQ(p.experts, routed) << what << ": the step changed the routing";
+    return p.value;
+  };
+  const double numeric = (at(1.0f) - at(-1.0f)) / (2.0 * step);
+  upload_fp32(dev, base, input.view());
+  EXPECT_NEAR(analytic, numeric, tol * (std::abs(numeric) + 1.0)) << what;
+  EXPECT_GT(std::abs(analytic), 1e-3) << what << ": a zero gradient checks nothing";
+}
+
 TEST(MoeRouting, TopKGatesAndTheExpertByExpertOrder) {
   const Routing r = route_tokens(kLogits, 3, 4, 2, 0.0);
   EXPECT_EQ(r.expert, (Ints{1, 2, 2, 3, 0, 3}));
@@ -119,11 +165,7 @@ class MoeMlpTest : public ::testing::Test {
   }
 
   Tensor random_tensor(std::int64_t n, std::uint64_t seed, float range) {
-    std::vector<float> v(static_cast<std::size_t>(n));
-    for (std::size_t i = 0; i < v.size(); ++i) v[i] = random_uniform(seed, i, -range, range);
-    Tensor t = device_->allocate_tensor(n, DType::kFp32);
-    upload_fp32(*device_, v, t.view());
-    return t;
+    return rt::random_tensor(*device_, n, seed, range);
   }
 
   ModelSpec model_;
@@ -151,9 +193,10 @@ TEST_P(MoeMlpDispatchers, BackwardMatchesFiniteDifferencesOfTheForward) {
   auto f = [&]() {
     MoeActivations a;
     const std::vector<float> out = download_fp32(*device_, moe.forward(router.view(), *experts_, w.view(), x.view(), a).view());
-    double sum = 0.0;
-    for (std::size_t i = 0; i < out.size(); ++i) sum += static_cast<double>(out[i]) * r[i];
-    return sum;
+    Probe p;
+    for (std::size_t i = 0; i < out.size(); ++i) p.value += static_cast<double>(out[i]) * r[i];
+    p.experts = a.routing.expert;
+    return p;
   };
   MoeActivations a;
   moe.forward(router.view(), *experts_, w.view(), x.view(), a);
@@ -167,39 +210,9 @@ TEST_P(MoeMlpDispatchers, BackwardMatchesFiniteDifferencesOfTheForward) {
   const std::vector<float> dx = download_fp32(
       *device_, moe.backward(router.view(), router_grad.view(), *experts_, w.view(), w_grad.view(), x.view(), dy.view(), a)
                     .view());
-  // Directional derivatives along a random direction of each input, by central
-  // differences (step small enough that no token changes experts).
-  struct Input {
-    const char* name;
-    Tensor* value;
-    std::vector<float> grad;
-  };
-  std::vector<Input> inputs = {{"x", &x, dx},
-                               {"router", &router, download_fp32(*device_, router_grad.view())},
-                               {"experts", &w, download_fp32(*device_, w_grad.view())}};
-  for (Input& in : inputs) {
-    std::vector<float> base = download_fp32(*device_, in.value->view());
-    std::vector<float> dir(base.size());
-    double analytic = 0.0;
-    for (std::size_t i = 0; i < dir.size(); ++i) {
-      dir[i] = random_uniform(31, i, -1.0f, 1.0f);
-      analytic += static_cast<double>(dir[i]) * in.grad[i];
-    }
-    const float step = 1e-3f;
-    auto at = [&](float s) {
-      std::vector<float> moved = base;
-      for (std::size_t i = 0; i < moved.size(); ++i) moved[i] += s * dir[i];
-      upload_fp32(*device_, moved, in.value->view());
-      MoeActivations probe;
-      moe.forward(router.view(), *experts_, w.view(), x.view(), probe);
-      EXPECT_EQ(probe.routing.expert, routed) << in.name << ": the step changed the routing";
-      return f();
-    };
-    const double numeric = (at(step) - at(-step)) / (2.0 * step);
-    upload_fp32(*device_, base, in.value->view());
-    EXPECT_NEAR(analytic, numeric, 2e-3 * (std::abs(numeric) + 1.0)) << in.name;
-    EXPECT_GT(std::abs(analytic), 1e-3) << in.name << ": a zero gradient checks nothing";
-  }
+  check_directional(*device_, "x", x, dx, f, routed, 31, 2e-3);
+  check_directional(*device_, "router", router, download_fp32(*device_, router_grad.view()), f, routed, 31, 2e-3);
+  check_directional(*device_, "experts", w, download_fp32(*device_, w_grad.view()), f, routed, 31, 2e-3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dispatchers, MoeMlpDispatchers,
@@ -237,11 +250,7 @@ TEST(MoeTransformerLayer, BackwardMatchesFiniteDifferencesWithASharedExpert) {
   const Unit& experts = layout.units[layout.expert_units[0][0]];
   const std::int64_t n = shapes.local_tokens * shapes.h;
   auto random = [&](std::int64_t count, std::uint64_t seed, float range) {
-    std::vector<float> v(static_cast<std::size_t>(count));
-    for (std::size_t i = 0; i < v.size(); ++i) v[i] = random_uniform(seed, i, -range, range);
-    Tensor t = device->allocate_tensor(count, DType::kFp32);
-    upload_fp32(*device, v, t.view());
-    return t;
+    return random_tensor(*device, count, seed, range);
   };
   Tensor x = random(n, 41, 1.0f), w = random(dense.numel, 42, 0.2f), we = random(experts.numel, 43, 0.2f);
   const std::vector<float> r = download_fp32(*device, random(n, 44, 1.0f).view());
@@ -251,9 +260,10 @@ TEST(MoeTransformerLayer, BackwardMatchesFiniteDifferencesWithASharedExpert) {
     device->copy_on_device(x.view().data, a.x.view().data, static_cast<std::size_t>(x.view().bytes()));
     const std::vector<float> out =
         download_fp32(*device, layer.forward(layer_params(dense, w.view(), &experts, we.view()), a).view());
-    double sum = 0.0;
-    for (std::size_t i = 0; i < out.size(); ++i) sum += static_cast<double>(out[i]) * r[i];
-    return std::make_pair(sum, a.moe.routing.expert);
+    Probe p;
+    for (std::size_t i = 0; i < out.size(); ++i) p.value += static_cast<double>(out[i]) * r[i];
+    p.experts = a.moe.routing.expert;
+    return p;
   };
   Tensor g = device->allocate_tensor(dense.numel, DType::kFp32), ge = device->allocate_tensor(experts.numel, DType::kFp32);
   device->fill(g.view(), 0.0f);
@@ -269,49 +279,21 @@ TEST(MoeTransformerLayer, BackwardMatchesFiniteDifferencesWithASharedExpert) {
       *device, layer.backward(layer_params(dense, w.view(), &experts, we.view()),
                               layer_params(dense, g.view(), &experts, ge.view()), a, std::move(dy))
                    .view());
-  struct Input {
-    const char* name;
-    Tensor* value;
-    std::vector<float> grad;
-  };
-  std::vector<Input> inputs = {{"x", &x, dx},
-                               {"dense parameters", &w, download_fp32(*device, g.view())},
-                               {"experts", &we, download_fp32(*device, ge.view())}};
-  // The shared expert's own parameters alone, so an error there is not lost among the others.
+  check_directional(*device, "x", x, dx, f, routed, 51, 3e-3);
+  const std::vector<float> dense_grad = download_fp32(*device, g.view());
+  check_directional(*device, "dense parameters", w, dense_grad, f, routed, 51, 3e-3);
+  check_directional(*device, "experts", we, download_fp32(*device, ge.view()), f, routed, 51, 3e-3);
+  // The shared expert's own fc1 alone, so an error there is not lost among the others.
   const ParamSpec* shared_fc1 = nullptr;
   for (const ParamSpec& p : dense.params) {
     if (p.name.find("shared_fc1.weight") != std::string::npos) shared_fc1 = &p;
   }
   ASSERT_NE(shared_fc1, nullptr);
-  for (Input& in : inputs) {
-    const std::vector<float> base = download_fp32(*device, in.value->view());
-    const bool shared_only = &in == &inputs[1];
-    for (int pass = 0; pass < (shared_only ? 2 : 1); ++pass) {
-      std::vector<float> dir(base.size(), 0.0f);
-      double analytic = 0.0;
-      for (std::size_t i = 0; i < dir.size(); ++i) {
-        const bool in_shared = static_cast<std::int64_t>(i) >= shared_fc1->offset &&
-                               static_cast<std::int64_t>(i) < shared_fc1->offset + shared_fc1->numel();
-        if (pass == 1 && !in_shared) continue;
-        dir[i] = random_uniform(51, i, -1.0f, 1.0f);
-        analytic += static_cast<double>(dir[i]) * in.grad[i];
-      }
-      const float step = 1e-3f;
-      auto at = [&](float sgn) {
-        std::vector<float> moved = base;
-        for (std::size_t i = 0; i < moved.size(); ++i) moved[i] += sgn * step * dir[i];
-        upload_fp32(*device, moved, in.value->view());
-        const auto [value, experts_chosen] = f();
-        EXPECT_EQ(experts_chosen, routed) << in.name << ": the step changed the routing";
-        return value;
-      };
-      const double numeric = (at(1.0f) - at(-1.0f)) / (2.0 * step);
-      upload_fp32(*device, base, in.value->view());
-      const std::string what = std::string(in.name) + (pass == 1 ? " (shared_fc1 only)" : "");
-      EXPECT_NEAR(analytic, numeric, 3e-3 * (std::abs(numeric) + 1.0)) << what;
-      EXPECT_GT(std::abs(analytic), 1e-3) << what << ": a zero gradient checks nothing";
-    }
-  }
+  check_directional(*device, "dense parameters (shared_fc1 only)", w, dense_grad, f, routed, 51, 3e-3,
+                    [&](std::size_t i) {
+                      const auto at = static_cast<std::int64_t>(i);
+                      return at >= shared_fc1->offset && at < shared_fc1->offset + shared_fc1->numel();
+                    });
 }
 
 }  // namespace

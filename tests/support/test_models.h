@@ -102,26 +102,21 @@ inline ModelSpec llama_small() {
 // integer moe_layer_freq), with the load-balancing loss on. Llama-shaped: SwiGLU
 // experts without biases; GPT-shaped: GeLU experts with biases, and a shared
 // expert of width 64 beside them (DeepSeek and Qwen2-MoE have them).
-inline ModelSpec llama_moe_small() {
-  ModelSpec m = llama_small();
-  m.name = "llama-moe-small-test";
+inline ModelSpec with_small_experts(ModelSpec m, const char* name, int expert_width) {
+  m.name = name;
   m.moe.num_experts = 4;
   m.moe.moe_router_topk = 2;
-  m.moe.moe_ffn_hidden_size = 48;
+  m.moe.moe_ffn_hidden_size = expert_width;
   m.moe.moe_layer_freq = 2;
   m.moe.moe_aux_loss_coeff = 0.01;
   return m;
 }
 
+inline ModelSpec llama_moe_small() { return with_small_experts(llama_small(), "llama-moe-small-test", 48); }
+
 inline ModelSpec gpt_moe_small() {
-  ModelSpec m = gpt_small();
-  m.name = "gpt-moe-small-test";
-  m.moe.num_experts = 4;
-  m.moe.moe_router_topk = 2;
-  m.moe.moe_ffn_hidden_size = 64;
+  ModelSpec m = with_small_experts(gpt_small(), "gpt-moe-small-test", 64);
   m.moe.moe_shared_expert_intermediate_size = 64;
-  m.moe.moe_layer_freq = 2;
-  m.moe.moe_aux_loss_coeff = 0.01;
   return m;
 }
 
