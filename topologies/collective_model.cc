@@ -50,17 +50,18 @@ double ring_edge_share(CollectiveOp op, int n) {
 // they come out in the order first added. Hashed: a costing adds thousands.
 class FlowAccumulator {
  public:
-  void add(int src, int dst, const std::vector<LinkId>& path, double bytes) {
+  void add(int src, int dst, const std::vector<LinkId>& path, double bytes, int part = 0) {
     if (bytes <= 0.0) return;
-    auto it = index_.find(KeyView{src, dst, &path});
+    auto it = index_.find(KeyView{src, dst, part, &path});
     if (it != index_.end()) {
       flows_[it->second].bytes += bytes;
       return;
     }
-    index_.emplace(Key{src, dst, path}, flows_.size());
+    index_.emplace(Key{src, dst, part, path}, flows_.size());
     FlowSpec f;
     f.src_gpu = src;
     f.dst_gpu = dst;
+    f.part = part;
     f.path = path;
     f.bytes = bytes;
     flows_.push_back(std::move(f));
@@ -71,22 +72,25 @@ class FlowAccumulator {
   struct Key {
     int src;
     int dst;
+    int part;
     std::vector<LinkId> path;
   };
   // Looks a flow up without copying its path.
   struct KeyView {
     int src;
     int dst;
+    int part;
     const std::vector<LinkId>* path;
   };
-  static KeyView view(const Key& k) { return {k.src, k.dst, &k.path}; }
+  static KeyView view(const Key& k) { return {k.src, k.dst, k.part, &k.path}; }
   static KeyView view(const KeyView& k) { return k; }
   struct KeyHash {
     using is_transparent = void;
     template <class K>
     std::size_t operator()(const K& key) const {
       const KeyView k = view(key);
-      std::uint64_t h = flow_hash(static_cast<std::uint64_t>(k.src), static_cast<std::uint64_t>(k.dst), k.path->size());
+      std::uint64_t h = flow_hash(static_cast<std::uint64_t>(k.src), static_cast<std::uint64_t>(k.dst),
+                                  k.path->size() * 1024 + static_cast<std::uint64_t>(k.part));
       for (LinkId l : *k.path) h = flow_hash(h, static_cast<std::uint64_t>(l), 0);
       return static_cast<std::size_t>(h);
     }
@@ -96,7 +100,7 @@ class FlowAccumulator {
     template <class A, class B>
     bool operator()(const A& a, const B& b) const {
       const KeyView x = view(a), y = view(b);
-      return x.src == y.src && x.dst == y.dst && *x.path == *y.path;
+      return x.src == y.src && x.dst == y.dst && x.part == y.part && *x.path == *y.path;
     }
   };
   std::unordered_map<Key, std::size_t, KeyHash, KeyEqual> index_;
@@ -476,6 +480,10 @@ CollectiveFlows CollectiveModel::build_flows(CollectiveOp op, const Plan& p, con
   if (n < 2 || bytes <= 0.0 || c.bandwidth_s <= 0.0) return out;
   FlowAccumulator acc;
   const RingGraph& rg = p.graphs.ring;
+  // A ring or tree runs one part per rail instance of the group's ring graph; the
+  // other algorithms (and the rings inside hierarchical and NVLS trees) one part.
+  const bool parted = c.algorithm == CollectiveAlgorithm::kRing || c.algorithm == CollectiveAlgorithm::kTree;
+  auto part_of = [&](std::size_t instance) { return parted ? static_cast<int>(instance) : 0; };
 
   // A tree over the nodes for every rail instance, and chains inside the nodes.
   auto add_trees = [&](const RingGraph& ring, double bytes_per_tree_edge, double chain_bytes) {
@@ -491,8 +499,8 @@ CollectiveFlows CollectiveModel::build_flows(CollectiveOp op, const Plan& p, con
       }
       for (const auto& seg : segments) {
         for (std::size_t k = 0; k + 1 < seg.size(); ++k) {
-          acc.add(seg[k + 1], seg[k], topology_.route(seg[k + 1], seg[k], 0), chain_bytes * w);
-          acc.add(seg[k], seg[k + 1], topology_.route(seg[k], seg[k + 1], 0), chain_bytes * w);
+          acc.add(seg[k + 1], seg[k], topology_.route(seg[k + 1], seg[k], 0), chain_bytes * w, part_of(i));
+          acc.add(seg[k], seg[k + 1], topology_.route(seg[k], seg[k + 1], 0), chain_bytes * w, part_of(i));
         }
       }
       const int nodes = static_cast<int>(segments.size());
@@ -500,8 +508,10 @@ CollectiveFlows CollectiveModel::build_flows(CollectiveOp op, const Plan& p, con
         for (auto [parent, child] : binary_tree_edges(nodes, mirrored)) {
           const int a = segments[static_cast<std::size_t>(parent)].front();
           const int b = segments[static_cast<std::size_t>(child)].front();
-          acc.add(b, a, topology_.route_via_rail(b, a, inst.rail, flow_hash(1, b, a)), bytes_per_tree_edge * w);
-          acc.add(a, b, topology_.route_via_rail(a, b, inst.rail, flow_hash(1, a, b)), bytes_per_tree_edge * w);
+          acc.add(b, a, topology_.route_via_rail(b, a, inst.rail, flow_hash(1, b, a)), bytes_per_tree_edge * w,
+                  part_of(i));
+          acc.add(a, b, topology_.route_via_rail(a, b, inst.rail, flow_hash(1, a, b)), bytes_per_tree_edge * w,
+                  part_of(i));
         }
       }
     }
@@ -522,7 +532,7 @@ CollectiveFlows CollectiveModel::build_flows(CollectiveOp op, const Plan& p, con
       for (std::size_t e = 0; e < m; ++e) {
         const int a = inst.order[e], b = inst.order[(e + 1) % m];
         if (b == root) continue;  // a broadcast's ring ends before its root
-        acc.add(a, b, inst.edge_paths[e], per_edge * ring.share(i));
+        acc.add(a, b, inst.edge_paths[e], per_edge * ring.share(i), part_of(i));
       }
     }
   };
@@ -568,6 +578,10 @@ CollectiveFlows CollectiveModel::build_flows(CollectiveOp op, const Plan& p, con
     }
   }
   out.flows = acc.take();
+  if (parted && rg.instances.size() > 1) {
+    out.part_share.clear();
+    for (std::size_t i = 0; i < rg.instances.size(); ++i) out.part_share.push_back(rg.share(i));
+  }
   // Every flow runs for the bandwidth part of the estimate.
   for (FlowSpec& f : out.flows) f.rate_cap_bytes_per_s = f.bytes / c.bandwidth_s;
   return out;

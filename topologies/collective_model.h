@@ -53,6 +53,9 @@ struct FlowSpec {
   double rate_cap_bytes_per_s = 0.0;
   int src_gpu = 0;
   int dst_gpu = 0;
+  // Which of the collective's independent pipelines carries it (CollectiveFlows::
+  // part_share): a ring's or tree's rail instance; 0 for the other algorithms.
+  int part = 0;
 };
 
 struct CollectiveFlows {
@@ -63,6 +66,11 @@ struct CollectiveFlows {
   // Concurrent flows, each aggregated over the algorithm's steps (one per ring
   // edge and rail, one per GPU to and from the NVSwitch for NVLS, ...).
   std::vector<FlowSpec> flows;
+  // Share of the message each part carries (they sum to 1). A ring or tree algorithm
+  // runs one part per rail instance (its channels: NCCL's channels progress
+  // independently, so a link shared on one rail slows that rail's part and the
+  // collective ends when its slowest part does); other algorithms are one part.
+  std::vector<double> part_share{1.0};
 };
 
 class CollectiveModel {

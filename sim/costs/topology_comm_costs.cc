@@ -85,6 +85,25 @@ const FlowShape& TopologyCommCosts::flow_shape(CollectiveOp op, const std::vecto
     shape.links.push_back(link);
     shape.link_share.push_back(share);
   }
+  if (flows.part_share.size() > 1) {
+    std::vector<std::map<std::int32_t, double>> part_on(flows.part_share.size());  // per part, per link
+    for (const topo::FlowSpec& f : flows.flows) {
+      if (f.bytes <= 0.0) continue;
+      const double share = snapped_share(f.bytes, bytes);
+      for (std::int32_t l : f.path) part_on[static_cast<std::size_t>(f.part)][l] += share;
+    }
+    for (std::size_t p = 0; p < part_on.size(); ++p) {
+      if (part_on[p].empty()) continue;  // a rail instance given no channel
+      CommPart part;
+      part.share = snapped_share(flows.part_share[p], 1.0);
+      for (const auto& [link, share] : part_on[p]) {
+        part.links.push_back(link);
+        part.link_weights.push_back(share / part.share);
+      }
+      shape.parts.push_back(std::move(part));
+    }
+    if (shape.parts.size() < 2) shape.parts.clear();
+  }
   return cache_.insert_shape(std::move(key), std::move(shape));
 }
 
@@ -110,6 +129,7 @@ CommSpec TopologyCommCosts::from_flows(CollectiveOp op, const std::vector<int>& 
   spec.bytes = bytes;
   spec.links = shape.links;
   spec.link_weights = shape.link_share;
+  spec.parts = shape.parts;
   spec.rate_cap_bytes_per_s = bytes / seconds;
   // A measured time for this op, group size and placement replaces the model's.
   if (auto measured = cost_model_.collective_seconds(op, static_cast<int>(group.size()),
@@ -220,8 +240,7 @@ CommSpec TopologyCommCosts::folded(CollectiveOp op, const std::vector<int>& grou
                                    std::optional<Partner> partner) const {
   CommSpec own = from_flows(op, group, bytes);
   if (own.bytes <= 0.0 || own.links.empty()) {
-    own.links.clear();
-    own.link_weights.clear();
+    own.drop_links();
     return own;
   }
   // Solve the sharing with every copy active; the group's collective ends when its
@@ -264,8 +283,7 @@ CommSpec TopologyCommCosts::folded(CollectiveOp op, const std::vector<int>& grou
     if (i == own_index) mine = id;
   }
   own.rate_cap_bytes_per_s = std::min(own.rate_cap_bytes_per_s, sharing.rate(mine));
-  own.links.clear();  // costed without the network: the contention is already in the rate
-  own.link_weights.clear();
+  own.drop_links();  // costed without the network: the contention is already in the rate
   return own;
 }
 

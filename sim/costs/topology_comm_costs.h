@@ -2,12 +2,14 @@
 // (topologies/): NCCL's cost model for each collective, and max-min fair sharing
 // of the links for contention.
 //
-// Full fidelity: a collective becomes one flow carrying its message over every link
-// its point-to-point flows cross, weighted per link by the bytes those flows put
-// there (NVLink ring edges, PCIe, NICs: each carries its own share), capped at its
-// protocol's rate, so that alone on the wires it takes NCCL's predicted time, and
-// concurrent collectives slow each other wherever they share a link, each link
-// loaded by the bytes it really carries.
+// Full fidelity: a collective becomes one flow per independent part (a ring's or
+// tree's rail instance: the channels NCCL runs on that rail) carrying the part's
+// share of the message over every link its point-to-point flows cross, weighted
+// per link by the bytes those flows put there (NVLink ring edges, PCIe, NICs: each
+// carries its own share), capped at its share of the protocol's rate, so that alone
+// on the wires it takes NCCL's predicted time; concurrent transfers slow each other
+// wherever they share a link, each link loaded by the bytes it really carries, and
+// a transfer crossing one rail slows only that rail's part.
 // Folded fidelity: only one rank per stage runs, so contention with the symmetric
 // copies of a collective (the same collective of the other tensor-parallel or
 // data-parallel groups of the stage on the same nodes, which run at the same
@@ -44,6 +46,10 @@ struct FlowShape {
   // per message byte (each flow's share on a 2^-40 grid, summed in flow order).
   std::vector<std::int32_t> links;
   std::vector<double> link_share;
+  // The collective's independent parts (CollectiveFlows::part_share: a ring's rail
+  // instances), each with its share of the message (on the same grid) and its
+  // links' loads per byte of its own; empty when it runs as one part.
+  std::vector<CommPart> parts;
 };
 
 // Costed collectives, shared by every plan a sweep simulates on one cluster.

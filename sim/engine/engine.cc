@@ -16,8 +16,8 @@ enum class EventType : std::uint8_t { kTaskDone, kFlowDone };
 struct Event {
   TimeNs time;
   std::uint64_t seq;
-  TaskId task;
-  std::uint32_t version;
+  std::int32_t id;         // the task (kTaskDone) or the flow's slot (kFlowDone)
+  std::uint32_t version;   // kFlowDone: the slot's version when it was scheduled
   EventType type;
 };
 
@@ -32,13 +32,20 @@ TimeNs transfer_ns(double bytes, double rate) {
   return static_cast<TimeNs>(std::ceil(bytes / rate * kNsPerSecond));
 }
 
-// A flow in flight: how much is left and at which rate it has been moving since `since`.
+// A flow in flight (a transfer, or one part of it): how much is left and at which
+// rate it has been moving since `since`.
 struct ActiveFlow {
   FlowModel::FlowId id = -1;
   TaskId task = -1;
   double remaining_bytes = 0.0;
   double rate = 0.0;
   TimeNs since = 0;
+};
+
+// A flow about to start: the task, and which of its comm's parts (-1: the whole).
+struct StartingFlow {
+  TaskId task;
+  int part;
 };
 
 class Engine {
@@ -50,7 +57,6 @@ class Engine {
     result_.end_ns.assign(n, -1);
     result_.blocker.assign(n, -1);
     pending_.resize(n);
-    version_.assign(n, 0);
     head_.assign(g_.num_slots(), 0);
     for (TaskId t = 0; t < n; ++t) {
       pending_[t] = g_.num_dependencies(t) + static_cast<int>(g_.slots_end(t) - g_.slots_begin(t));
@@ -69,7 +75,7 @@ class Engine {
     while (!queue_.empty()) {
       // A completion superseded by a rate change is dropped before it can move the
       // clock: the step must not end at the time a flow would have ended.
-      if (queue_.top().version != version_[queue_.top().task]) {
+      if (stale(queue_.top())) {
         queue_.pop();
         continue;
       }
@@ -78,14 +84,14 @@ class Engine {
       while (!queue_.empty() && queue_.top().time == now_) {
         Event e = queue_.top();
         queue_.pop();
-        if (e.version != version_[e.task]) continue;  // superseded by a rate change
+        if (stale(e)) continue;  // superseded by a rate change
         if (++result_.events % kEngineProgressEvents == 0 && progress_) {
           progress_(tasks_done_, g_.num_tasks(), result_.events);
         }
         if (e.type == EventType::kFlowDone) {
-          flow_done(e.task);
+          flow_done(e.id);
         } else {
-          task_done(e.task);
+          task_done(e.id);
         }
       }
       flush_ready();
@@ -100,6 +106,10 @@ class Engine {
   }
 
  private:
+  bool stale(const Event& e) const {
+    return e.type == EventType::kFlowDone && e.version != flow_version_[static_cast<std::size_t>(e.id)];
+  }
+
   // One of the task's conditions is met: `by` (a dependency, or the task before it
   // on one of its streams) finished; -1 at the step's start.
   void release(TaskId t, TaskId by) {
@@ -119,46 +129,71 @@ class Engine {
       std::vector<const std::vector<std::int32_t>*> links;
       std::vector<double> caps;
       std::vector<const std::vector<double>*> weights;
-      for (TaskId t : starting_) {
-        const CommSpec& comm = g_.comm(g_.comm_of(t));
-        links.push_back(&comm.links);
-        caps.push_back(comm.rate_cap_bytes_per_s);
-        weights.push_back(&comm.link_weights);
+      for (const StartingFlow& s : starting_) {
+        const CommSpec& comm = g_.comm(g_.comm_of(s.task));
+        if (s.part < 0) {
+          links.push_back(&comm.links);
+          caps.push_back(comm.rate_cap_bytes_per_s);
+          weights.push_back(&comm.link_weights);
+        } else {
+          const CommPart& part = comm.parts[static_cast<std::size_t>(s.part)];
+          links.push_back(&part.links);
+          caps.push_back(comm.rate_cap_bytes_per_s * part.share);
+          weights.push_back(&part.link_weights);
+        }
       }
       const std::vector<FlowModel::FlowId> ids = net_->add_all(links, caps, weights);
       for (std::size_t i = 0; i < starting_.size(); ++i) {
+        const StartingFlow& s = starting_[i];
+        const CommSpec& comm = g_.comm(g_.comm_of(s.task));
         ActiveFlow f;
         f.id = ids[i];
-        f.remaining_bytes = g_.comm(g_.comm_of(starting_[i])).bytes;
+        f.remaining_bytes = s.part < 0 ? comm.bytes : comm.bytes * comm.parts[static_cast<std::size_t>(s.part)].share;
         f.since = now_;
-        f.task = starting_[i];
-        flows_.emplace(f.id, f);
-        flow_of_task_.emplace(f.task, f.id);
+        f.task = s.task;
+        slot_of_flow_.emplace(f.id, take_flow_slot(f));
       }
       starting_.clear();
     }
     apply_rate_changes();
   }
 
-  void schedule(TaskId t, TimeNs at, EventType type) {
-    queue_.push({at, seq_++, t, ++version_[t], type});
+  std::int32_t take_flow_slot(const ActiveFlow& f) {
+    if (free_flow_slots_.empty()) {
+      flow_slots_.push_back(f);
+      flow_version_.push_back(0);
+      return static_cast<std::int32_t>(flow_slots_.size() - 1);
+    }
+    const std::int32_t slot = free_flow_slots_.back();
+    free_flow_slots_.pop_back();
+    flow_slots_[static_cast<std::size_t>(slot)] = f;
+    return slot;
+  }
+
+  void schedule_task_done(TaskId t, TimeNs at) { queue_.push({at, seq_++, t, 0, EventType::kTaskDone}); }
+
+  void schedule_flow_done(std::int32_t slot, TimeNs at) {
+    queue_.push({at, seq_++, slot, ++flow_version_[static_cast<std::size_t>(slot)], EventType::kFlowDone});
   }
 
   void start(TaskId t) {
     result_.start_ns[t] = now_;
     const std::int32_t c = g_.comm_of(t);
     if (c < 0) {
-      schedule(t, now_ + g_.duration_ns(t), EventType::kTaskDone);
+      schedule_task_done(t, now_ + g_.duration_ns(t));
       return;
     }
     const CommSpec& comm = g_.comm(c);
     if (comm.bytes <= 0.0 || comm.rate_cap_bytes_per_s <= 0.0) {
-      schedule(t, now_ + comm.fixed.ns(), EventType::kTaskDone);
+      schedule_task_done(t, now_ + comm.fixed.ns());
     } else if (net_ == nullptr || comm.links.empty()) {
-      schedule(t, now_ + comm.fixed.ns() + transfer_ns(comm.bytes, comm.rate_cap_bytes_per_s),
-               EventType::kTaskDone);
+      schedule_task_done(t, now_ + comm.fixed.ns() + transfer_ns(comm.bytes, comm.rate_cap_bytes_per_s));
+    } else if (comm.parts.size() < 2) {
+      starting_.push_back({t, -1});  // added with the instant's other flows (flush_ready)
+      parts_left_.emplace(t, 1);
     } else {
-      starting_.push_back(t);  // added with the instant's other flows (flush_ready)
+      for (std::size_t p = 0; p < comm.parts.size(); ++p) starting_.push_back({t, static_cast<int>(p)});
+      parts_left_.emplace(t, static_cast<int>(comm.parts.size()));
     }
   }
 
@@ -166,25 +201,30 @@ class Engine {
   void apply_rate_changes() {
     if (net_ == nullptr) return;
     for (FlowModel::FlowId id : net_->take_changed()) {
-      auto it = flows_.find(id);
-      if (it == flows_.end()) continue;  // already finished
-      ActiveFlow& f = it->second;
-      const TaskId t = f.task;
+      auto it = slot_of_flow_.find(id);
+      if (it == slot_of_flow_.end()) continue;  // already finished
+      ActiveFlow& f = flow_slots_[static_cast<std::size_t>(it->second)];
       f.remaining_bytes -= f.rate * ns_to_seconds(now_ - f.since);
       if (f.remaining_bytes < 0.0) f.remaining_bytes = 0.0;
       f.since = now_;
       f.rate = net_->rate(id);
       if (!(f.rate > 0.0)) throw InternalError("event engine: a flow was given no bandwidth");
-      schedule(t, now_ + transfer_ns(f.remaining_bytes, f.rate), EventType::kFlowDone);
+      schedule_flow_done(it->second, now_ + transfer_ns(f.remaining_bytes, f.rate));
     }
   }
 
-  void flow_done(TaskId t) {
-    const FlowModel::FlowId id = flow_of_task_.at(t);
-    ending_.push_back(id);  // removed with the instant's other flows (flush_ready)
-    flows_.erase(id);
-    flow_of_task_.erase(t);
-    schedule(t, now_ + g_.comm(g_.comm_of(t)).fixed.ns(), EventType::kTaskDone);
+  // A flow ended; its task's transfer ends with its last part.
+  void flow_done(std::int32_t slot) {
+    const ActiveFlow& f = flow_slots_[static_cast<std::size_t>(slot)];
+    const TaskId t = f.task;
+    ending_.push_back(f.id);  // removed with the instant's other flows (flush_ready)
+    slot_of_flow_.erase(f.id);
+    ++flow_version_[static_cast<std::size_t>(slot)];  // no event of the old flow stays valid
+    free_flow_slots_.push_back(slot);
+    auto left = parts_left_.find(t);
+    if (--left->second > 0) return;
+    parts_left_.erase(left);
+    schedule_task_done(t, now_ + g_.comm(g_.comm_of(t)).fixed.ns());
   }
 
   void task_done(TaskId t) {
@@ -205,13 +245,16 @@ class Engine {
   std::int64_t tasks_done_ = 0;
   RunResult result_;
   std::vector<std::int32_t> pending_;
-  std::vector<std::uint32_t> version_;
   std::vector<std::int32_t> head_;
-  // Only the flows in flight (a handful per rank), not one slot per task.
-  std::unordered_map<FlowModel::FlowId, ActiveFlow> flows_;
-  std::unordered_map<TaskId, FlowModel::FlowId> flow_of_task_;
+  // Only the flows in flight (a handful per rank), not one slot per task: slots
+  // reused as flows end, each with a version that outdates its pending events.
+  std::vector<ActiveFlow> flow_slots_;
+  std::vector<std::uint32_t> flow_version_;
+  std::vector<std::int32_t> free_flow_slots_;
+  std::unordered_map<FlowModel::FlowId, std::int32_t> slot_of_flow_;
+  std::unordered_map<TaskId, int> parts_left_;  // per transfer in flight: flows not yet done
   std::vector<TaskId> ready_;
-  std::vector<TaskId> starting_;            // tasks whose flows start at this instant
+  std::vector<StartingFlow> starting_;      // flows that start at this instant
   std::vector<FlowModel::FlowId> ending_;   // flows that ended at this instant
   std::priority_queue<Event, std::vector<Event>, Later> queue_;
   std::uint64_t seq_ = 0;

@@ -25,6 +25,16 @@ namespace strata::sim {
 
 using TaskId = std::int32_t;
 
+// One independent pipeline of a transfer (a ring's channels on one rail): it
+// carries `share` of the transfer's bytes over its own links, at most at `share`
+// of the transfer's rate cap, so that alone every part ends when the whole would.
+struct CommPart {
+  double share = 1.0;
+  std::vector<std::int32_t> links;
+  // Bytes carried on links[i] per byte of this part's own bytes; empty: 1 each.
+  std::vector<double> link_weights;
+};
+
 // A communication's cost: a fixed latency plus `bytes` carried at a rate that is
 // at most rate_cap; on a network model, over `links` shared max-min fairly, each
 // link loaded with its weight times the rate.
@@ -37,12 +47,25 @@ struct CommSpec {
   // links unequally: a 2-node ring puts an eighth of an NVLink edge's bytes on each
   // NIC); empty: 1 on every link.
   std::vector<double> link_weights;
+  // Two or more when the transfer runs as independent parts on a network model,
+  // each its own flow: a link shared on one rail then slows that rail's part only,
+  // and the transfer ends with its slowest part (NCCL's channels progress on their
+  // own). `links` and `link_weights` stay the parts' union (per byte of `bytes`),
+  // for link totals and for costing the transfer as one flow.
+  std::vector<CommPart> parts;
   std::string name;                   // "all_reduce tp8 24.0 MiB" for traces
   // The thread blocks its kernel occupies while it runs (NCCL: one per channel),
   // SMs a compute kernel beside it cannot use; 0: unknown or no kernel.
   int channels = 0;
 
   double link_weight(std::size_t i) const { return link_weights.empty() ? 1.0 : link_weights[i]; }
+  // Costed without the network from here on (a fixed time, or a rate that already
+  // holds the contention).
+  void drop_links() {
+    links.clear();
+    link_weights.clear();
+    parts.clear();
+  }
 };
 
 class TaskGraph {

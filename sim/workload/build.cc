@@ -217,8 +217,7 @@ std::int32_t WorkloadBuild::expert_collective(CollectiveOp op, CommGroup which, 
                                           : s.rate_cap_bytes_per_s;
       }
     }
-    merged.links.clear();
-    merged.link_weights.clear();
+    merged.drop_links();  // one flow over the shares' summed loads
     for (const auto& [link, weight] : load) {
       merged.links.push_back(link);
       merged.link_weights.push_back(weight);

@@ -60,7 +60,7 @@ class CommCosts {
   // building its flows.
   virtual CommSpec latency_bound(CollectiveOp op, const std::vector<int>& group, double bytes) const {
     CommSpec spec = collective(op, group, bytes);
-    spec.links.clear();
+    spec.drop_links();
     return spec;
   }
   // A collective that runs alongside `partner` on the same group, on another

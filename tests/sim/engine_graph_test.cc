@@ -95,6 +95,39 @@ TEST(EngineGraph, TwoFlowsShareOneLink) {
   EXPECT_EQ(alone.end_ns[b], 2'000 + 10'000);
 }
 
+// A transfer in two parts (a ring's channels on two rails): 2 MB, each part 1 MB
+// on its own 1 GB/s link at most at half the 2 GB/s cap; a 0.5 MB flow shares part
+// A's link. Both on link 0 get 0.5 GB/s until the flow ends at 1 ms; part A has sent
+// 0.5 MB and sends the rest at 1 GB/s: done at 1.5 ms. Part B, alone on link 1 at
+// its cap, ended at 1 ms. The transfer ends with part A, plus its 10 us latency.
+// As one flow over both links it would move at 0.5 GB/s until the flow ends (0.5 MB
+// sent), then at 1 GB/s (its links' rate): done at 2.5 ms.
+TEST(EngineGraph, ATransferInPartsEndsWithItsSlowestPart) {
+  CommSpec parted;
+  parted.bytes = 2e6;
+  parted.rate_cap_bytes_per_s = 2e9;
+  parted.fixed = Duration::from_ns(10'000);
+  parted.links = {0, 1};
+  for (std::int32_t link : {0, 1}) {
+    CommPart part;
+    part.share = 0.5;
+    part.links = {link};
+    parted.parts.push_back(part);
+  }
+  CommSpec whole = parted;
+  whole.parts.clear();
+  for (const CommSpec& x : {parted, whole}) {
+    TaskGraph g(2, 1);
+    const TaskId t = g.add_comm_task({{0, 0}}, g.add_comm(x));
+    const TaskId y = g.add_comm_task({{1, 0}}, g.add_comm(transfer(0.5e6, 0)));
+    g.finalize();
+    EqualShareLinks net({1e9, 1e9});
+    const RunResult r = run_task_graph(g, &net);
+    EXPECT_EQ(r.end_ns[y], 1 * kMs);
+    EXPECT_EQ(r.end_ns[t], (x.parts.empty() ? 2 * kMs + kMs / 2 : kMs + kMs / 2) + 10'000);
+  }
+}
+
 // A stream runs its tasks in order; a dependency across ranks waits for its task.
 TEST(EngineGraph, AChainOnAStreamAndAcrossRanks) {
   TaskGraph g(2, 2);

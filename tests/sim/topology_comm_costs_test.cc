@@ -1,6 +1,9 @@
 // Collective costs on a real topology: one flow build serves every message size
 // that makes the same NCCL choice, and the costs do not depend on which size was
 // costed first (a sweep's threads meet sizes in any order).
+#include <map>
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include "costmodel/cost_model.h"
@@ -214,6 +217,71 @@ TEST(TopologyCommCosts, TwoNodeRingCostsWhatNcclsModelAndTheLinksSay) {
     TopologyCommCosts costs(f.topology, f.collectives, f.cost_model, f.s.plan, Fidelity::kFull, cache);
     EXPECT_NEAR(bytes_leaving_node0(f.topology, costs.collective(c.op, group, S)) / c.crossing, 1.0, 1e-6);
   }
+}
+
+// A ring runs one part per rail instance: the parts' shares sum to 1, their loads
+// add up to the union's per link, and each part crosses between the nodes on
+// its own rail's NICs only.
+TEST(TopologyCommCosts, ARingRunsOnePartPerRail) {
+  Fixture f(dp16_on_2_dgx_a100());
+  const std::vector<int> group = first_gpus(16);
+  const double S = 256.0 * 1024 * 1024;
+  CommCostCache cache;
+  TopologyCommCosts costs(f.topology, f.collectives, f.cost_model, f.s.plan, Fidelity::kFull, cache);
+  const CommSpec spec = costs.collective(CollectiveOp::kAllGather, group, S);
+  ASSERT_GE(spec.parts.size(), 2u);
+  double shares = 0.0;
+  std::map<std::int32_t, double> summed;
+  for (const CommPart& part : spec.parts) {
+    shares += part.share;
+    std::set<int> nics;  // node 0's NICs this part leaves through
+    for (std::size_t i = 0; i < part.links.size(); ++i) {
+      summed[part.links[i]] += part.share * part.link_weights[i];
+      const topo::Link& l = f.topology.link(part.links[i]);
+      const topo::VertexInfo& from = f.topology.vertex(l.from_vertex);
+      if (from.kind == topo::VertexKind::kNic && from.node == 0 && l.kind != topo::LinkKind::kPcie) {
+        nics.insert(l.from_vertex);
+      }
+    }
+    EXPECT_EQ(nics.size(), 1u);
+  }
+  EXPECT_NEAR(shares, 1.0, 1e-9);
+  ASSERT_EQ(summed.size(), spec.links.size());
+  for (std::size_t i = 0; i < spec.links.size(); ++i) {
+    EXPECT_NEAR(summed[spec.links[i]], spec.link_weights[i], 1e-9 * spec.link_weights[i]);
+  }
+}
+
+// A pipeline send from node 0 to node 1 crosses one rail. NCCL's channels progress
+// on their own, so it slows the all-gather's part on that rail and the others end
+// on time: the all-gather, which ends with that part, is slower than alone but
+// faster than as one flow over the union of its links, which the send would slow
+// everywhere at once.
+TEST(TopologyCommCosts, ASendOnOneRailSlowsOnlyThatRailsPart) {
+  Fixture f(dp16_on_2_dgx_a100());
+  const std::vector<int> group = first_gpus(16);
+  const double S = 256.0 * 1024 * 1024;
+  CommCostCache cache;
+  TopologyCommCosts costs(f.topology, f.collectives, f.cost_model, f.s.plan, Fidelity::kFull, cache);
+  const CommSpec parted = costs.collective(CollectiveOp::kAllGather, group, S);
+  CommSpec whole = parted;
+  whole.parts.clear();
+  const CommSpec send = costs.p2p(0, 8, 4 * S);  // outlasts the all-gather
+  auto with_send = [&](const CommSpec& collective) {
+    TaskGraph graph(static_cast<int>(group.size()), 2);
+    std::vector<std::pair<int, int>> slots;
+    for (std::size_t r = 0; r < group.size(); ++r) slots.emplace_back(static_cast<int>(r), 0);
+    const TaskId t = graph.add_comm_task(slots, graph.add_comm(collective));
+    graph.add_comm_task({{0, 1}, {8, 1}}, graph.add_comm(send));
+    graph.finalize();
+    TopologyFlowModel network(f.topology);
+    return ns_to_seconds(run_task_graph(graph, &network).end_ns[t]);
+  };
+  const double alone = engine_seconds_alone(f.topology, parted, group);
+  const double parts = with_send(parted);
+  const double one_flow = with_send(whole);
+  EXPECT_GT(parts, 1.05 * alone);
+  EXPECT_LT(parts, 0.95 * one_flow);
 }
 
 // The network, not NVLink, bounds a 2-node all-gather: twice the NIC rate makes it
