@@ -129,6 +129,7 @@ FabricSpec read_fabric_spec(const nlohmann::json& doc, const std::string& file,
   fabric.efficiency = f.number_or("efficiency", 0.0, 0.01, 1.0);
   fabric.latency_ns = f.number_or("latency_us", 0.0, 0.0, 1e6) * 1000.0;
   fabric.rail_optimized = f.boolean_or("rail_optimized", true);
+  fabric.qps_per_connection = static_cast<int>(f.integer_or("qps_per_connection", 1, 1, 64));
   if (f.has("source")) fabric.source = f.string("source");
   f.allow_text("notes");
   f.finish();
@@ -265,6 +266,7 @@ nlohmann::ordered_json to_json(const FabricSpec& fabric) {
   if (fabric.efficiency > 0.0) f["efficiency"] = fabric.efficiency;
   f["latency_us"] = fabric.latency_ns / 1000.0;
   f["rail_optimized"] = fabric.rail_optimized;
+  if (fabric.qps_per_connection != 1) f["qps_per_connection"] = fabric.qps_per_connection;  // 1: NCCL's default
   return f;
 }
 

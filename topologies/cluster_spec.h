@@ -64,6 +64,13 @@ struct FabricSpec {
   // Rail-optimized: NIC r of every node in a group of nodes goes to that group's
   // rail-r leaf. Otherwise a leaf holds whole nodes (all their NICs).
   bool rail_optimized = true;
+  // Queue pairs per inter-node connection (NCCL_IB_QPS_PER_CONNECTION, NCCL's
+  // default 1). The fabric's ECMP hashes each queue pair to a path of its own,
+  // so a connection's bytes spread over that many paths; with one, connections
+  // that hash to the same switch link share it (the collisions Meta measured on
+  // baseline ECMP before raising the count: "RDMA over Ethernet for Distributed AI
+  // Training at Meta Scale", SIGCOMM 2024, and engineering.fb.com, 2024-08-05).
+  int qps_per_connection = 1;
   std::string source;
 };
 

@@ -107,6 +107,26 @@ class FlowAccumulator {
   std::vector<FlowSpec> flows_;
 };
 
+// Bytes between two GPUs of different nodes over the fabric: NCCL opens a
+// connection per channel, each with NCCL_IB_QPS_PER_CONNECTION queue pairs, and
+// the fabric's ECMP hashes each queue pair to a path of its own; the bytes spread
+// evenly over them (the first keeps `path`). Within a node, or over one queue
+// pair, the path.
+void add_connection(FlowAccumulator& acc, const Topology& t, int a, int b, int rail, const std::vector<LinkId>& path,
+                    double bytes, int part, int channels = 1) {
+  const int qps = std::max(1, channels) * t.cluster().fabric.qps_per_connection;
+  if (qps <= 1 || t.node_of(a) == t.node_of(b)) {
+    acc.add(a, b, path, bytes, part);
+    return;
+  }
+  acc.add(a, b, path, bytes / qps, part);
+  for (int q = 1; q < qps; ++q) {
+    const std::uint64_t key = flow_hash(static_cast<std::uint64_t>(q) + 0x9e37, static_cast<std::uint64_t>(a),
+                                        static_cast<std::uint64_t>(b));
+    acc.add(a, b, rail >= 0 ? t.route_via_rail(a, b, rail, key) : t.route(a, b, key), bytes / qps, part);
+  }
+}
+
 // Double binary tree over n nodes: tree 0 is the heap-ordered binary tree on node
 // positions, tree 1 the same on the mirrored positions, so that most interior
 // nodes of one tree are leaves of the other (NCCL's double binary tree, Sanders,
@@ -203,7 +223,7 @@ const CollectiveModel::Plan& CollectiveModel::plan(CollectiveOp op, const std::v
     auto add_fluid = [&](int a, int b, int rail, double bytes) {
       std::vector<LinkId> path = rail >= 0 ? topology_.route_via_rail(a, b, rail, flow_hash(0, a, b))
                                            : topology_.route(a, b, flow_hash(0, a, b));
-      acc.add(a, b, path, bytes);
+      add_connection(acc, topology_, a, b, rail, path, bytes, 0);
       topology_.for_each_ecmp_share(a, b, rail, [&](LinkId l, double share) { load.emplace_back(l, share * bytes); });
     };
     const int intra_hw = p->graphs.ring.nvlink_intra ? NcclTuning::kHwNvlink : NcclTuning::kHwPci;
@@ -508,10 +528,10 @@ CollectiveFlows CollectiveModel::build_flows(CollectiveOp op, const Plan& p, con
         for (auto [parent, child] : binary_tree_edges(nodes, mirrored)) {
           const int a = segments[static_cast<std::size_t>(parent)].front();
           const int b = segments[static_cast<std::size_t>(child)].front();
-          acc.add(b, a, topology_.route_via_rail(b, a, inst.rail, flow_hash(1, b, a)), bytes_per_tree_edge * w,
-                  part_of(i));
-          acc.add(a, b, topology_.route_via_rail(a, b, inst.rail, flow_hash(1, a, b)), bytes_per_tree_edge * w,
-                  part_of(i));
+          add_connection(acc, topology_, b, a, inst.rail, topology_.route_via_rail(b, a, inst.rail, flow_hash(1, b, a)),
+                         bytes_per_tree_edge * w, part_of(i), ring.channels_on(i));
+          add_connection(acc, topology_, a, b, inst.rail, topology_.route_via_rail(a, b, inst.rail, flow_hash(1, a, b)),
+                         bytes_per_tree_edge * w, part_of(i), ring.channels_on(i));
         }
       }
     }
@@ -532,7 +552,8 @@ CollectiveFlows CollectiveModel::build_flows(CollectiveOp op, const Plan& p, con
       for (std::size_t e = 0; e < m; ++e) {
         const int a = inst.order[e], b = inst.order[(e + 1) % m];
         if (b == root) continue;  // a broadcast's ring ends before its root
-        acc.add(a, b, inst.edge_paths[e], per_edge * ring.share(i), part_of(i));
+        add_connection(acc, topology_, a, b, inst.rail, inst.edge_paths[e], per_edge * ring.share(i), part_of(i),
+                       ring.channels_on(i));
       }
     }
   };

@@ -140,9 +140,13 @@ GroupShape make_group_shape(const Topology& t, const std::vector<int>& group) {
 double RingGraph::share(std::size_t i) const {
   if (instances.empty()) return 0.0;
   const int n = static_cast<int>(instances.size());
-  const int base = channels / n;
-  const int extra = static_cast<int>(i) < channels % n ? 1 : 0;
-  return channels > 0 ? static_cast<double>(base + extra) / channels : 1.0 / n;
+  return channels > 0 ? static_cast<double>(channels_on(i)) / channels : 1.0 / n;
+}
+
+int RingGraph::channels_on(std::size_t i) const {
+  if (instances.empty() || channels <= 0) return 0;
+  const int n = static_cast<int>(instances.size());
+  return channels / n + (static_cast<int>(i) < channels % n ? 1 : 0);
 }
 
 RingGraph search_ring(const Topology& t, const NcclTuning& tuning, const GroupShape& shape,

@@ -57,6 +57,8 @@ struct RingGraph {
   double busbw_gbytes_per_s() const { return channels * speed_gbytes_per_s; }
   // Share of the channels on instance i.
   double share(std::size_t i) const;
+  // Channels on instance i (after duplication; 0 for an instance given none).
+  int channels_on(std::size_t i) const;
 };
 
 RingGraph search_ring(const Topology& topology, const NcclTuning& tuning, const GroupShape& shape,

@@ -1,6 +1,8 @@
 // The collective model against published nccl-tests figures and hand-computed
 // cases: NVLink-limited DGX A100, NIC-limited pairs of nodes, NVLS on DGX H100, the
 // socket link of a PCIe box, oversubscribed RoCE, and the flows' contract.
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -285,6 +287,57 @@ void expect_flows_match(const Topology& t, const CollectiveModel& m, CollectiveO
   }
   EXPECT_NEAR(slowest + f.fixed_latency_ns * 1e-9, e.time_s, 0.01 * e.time_s)
       << to_string(op) << " " << to_string(e.algorithm);
+}
+
+// A ring over one GPU of each of 30 nodes on 16-port RoCE switches crosses leaves
+// through spines that ECMP picks by hashing each connection. With one queue pair per
+// connection every ring edge takes one path (two edges may land on the same uplink);
+// NCCL_IB_QPS_PER_CONNECTION = 4 hashes four queue pairs per edge, each a quarter
+// of the bytes: the same bytes cross between the switches, over more links, never
+// more on one link than before; alone, the collective still takes NCCL's time.
+TEST(CollectiveModel, QueuePairsSpreadAConnectionOverTheFabricsPaths) {
+  auto cluster = [](int qps) {
+    return testing::dgx_a100_cluster(30, fmt::format(R"({{"kind": "roce", "nic_gbps": 100,
+        "switch_radix": 16, "qps_per_connection": {}}})", qps));
+  };
+  std::vector<int> ring;
+  for (int node = 0; node < 30; ++node) ring.push_back(node * 8);
+  struct Load {
+    double total = 0.0;
+    double most = 0.0;
+    std::size_t links = 0;
+  };
+  auto switch_load = [&](const Topology& t, const CollectiveFlows& f) {
+    std::map<LinkId, double> on;
+    for (const FlowSpec& flow : f.flows) {
+      for (LinkId l : flow.path) {
+        auto is_switch = [&](int v) {
+          const VertexKind k = t.vertex(v).kind;
+          return k == VertexKind::kLeaf || k == VertexKind::kSpine || k == VertexKind::kCore;
+        };
+        if (is_switch(t.link(l).from_vertex) && is_switch(t.link(l).to_vertex)) on[l] += flow.bytes;
+      }
+    }
+    Load load;
+    for (const auto& [l, bytes] : on) {
+      load.total += bytes;
+      load.most = std::max(load.most, bytes);
+    }
+    load.links = on.size();
+    return load;
+  };
+  std::vector<Load> loads;
+  for (int qps : {1, 4}) {
+    Topology t = Topology::build(cluster(qps));
+    CollectiveModel m(t, default_nccl_tuning());
+    ASSERT_EQ(m.estimate(CollectiveOp::kAllGather, ring, kGiB).algorithm, CollectiveAlgorithm::kRing);
+    loads.push_back(switch_load(t, m.flows(CollectiveOp::kAllGather, ring, kGiB)));
+    expect_flows_match(t, m, CollectiveOp::kAllGather, ring, kGiB);
+  }
+  ASSERT_GT(loads[0].total, 0.0);
+  EXPECT_NEAR(loads[1].total / loads[0].total, 1.0, 1e-9);
+  EXPECT_GT(loads[1].links, loads[0].links);
+  EXPECT_LE(loads[1].most, loads[0].most * (1.0 + 1e-9));
 }
 
 TEST(CollectiveModel, FlowsReproduceTheEstimate) {
