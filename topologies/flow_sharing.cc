@@ -147,19 +147,35 @@ int FlowSharing::start_flow(const std::vector<LinkId>& path, double cap, const s
 std::vector<FlowSharing::FlowId> FlowSharing::add_all(const std::vector<std::vector<LinkId>>& paths,
                                                      const std::vector<double>& caps,
                                                      const std::vector<std::vector<double>>& weights) {
-  if (paths.size() != caps.size() || (!weights.empty() && weights.size() != paths.size())) {
+  if (!weights.empty() && weights.size() != paths.size()) {
     throw InternalError("FlowSharing::add_all: one rate cap (and one weight list, if any) per path");
   }
   static const std::vector<double> kUnit;
-  auto weights_of = [&](std::size_t i) -> const std::vector<double>& { return weights.empty() ? kUnit : weights[i]; };
-  for (std::size_t i = 0; i < paths.size(); ++i) check_new_flow(paths[i], caps[i], weights_of(i));
+  std::vector<const std::vector<LinkId>*> path_of;
+  std::vector<const std::vector<double>*> weights_of;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    path_of.push_back(&paths[i]);
+    weights_of.push_back(weights.empty() ? &kUnit : &weights[i]);
+  }
+  return add_all_by_pointer(path_of, caps, weights_of);
+}
+
+std::vector<FlowSharing::FlowId> FlowSharing::add_all_by_pointer(const std::vector<const std::vector<LinkId>*>& paths,
+                                                                const std::vector<double>& caps,
+                                                                const std::vector<const std::vector<double>*>& weights) {
+  if (paths.size() != caps.size() || weights.size() != paths.size()) {
+    throw InternalError("FlowSharing::add_all: one rate cap (and one weight list, if any) per path");
+  }
+  // One flow (most of an engine's instants): add() and its fast paths.
+  if (paths.size() == 1) return {add(*paths[0], caps[0], *weights[0])};
+  for (std::size_t i = 0; i < paths.size(); ++i) check_new_flow(*paths[i], caps[i], *weights[i]);
   std::vector<FlowId> ids;
   ids.reserve(paths.size());
   std::vector<int> seeds;
   for (std::size_t i = 0; i < paths.size(); ++i) {
-    const int slot = start_flow(paths[i], caps[i], weights_of(i));
+    const int slot = start_flow(*paths[i], caps[i], *weights[i]);
     ids.push_back(id_of(slot));
-    if (paths[i].empty()) {
+    if (paths[i]->empty()) {
       // A capped flow without links runs at its cap: nothing to solve.
       flows_[static_cast<std::size_t>(slot)].rate = caps[i];
     } else {

@@ -63,6 +63,11 @@ class FlowSharing {
   std::vector<FlowId> add_all(const std::vector<std::vector<LinkId>>& paths,
                               const std::vector<double>& rate_caps_bytes_per_s,
                               const std::vector<std::vector<double>>& weights = {});
+  // The same over paths and weights held elsewhere (the engine's costed
+  // collectives), without copying them first; a weights entry may be empty (all 1).
+  std::vector<FlowId> add_all_by_pointer(const std::vector<const std::vector<LinkId>*>& paths,
+                                         const std::vector<double>& rate_caps_bytes_per_s,
+                                         const std::vector<const std::vector<double>*>& weights);
   // Removes a live flow; its bandwidth goes to the others. Throws InternalError for
   // an unknown or already removed id.
   void remove(FlowId id);

@@ -128,13 +128,7 @@ class TopologyFlowModel : public FlowModel {
   std::vector<FlowId> add_all(const std::vector<const std::vector<std::int32_t>*>& links,
                               const std::vector<double>& rate_caps_bytes_per_s,
                               const std::vector<const std::vector<double>*>& weights) override {
-    std::vector<std::vector<std::int32_t>> paths;
-    std::vector<std::vector<double>> path_weights;
-    paths.reserve(links.size());
-    path_weights.reserve(links.size());
-    for (const auto* l : links) paths.push_back(*l);
-    for (const auto* w : weights) path_weights.push_back(*w);
-    const auto ids = sharing_.add_all(paths, rate_caps_bytes_per_s, path_weights);
+    const auto ids = sharing_.add_all_by_pointer(links, rate_caps_bytes_per_s, weights);
     return {ids.begin(), ids.end()};
   }
   void remove_all(const std::vector<FlowId>& ids) override {
