@@ -40,8 +40,11 @@ struct EdgeInfo {
   LinkId link = 0;
 };
 
+// Edges in a vector (EdgeList vecS, not the default list): the graph is built
+// once and never loses an edge, and a list node per edge made building and
+// destroying a 16,384-GPU graph allocation-bound.
 using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, VertexInfo,
-                                    EdgeInfo>;
+                                    EdgeInfo, boost::no_property, boost::vecS>;
 
 // The routing cost of a link: femtoseconds per byte at its achievable bandwidth
 // (1e15 / bytes per second), an integer so that equal-cost paths compare exactly.

@@ -257,8 +257,7 @@ std::int64_t link_cost(const Link& link) {
   return static_cast<std::int64_t>(1e15 / link.bandwidth_bytes_per_s + 0.5);
 }
 
-BuiltGraph build_graph(const ClusterSpec& cluster) {
-  BuiltGraph out;
+void build_graph(const ClusterSpec& cluster, BuiltGraph& out) {
   out.nodes = cluster.nodes;
   out.gpus_per_node = cluster.gpus_per_node;
   out.num_gpus = cluster.num_gpus();
@@ -267,7 +266,6 @@ BuiltGraph build_graph(const ClusterSpec& cluster) {
   } else {
     build_inline(cluster, out);
   }
-  return out;
 }
 
 }  // namespace strata::topo

@@ -56,6 +56,8 @@ struct BuiltGraph {
 };
 
 // Throws InputError (cluster.file, JSON path) for clusters that cannot be built.
-BuiltGraph build_graph(const ClusterSpec& cluster);
+// Builds into `out` (empty): Boost's adjacency_list has no cheap move, so a
+// returned graph assigned to a member would be copied edge by edge.
+void build_graph(const ClusterSpec& cluster, BuiltGraph& out);
 
 }  // namespace strata::topo

@@ -31,7 +31,7 @@ Topology Topology::build(const ClusterSpec& cluster) {
   Topology t;
   State& s = *t.state_;
   s.cluster = cluster;
-  s.built = build_graph(s.cluster);
+  build_graph(s.cluster, s.built);
   s.router = make_router(s.built, s.cluster);
   s.gpu_nvswitch.assign(static_cast<std::size_t>(s.built.num_gpus), {-1, -1});
   for (int gpu = 0; gpu < s.built.num_gpus; ++gpu) {
