@@ -49,6 +49,17 @@ int screenshot(strata::gui::MainWindow& window, const Args& args) {
     }
   }
   if (args.select_plan > 0) {
+    const int rows = window.sweep_view()->view_rows();
+    if (args.select_plan > rows) {
+      if (rows == 0) {
+        std::fprintf(stderr, "error: --select-plan %d: no sweep is open (give a sweep.json or sweep.csv)\n",
+                     args.select_plan);
+      } else {
+        std::fprintf(stderr, "error: --select-plan %d: the sweep lists %d plans (1 to %d)\n", args.select_plan,
+                     rows, rows);
+      }
+      return strata::kExitBadInput;
+    }
     window.sweep_view()->select_view_row(args.select_plan - 1);
     // A plan's trace, if the sweep wrote one, loads in the background.
     window.jobs()->wait_idle(600000);

@@ -108,6 +108,8 @@ void SweepView::select_view_row(int proxy_row) {
   table_->scrollTo(index);
 }
 
+int SweepView::view_rows() const { return proxy_->rowCount(); }
+
 QString SweepView::count_text() const { return count_->text(); }
 
 void SweepView::update_count() {

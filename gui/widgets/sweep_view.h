@@ -30,6 +30,8 @@ class SweepView : public QWidget {
   QComboBox* fits_combo() const { return fits_; }
   // Selects the row at proxy_row of the sorted, filtered view (as a click does).
   void select_view_row(int proxy_row);
+  // Rows the table shows (after filtering): what --select-plan may name.
+  int view_rows() const;
   // "12 of 340 plans" under the current filter.
   QString count_text() const;
 

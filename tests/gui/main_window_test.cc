@@ -371,6 +371,24 @@ class MainWindowTest : public QObject {
     QCOMPARE(p.exitCode(), 2);
     QVERIFY(QString::fromUtf8(p.readAllStandardError()).contains("$.traceEvents[5].cat"));
     QVERIFY(!QFile::exists(bad));  // no half-written output
+
+    // A plan the sweep does not list, or no sweep at all: exit 2 naming the flag
+    // and the range, no picture.
+    MainWindow w;
+    open_and_wait(w, data("sweep.json"));
+    const int plans = w.sweep_view()->view_rows();
+    QVERIFY(plans > 0);
+    p.start(STRATA_GUI_BIN, {"--screenshot", bad, "--select-plan", "99999", data("sweep.json")});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 2);
+    QVERIFY(QString::fromUtf8(p.readAllStandardError())
+                .contains(QString("--select-plan 99999: the sweep lists %1 plans (1 to %1)").arg(plans)));
+    QVERIFY(!QFile::exists(bad));
+    p.start(STRATA_GUI_BIN, {"--screenshot", bad, "--select-plan", "1", data("run/result.json")});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 2);
+    QVERIFY(QString::fromUtf8(p.readAllStandardError()).contains("no sweep is open"));
+    QVERIFY(!QFile::exists(bad));
   }
 };
 
