@@ -28,6 +28,8 @@
 #include "gui/widgets/timeline_panel.h"
 #include "gui/widgets/timeline_widget.h"
 #include "gui/widgets/topology_view.h"
+#include "plan/plan_spec.h"
+#include "sweep/plan_space.h"
 
 namespace strata::gui {
 namespace {
@@ -368,6 +370,8 @@ void MainWindow::apply(LoadedFile file, bool as_measured, bool quiet) {
       }
       // A measured trace joins the predicted one: the predicted headline stays.
       if (!measured || !predicted_) headline_->setText(qstr(trace_label(*file.trace)));
+      step_headline_ = step_headline_ || !measured;
+      update_title(0, source);
       show_view(View::kTimeline);
       break;
     }
@@ -378,6 +382,8 @@ void MainWindow::apply(LoadedFile file, bool as_measured, bool quiet) {
         set_export_scenario(nullptr, qstr(e.what()));
       }
       show_result(*file.result, source);
+      step_headline_ = true;
+      update_title(0, source);
       if (file.trace) set_trace(file.trace, false);
       show_view(file.trace ? View::kTimeline : View::kMemory);
       break;
@@ -385,6 +391,7 @@ void MainWindow::apply(LoadedFile file, bool as_measured, bool quiet) {
       memory_->set_memory(
           file.memory->memory,
           tr("Memory per GPU · %1").arg(qstr(describe_inputs(file.memory->inputs))));
+      update_title(2, source);
       show_view(View::kMemory);
       break;
     case FileKind::kSweep:
@@ -392,11 +399,20 @@ void MainWindow::apply(LoadedFile file, bool as_measured, bool quiet) {
       selected_sweep_row_ = -1;
       sweep_->set_sweep(sweep_data_);
       set_export_scenario(nullptr, tr("pick a plan in the sweep table to export it"));
-      headline_->setText(tr("sweep of %1 plans · %2").arg(sweep_data_->rows.size()).arg(source));
+      if (!step_headline_) {
+        headline_->setText(tr("sweep of %1 plans · %2").arg(sweep_data_->rows.size()).arg(source));
+      }
+      update_title(1, source);
       show_view(View::kSweep);
       break;
   }
-  setWindowTitle(tr("Strata — %1").arg(QFileInfo(source).fileName()));
+}
+
+void MainWindow::update_title(int role, const QString& source) {
+  shown_files_[role] = QFileInfo(source).fileName();
+  QStringList names;
+  for (const auto& [r, name] : shown_files_) names << name;
+  setWindowTitle(tr("Strata — %1").arg(names.join(QStringLiteral(" + "))));
 }
 
 void MainWindow::show_result(const ResultData& r, const QString& source) {
@@ -429,7 +445,13 @@ void MainWindow::select_sweep_plan(int row_index) {
   selected_sweep_row_ = row_index;
   const SweepData& sweep = *sweep_data_;
   const SweepRow& row = sweep.rows[row_index];
-  const QString plan_text = qstr(row.plan.dump());
+  // The plan as the sweep table and the why lines name it ("tp2 cp2 pp8 dp32 vpp2 …").
+  QString plan_text;
+  try {
+    plan_text = qstr(sim::plan_label(read_plan_spec(row.plan, sweep.file)));
+  } catch (const InputError&) {
+    plan_text = qstr(row.plan.dump());  // not a plan the reader takes: as written
+  }
   const QString title =
       tr("Memory per GPU · plan %1 of the sweep · %2").arg(row_index + 1).arg(plan_text);
   if (row.result) {

@@ -7,6 +7,7 @@
 
 #include <QMainWindow>
 #include <QStringList>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -130,6 +131,13 @@ class MainWindow : public QMainWindow {
   QPushButton* cancel_;
   JobRunner* jobs_;
   QMessageBox* error_box_ = nullptr;
+
+  // The headline shows a step (a result or a predicted trace): a sweep opened beside
+  // it keeps that headline (its own count is under its table).
+  bool step_headline_ = false;
+  // The files the window shows, by role (0: the step, 1: the sweep, 2: memory): the title.
+  std::map<int, QString> shown_files_;
+  void update_title(int role, const QString& source);
 
   QList<PendingJob> pending_;
   bool running_plan_job_ = false;

@@ -112,6 +112,26 @@ class MainWindowTest : public QObject {
     QCOMPARE(w.headline_text(), headline);
   }
 
+  // A result and a sweep opened together: the headline stays the result's step,
+  // the title names both files; in either order.
+  void a_sweep_opened_beside_a_result_keeps_its_headline() {
+    MainWindow alone;
+    open_and_wait(alone, data("run/result.json"));
+    const QString step = alone.headline_text();
+    QVERIFY(!step.isEmpty());
+    for (bool result_first : {true, false}) {
+      MainWindow w;
+      open_and_wait(w, data(result_first ? "run/result.json" : "sweep.json"));
+      open_and_wait(w, data(result_first ? "sweep.json" : "run/result.json"));
+      QCOMPARE(w.headline_text(), step);
+      QCOMPARE(w.windowTitle(), QString("Strata — result.json + sweep.json"));
+    }
+    MainWindow sweep_only;
+    open_and_wait(sweep_only, data("sweep.json"));
+    QVERIFY(sweep_only.headline_text().startsWith("sweep of "));
+    QCOMPARE(sweep_only.windowTitle(), QString("Strata — sweep.json"));
+  }
+
   void selecting_a_sweep_row_loads_that_plan() {
     MainWindow w;
     open_and_wait(w, data("sweep.json"));
@@ -122,7 +142,9 @@ class MainWindowTest : public QObject {
     sweep->select_view_row(0);
     QCOMPARE(w.selected_sweep_row(), 0);
     QCOMPARE(w.memory_widget()->memory()->stages[0].total_bytes, 61e9);
-    QVERIFY(w.memory_widget()->title().contains("\"tp\":2"));
+    // The plan named as the sweep names it, not as raw plan JSON.
+    QVERIFY2(w.memory_widget()->title().contains("plan 1 of the sweep · tp2 "), qPrintable(w.memory_widget()->title()));
+    QVERIFY(!w.memory_widget()->title().contains("{"));
     QVERIFY(w.jobs()->wait_idle(30000));
     QCOMPARE(w.timeline_panel()->timeline()->traces().size(), std::size_t{1});
     QCOMPARE(w.timeline_panel()->timeline()->traces()[0]->num_spans(), std::size_t{12});
@@ -135,7 +157,7 @@ class MainWindowTest : public QObject {
     sweep->select_view_row(0);
     QCOMPARE(w.selected_sweep_row(), 4);
     QVERIFY(w.memory_widget()->memory().has_value());
-    QVERIFY(w.memory_widget()->title().contains("\"tp\":8"));
+    QVERIFY2(w.memory_widget()->title().contains("plan 5 of the sweep · tp8 "), qPrintable(w.memory_widget()->title()));
     QCOMPARE(w.memory_widget()->memory()->stages.size(), std::size_t{1});
     QVERIFY(w.jobs()->wait_idle(60000));
     QCOMPARE(w.timeline_panel()->timeline()->traces().size(), std::size_t{1});
