@@ -700,6 +700,8 @@ Scenario scenario_from_sweep(const std::string& sweep_file, int rank, bool allow
   std::optional<std::size_t> chosen;
   for (std::size_t i = 0; i < plans.size(); ++i) {
     const std::string at = fmt::format("$.plans[{}]", i);
+    // A plan the sweep did not simulate (it does not fit) has no rank, only its reason.
+    if (plans[i].is_object() && !plans[i].contains("rank") && plans[i].contains("prune_reason")) continue;
     if (!plans[i].is_object() || !plans[i].contains("rank") || !plans[i]["rank"].is_number_integer()) {
       fail(at + ".rank", "expected an integer rank");
     }

@@ -164,6 +164,20 @@ nlohmann::ordered_json sweep_json(const SweepResult& sweep, const nlohmann::orde
   for (const PlanOutcome& o : sweep.plans) {
     if (o.simulated) plans.push_back(outcome_json(o));
   }
+  // Then every plan not simulated, with why (it does not fit, or its step is too
+  // large to simulate) and its memory: what the counts count, as sweep.csv lists them.
+  for (const PlanOutcome& o : sweep.plans) {
+    if (o.simulated) continue;
+    nlohmann::ordered_json e;
+    e["label"] = o.label;
+    e["plan"] = to_json(o.plan);
+    e["fits"] = o.fits;
+    e["prune_reason"] = o.prune_reason;
+    e["peak_bytes"] = o.peak_bytes;
+    e["capacity_bytes"] = o.capacity_bytes;
+    e["headroom"] = o.headroom();
+    plans.push_back(std::move(e));
+  }
   j["plans"] = plans;
   return j;
 }

@@ -208,7 +208,7 @@ SweepData read_sweep_json_value(const nlohmann::json& doc, const std::string& pa
   sweep.file = path;
   sweep.columns = sweep_columns();
   // Columns sweep.csv has beyond the table's first ones (docs/formats.md).
-  for (const char* extra : {"compute_s", "exposed_offload_s", "flash_attention"}) {
+  for (const char* extra : {"compute_s", "exposed_offload_s", "flash_attention", "prune_reason"}) {
     sweep.columns.push_back(extra);
   }
   if (r.has("request")) sweep.request = r.raw("request");

@@ -27,10 +27,18 @@ class FilesTest : public QObject {
   // sweep.json as `strata sweep` writes it (docs/formats.md): the plan keys live
   // under `plan`, the metrics under `result`, exposed time under
   // result.exposed_comm_s. sweep_cli.json is the first three plans of
-  // `strata sweep --model llama3-8b --cluster dgx-h100-1node --global-batch-size 64`.
+  // `strata sweep --model llama3-8b --cluster dgx-h100-1node --global-batch-size 64`
+  // and the first it did not simulate (no rank, no result: why and its memory).
   void sweep_json_as_strata_sweep_writes_it() {
     const SweepData s = read_sweep_json(testing::data_file("sweep_cli.json"));
-    QCOMPARE(s.rows.size(), std::size_t{3});
+    QCOMPARE(s.rows.size(), std::size_t{4});
+    const SweepRow& pruned = s.rows[3];
+    QVERIFY(!pruned.fits);
+    QVERIFY(!pruned.result.has_value());
+    QCOMPARE(pruned.cells[s.column("rank")], std::string());
+    QCOMPARE(pruned.cells[s.column("prune_reason")], std::string("activations exceed memory"));
+    QVERIFY(pruned.numbers[s.column("peak_bytes")] > pruned.numbers[s.column("capacity_bytes")]);
+    QCOMPARE(pruned.plan["schedule"].get<std::string>(), std::string("zb-h1"));
     const SweepRow& second = s.rows[1];
     QCOMPARE(second.cells[s.column("rank")], std::string("2"));
     QCOMPARE(second.cells[s.column("tp")], std::string("1"));

@@ -42,8 +42,8 @@ class SweepModelTest : public QObject {
     const auto sweep = fixture();
     model.set_sweep(sweep);
     QCOMPARE(model.rowCount(), 5);
-    // sweep_columns(), then compute_s, exposed_offload_s, flash_attention.
-    QCOMPARE(model.columnCount(), static_cast<int>(sweep_columns().size()) + 3);
+    // sweep_columns(), then compute_s, exposed_offload_s, flash_attention, prune_reason.
+    QCOMPARE(model.columnCount(), static_cast<int>(sweep_columns().size()) + 4);
     const int step = sweep->column("step_time_s"), mfu = sweep->column("mfu"), peak = sweep->column("peak_bytes");
     QCOMPARE(model.headerData(step, Qt::Horizontal).toString(), QStringLiteral("step_time_s"));
     // Cells as shown: percent, GiB, time (row 0 of data/sweep.json: mfu 0.52, step_time_s 9.5).

@@ -53,6 +53,41 @@ TEST(SweepCommand, SameFilesWithOneThreadTwoThreadsAndTwoMpiRanks) {
   EXPECT_EQ(r1.out.find("sharded"), std::string::npos) << r1.out;
 }
 
+// sweep.json lists every plan the counts count: the simulated ones ranked, with
+// their result, then those not simulated with why (Llama 3 8B on one DGX H100:
+// plans without ZeRO or tensor parallelism do not fit), each with its memory, as
+// sweep.csv lists them.
+TEST(SweepCommand, SweepJsonListsThePlansThatDoNotFitWithTheirReason) {
+  TempDir dir;
+  CommandResult r = run_strata({"sweep", "--model", "llama3-8b", "--cluster", "dgx-h100-1node", "--global-batch-size",
+                                "16", "--full-top", "0", "--where", "pp == 1", "--out", dir.file("out")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(read_file(dir.file("out/sweep.json")));
+  const nlohmann::json& counts = doc["counts"];
+  ASSERT_EQ(doc["plans"].size(), counts["enumerated"].get<std::size_t>() + counts["balanced"].get<std::size_t>());
+  std::size_t simulated = 0, not_simulated = 0;
+  for (const nlohmann::json& p : doc["plans"]) {
+    if (p.contains("result")) {
+      EXPECT_EQ(not_simulated, 0u) << "a simulated plan after one not simulated";
+      EXPECT_EQ(p["rank"].get<std::size_t>(), simulated + 1);
+      ++simulated;
+    } else {
+      EXPECT_FALSE(p.contains("rank"));
+      EXPECT_FALSE(p["fits"].get<bool>());
+      EXPECT_NE(p["prune_reason"].get<std::string>().find("exceed memory"), std::string::npos) << p["prune_reason"];
+      EXPECT_GT(p["peak_bytes"].get<double>(), p["capacity_bytes"].get<double>());
+      ++not_simulated;
+    }
+  }
+  EXPECT_EQ(simulated, counts["simulated"].get<std::size_t>());
+  EXPECT_EQ(not_simulated, counts["pruned_memory"].get<std::size_t>() + counts["too_large"].get<std::size_t>());
+  EXPECT_GT(not_simulated, 0u);
+  // `strata export --from-sweep` still finds a plan by its rank among them.
+  CommandResult e = run_strata({"export", "--from-sweep", dir.file("out/sweep.json"), "--rank", "1", "--out",
+                                dir.file("export")});
+  EXPECT_EQ(e.exit_code, 0) << e.err;
+}
+
 TEST(SweepCommand, BadConstraintIsAnErrorThatWritesNothing) {
   TempDir dir;
   std::vector<std::string> args = small_sweep(dir.file("out"));
@@ -90,6 +125,7 @@ TEST(SweepCommand, MoeSweepExploresExpertParallelism) {
   const nlohmann::json doc = nlohmann::json::parse(read_file(dir.file("sweep.json")));
   std::set<int> eps;
   for (const nlohmann::json& p : doc["plans"]) {
+    if (!p.contains("result")) continue;  // not simulated: does not fit
     eps.insert(p["plan"]["ep"].get<int>());
     EXPECT_LE(p["plan"]["zero_stage"].get<int>(), 2);
     EXPECT_TRUE(p["result"]["exposed_comm_s"].contains("ep"));
