@@ -33,7 +33,7 @@ std::string format_bytes(double bytes) {
 std::string span_description(const TraceModel& trace, const Lane& lane, const Span& span) {
   const SpanDetail& d = trace.detail_of(span);
   std::string out = fmt::format("{}\ncategory: {}\nrank {} · {}", trace.name_of(span),
-                                to_string(span.category), lane.rank, lane.stream_label);
+                                to_string(span.category), lane.global_rank, lane.stream_label);
   if (d.mb >= 0) out += fmt::format("\nmicro-batch: {}", d.mb);
   if (d.layer >= 0) out += fmt::format("\nlayer: {}", d.layer);
   if (d.chunk > 0) out += fmt::format("\nchunk: {}", d.chunk);
@@ -55,7 +55,7 @@ std::string span_description(const TraceModel& trace, const Lane& lane, const Sp
 std::string merged_description(const Lane& lane, std::uint32_t count, TimeNs start_ns,
                                TimeNs end_ns) {
   return fmt::format("{} tasks merged (zoom in to see each)\nrank {} · {}\nfrom {} to {}", count,
-                     lane.rank, lane.stream_label, format_time_ns(static_cast<double>(start_ns)),
+                     lane.global_rank, lane.stream_label, format_time_ns(static_cast<double>(start_ns)),
                      format_time_ns(static_cast<double>(end_ns)));
 }
 

@@ -82,7 +82,7 @@ void TimelineLayout::rebuild() {
           lane_row.trace = t;
           lane_row.node = node;
           lane_row.lane = static_cast<int>(k);
-          lane_row.label = fmt::format("rank {} {}", lanes[k].rank, lanes[k].stream_label);
+          lane_row.label = fmt::format("rank {} {}", lanes[k].global_rank, lanes[k].stream_label);
           push(std::move(lane_row), kLaneHeightPx);
         }
       }

@@ -151,6 +151,8 @@ TraceModel TraceModelBuilder::finalize(TraceModel header) {
     lane.process_label =
         label != process_labels_.end() ? label->second : "rank " + std::to_string(lane.rank);
     lane.node = parse_node_of_process(lane.process_label);
+    const int global = parse_rank_of_process(lane.process_label);
+    lane.global_rank = global >= 0 ? global : lane.rank;
     auto sort = sort_indices_.find(lane.rank);
     lane.sort_index = sort != sort_indices_.end() ? sort->second : lane.rank;
     auto stream = stream_labels_.find(key(lane.rank, lane.stream));
@@ -199,6 +201,18 @@ int parse_node_of_process(std::string_view label) {
   auto [ptr, ec] = std::from_chars(first, last, node);
   if (ec != std::errc() || ptr == first || node < 0) return -1;
   return node;
+}
+
+int parse_rank_of_process(std::string_view label) {
+  constexpr std::string_view kKey = "(rank ";
+  const std::size_t at = label.find(kKey);
+  if (at == std::string_view::npos) return -1;
+  int rank = -1;
+  const char* first = label.data() + at + kKey.size();
+  const char* last = label.data() + label.size();
+  auto [ptr, ec] = std::from_chars(first, last, rank);
+  if (ec != std::errc() || ptr == first || rank < 0) return -1;
+  return rank;
 }
 
 std::size_t first_span_ending_after(const Lane& lane, TimeNs t_ns) {

@@ -80,6 +80,9 @@ struct Lane {
   int rank = 0;               // Chrome trace pid
   int stream = 0;             // Chrome trace tid
   int node = -1;              // parsed from the process name "node N gpu G (rank R)"; -1 unknown
+  // The rank as users name it: R of the process name (a folded trace simulates
+  // ranks 0, 32, ... as pids 0, 1, ...), else the pid.
+  int global_rank = 0;
   int sort_index = 0;         // process_sort_index, else the rank
   std::string process_label;  // "node 0 gpu 3 (rank 3)"
   std::string stream_label;   // "compute", "tp-comm", ...
@@ -159,6 +162,8 @@ class TraceModelBuilder {
 
 // The node number in a process name "node N gpu G (rank R)"; -1 when absent.
 int parse_node_of_process(std::string_view label);
+// The rank R in a process name "node N gpu G (rank R: …)" or "(rank R)"; -1 when absent.
+int parse_rank_of_process(std::string_view label);
 
 // Index of the first span of lane that ends after t_ns (spans.size() if none).
 std::size_t first_span_ending_after(const Lane& lane, TimeNs t_ns);

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "gui/model/lod.h"
+#include "gui/model/span_text.h"
 #include "gui/model/timeline_layout.h"
 #include "gui/model/trace_reader.h"
 #include "gui_test_support.h"
@@ -226,6 +227,32 @@ class LodLayoutTest : public QObject {
     QCOMPARE(span_at(lane, 550500, 0), std::int64_t{0});
     // ...and a short task under the cursor wins over the long one containing it.
     QCOMPARE(span_at(lane, 550005, 0), std::int64_t{550});
+  }
+
+  // A folded trace simulates one rank per stage, as pids 0, 1, ...; its lanes and
+  // tooltips name the global ranks of the process names (rank 32 is stage 1's).
+  void folded_lanes_are_named_by_global_rank() {
+    const TraceModel trace = read_trace_text(
+        R"json({"traceEvents":[
+{"ph":"M","name":"process_name","pid":0,"args":{"name":"node 0 gpu 0 (rank 0: tp 0 dp 0 pp 0)"}},
+{"ph":"M","name":"process_name","pid":1,"args":{"name":"node 4 gpu 0 (rank 32: tp 0 dp 0 pp 1)"}},
+{"ph":"M","name":"thread_name","pid":1,"tid":0,"args":{"name":"compute"}},
+{"ph":"X","name":"fc1","cat":"gemm","pid":0,"tid":0,"ts":0,"dur":5},
+{"ph":"X","name":"fc1","cat":"gemm","pid":1,"tid":0,"ts":5,"dur":5}]})json",
+        "folded.json");
+    QCOMPARE(parse_rank_of_process("node 4 gpu 0 (rank 32: tp 0 dp 0 pp 1)"), 32);
+    QCOMPARE(parse_rank_of_process("node 0 gpu 3 (rank 3)"), 3);
+    QCOMPARE(parse_rank_of_process("rank 5"), -1);
+    TimelineLayout layout;
+    layout.set_traces({&trace});
+    std::vector<std::string> labels;
+    for (const auto& row : layout.rows()) {
+      if (row.kind == RowKind::kLane) labels.push_back(row.label);
+    }
+    QCOMPARE(labels, (std::vector<std::string>{"rank 0 compute", "rank 32 compute"}));
+    const Lane& stage1 = trace.lanes[1];
+    QCOMPARE(stage1.rank, 1);
+    QVERIFY(span_description(trace, stage1, stage1.spans[0]).find("rank 32 · compute") != std::string::npos);
   }
 
   void layout_rows_and_folding() {
