@@ -68,8 +68,9 @@ struct FabricSpec {
   // default 1). The fabric's ECMP hashes each queue pair to a path of its own,
   // so a connection's bytes spread over that many paths; with one, connections
   // that hash to the same switch link share it (the collisions Meta measured on
-  // baseline ECMP before raising the count: "RDMA over Ethernet for Distributed AI
-  // Training at Meta Scale", SIGCOMM 2024, and engineering.fb.com, 2024-08-05).
+  // baseline ECMP before raising the count: Meta's SIGCOMM 2024 paper on its RoCE
+  // training fabric, summarised in "A RoCE network for distributed AI training at
+  // scale", engineering.fb.com, 2024-08-05).
   int qps_per_connection = 1;
   std::string source;
 };
