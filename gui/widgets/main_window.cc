@@ -17,6 +17,7 @@
 #include <QTabWidget>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
 #include "gui/model/plan_memory.h"
@@ -38,20 +39,38 @@ QString qstr(const std::string& s) { return QString::fromStdString(s); }
 
 std::string percent(double ratio) { return fmt::format("{:.1f}%", ratio * 100.0); }
 
+// Three significant digits in the unit that suits ("451 ms", "4.62 s", "0"): the
+// headline's exposed times, short enough that the line fits a 1,400-px window.
+std::string short_time(double seconds) {
+  const double ns = seconds * 1e9;
+  if (ns == 0.0) return "0";
+  const double magnitude = std::abs(ns);
+  if (magnitude >= 1e9) return fmt::format("{:.3g} s", ns / 1e9);
+  if (magnitude >= 1e6) return fmt::format("{:.3g} ms", ns / 1e6);
+  if (magnitude >= 1e3) return fmt::format("{:.3g} µs", ns / 1e3);
+  return fmt::format("{:.3g} ns", ns);
+}
+
+// Tokens per second as the sweep table writes them: "66.2K", "1.32M".
+std::string short_rate(double per_s) {
+  if (per_s >= 1e6) return fmt::format("{:.3g}M", per_s / 1e6);
+  if (per_s >= 1e3) return fmt::format("{:.3g}K", per_s / 1e3);
+  return fmt::format("{:.0f}", per_s);
+}
+
 // The headline of a result, in Megatron-LM's and the papers' words.
 std::string result_headline(const ResultData& r) {
   std::string text = "step " + format_time_ns(r.step_time_s * 1e9);
   if (r.mfu > 0) text += " · MFU " + percent(r.mfu);
   if (r.hfu > 0) text += " · HFU " + percent(r.hfu);
   if (r.tflops_per_gpu > 0) text += fmt::format(" · {:.0f} TFLOP/s per GPU", r.tflops_per_gpu);
-  if (r.tokens_per_s > 0) text += fmt::format(" · {:.0f} tokens/s", r.tokens_per_s);
+  if (r.tokens_per_s > 0) text += " · " + short_rate(r.tokens_per_s) + " tokens/s";
   text += " · bubble " + percent(r.bubble_ratio);
   if (r.bubble_ratio_analytic > 0) text += " (analytic " + percent(r.bubble_ratio_analytic) + ")";
-  text += " · exposed TP " + format_time_ns(r.exposed.tp_s * 1e9) + ", PP " +
-          format_time_ns(r.exposed.pp_s * 1e9) + ", DP " + format_time_ns(r.exposed.dp_s * 1e9) +
-          ", ZeRO " + format_time_ns(r.exposed.zero_s * 1e9);
-  if (r.exposed.cp_s >= 0) text += ", CP " + format_time_ns(r.exposed.cp_s * 1e9);
-  if (r.exposed.ep_s >= 0) text += ", EP " + format_time_ns(r.exposed.ep_s * 1e9);
+  text += " · exposed TP " + short_time(r.exposed.tp_s) + ", PP " + short_time(r.exposed.pp_s) + ", DP " +
+          short_time(r.exposed.dp_s) + ", ZeRO " + short_time(r.exposed.zero_s);
+  if (r.exposed.cp_s >= 0) text += ", CP " + short_time(r.exposed.cp_s);
+  if (r.exposed.ep_s >= 0) text += ", EP " + short_time(r.exposed.ep_s);
   if (r.num_gpus > 0) text += fmt::format(" · {} GPUs", r.num_gpus);
   if (!r.fidelity.empty()) text += " · " + r.fidelity + " fidelity";
   return text;

@@ -108,10 +108,13 @@ void TopologyView::draw(const TopologyPicture& pic) {
   for (const PictureLink& l : pic.links) {
     const PictureItem& a = pic.items[l.from];
     const PictureItem& b = pic.items[l.to];
-    // Wider lines for faster links: 1 px at 10 GB/s, 2 at 100, 3 at 1000.
+    // Wider lines for faster links: 2 px up to 100 GB/s, 3 at 1 TB/s, in screen
+    // pixels (a cosmetic pen), so a fitted 1,000-node fabric keeps them visible
+    // and under the pointer for their tooltips.
     const double width =
-        std::clamp(std::log10(std::max(l.bandwidth_bytes_per_s, 1e9) / 1e9), 1.0, 4.0);
+        std::clamp(1.0 + std::log10(std::max(l.bandwidth_bytes_per_s, 1e9) / 1e9), 2.0, 5.0);
     QPen pen(utilization_color(l.utilization, l.bytes > 0.0), width);
+    pen.setCosmetic(true);
     auto* line = scene_->addLine(a.x, a.y, b.x, b.y, pen);
     line->setToolTip(link_tooltip(pic, l));
     line->setZValue(l.utilization);  // hot links on top of idle ones

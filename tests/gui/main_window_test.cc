@@ -6,6 +6,8 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QGraphicsLineItem>
+#include <QGraphicsScene>
 #include <QImage>
 #include <QMessageBox>
 #include <QProcess>
@@ -76,8 +78,23 @@ class MainWindowTest : public QObject {
     open_and_wait(w, data("run/result.json"));
     QVERIFY2(w.headline_text().contains("MFU 41.0%"), qPrintable(w.headline_text()));
     QVERIFY(w.headline_text().contains("bubble 25.0% (analytic 33.3%)"));
+    // Short figures (the fixture: 301,176 tokens/s; exposed pp 20 us, dp 100 us).
+    QVERIFY2(w.headline_text().contains("301K tokens/s"), qPrintable(w.headline_text()));
+    QVERIFY(w.headline_text().contains("exposed TP 0, PP 20 µs, DP 100 µs, ZeRO 0"));
     QCOMPARE(w.memory_widget()->memory()->stages.size(), std::size_t{2});
     QCOMPARE(w.topology_view()->item_count(), 4);  // leaf0, spine0, two node boxes
+    // Every link a line at least 2 screen pixels wide whatever the zoom (a cosmetic
+    // pen), with its tooltip.
+    int lines = 0;
+    for (QGraphicsItem* item : w.topology_view()->scene()->items()) {
+      auto* line = qgraphicsitem_cast<QGraphicsLineItem*>(item);
+      if (line == nullptr) continue;
+      ++lines;
+      QVERIFY(line->pen().isCosmetic());
+      QVERIFY(line->pen().widthF() >= 2.0);
+      QVERIFY(!line->toolTip().isEmpty());
+    }
+    QVERIFY(lines > 0);
     QCOMPARE(w.timeline_panel()->timeline()->traces().size(), std::size_t{1});
     w.topology_view()->show_node(1);
     QCOMPARE(w.topology_view()->item_count(), 5);
