@@ -176,14 +176,18 @@ double engine_seconds_alone(const topo::Topology& topology, const CommSpec& spec
   return ns_to_seconds(run_task_graph(graph, &network).makespan_ns);
 }
 
+// A link from one of node 0's NICs onto the fabric (its uplink, not its PCIe side).
+bool leaves_node0(const topo::Topology& topology, std::int32_t link) {
+  const topo::Link& l = topology.link(link);
+  const topo::VertexInfo& from = topology.vertex(l.from_vertex);
+  return from.kind == topo::VertexKind::kNic && from.node == 0 && l.kind != topo::LinkKind::kPcie;
+}
+
 // The bytes the collective puts on node 0's NIC uplinks, summed: what crosses between the nodes.
 double bytes_leaving_node0(const topo::Topology& topology, const CommSpec& spec) {
   double total = 0.0;
   for (std::size_t i = 0; i < spec.links.size(); ++i) {
-    const topo::Link& l = topology.link(spec.links[i]);
-    const topo::VertexInfo& from = topology.vertex(l.from_vertex);
-    if (from.kind != topo::VertexKind::kNic || from.node != 0 || l.kind == topo::LinkKind::kPcie) continue;
-    total += spec.bytes * (spec.link_weights.empty() ? 1.0 : spec.link_weights[i]);
+    if (leaves_node0(topology, spec.links[i])) total += spec.bytes * spec.link_weight(i);
   }
   return total;
 }
@@ -237,11 +241,7 @@ TEST(TopologyCommCosts, ARingRunsOnePartPerRail) {
     std::set<int> nics;  // node 0's NICs this part leaves through
     for (std::size_t i = 0; i < part.links.size(); ++i) {
       summed[part.links[i]] += part.share * part.link_weights[i];
-      const topo::Link& l = f.topology.link(part.links[i]);
-      const topo::VertexInfo& from = f.topology.vertex(l.from_vertex);
-      if (from.kind == topo::VertexKind::kNic && from.node == 0 && l.kind != topo::LinkKind::kPcie) {
-        nics.insert(l.from_vertex);
-      }
+      if (leaves_node0(f.topology, part.links[i])) nics.insert(f.topology.link(part.links[i]).from_vertex);
     }
     EXPECT_EQ(nics.size(), 1u);
   }
