@@ -12,10 +12,14 @@ namespace strata::trace {
 
 // kHost: the host (CPU) issuing kernels (the framework's per-kernel dispatch cost).
 // kCp: context parallelism's K/V exchanges (after kHost, so the others keep their values).
-enum class Category : std::uint8_t { kGemm, kAttention, kElementwise, kTp, kPp, kDp, kZero, kOptimizer, kCopy, kHost, kCp, kEp };
-inline constexpr int kNumCategories = 12;
+// kBubble: a compute stream waiting for the other pipeline stages (the "exposed"
+// lane's account of idle time; no task of that category runs).
+enum class Category : std::uint8_t {
+  kGemm, kAttention, kElementwise, kTp, kPp, kDp, kZero, kOptimizer, kCopy, kHost, kCp, kEp, kBubble
+};
+inline constexpr int kNumCategories = 13;
 const char* to_string(Category c);
-// The category named s; false when s is not one of the twelve names.
+// The category named s; false when s is not one of the thirteen names.
 bool parse_category(std::string_view s, Category* out);
 // Tensor-, context-, expert-, pipeline- and data-parallel traffic and ZeRO's
 // gathers (ep: the MoE layers' token all-to-alls and expert tensor-parallel
@@ -30,6 +34,12 @@ bool is_communication(Category c);
 enum class Lane : std::uint8_t { kCompute, kTpComm, kDpComm, kPpSend, kPpRecv, kCopy, kDpReduce, kHost };
 inline constexpr int kNumLanes = 8;
 const char* to_string(Lane lane);
+
+// The simulator's "exposed" lane, trace thread id 8: not a stream that runs work
+// but the account of every idle moment of the compute stream — exposed
+// communication by kind, host dispatch, pipeline bubble (sim/metrics.h).
+inline constexpr int kExposedLaneTid = kNumLanes;
+inline constexpr const char* kExposedLaneName = "exposed";
 
 // kWeightGrad: a zero-bubble schedule's W (weight gradients deferred from the
 // backward, whose input-gradient half B stays kBackward).

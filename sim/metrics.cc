@@ -1,6 +1,8 @@
 #include "sim/metrics.h"
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 namespace strata::sim {
 namespace {
@@ -33,12 +35,50 @@ const char* to_string(CommKind k) {
   return "tp";
 }
 
-StepMetrics step_metrics(const Workload& w, const RunResult& run) {
+namespace {
+
+// A disjoint, sorted set of time intervals: what the tail of a rank's step has
+// already attributed, so that no instant counts twice.
+class ClaimedTime {
+ public:
+  // Calls piece(a, b) for each part of [from, until) not yet claimed, in order.
+  template <typename Fn>
+  void for_each_free(TimeNs from, TimeNs until, Fn&& piece) const {
+    for (const auto& [c0, c1] : intervals_) {
+      if (c1 <= from) continue;
+      if (c0 >= until) break;
+      if (c0 > from) piece(from, c0);
+      from = std::max(from, c1);
+    }
+    if (until > from) piece(from, until);
+  }
+  void claim(TimeNs from, TimeNs until) {
+    intervals_.emplace_back(from, until);
+    std::sort(intervals_.begin(), intervals_.end());
+    std::vector<std::pair<TimeNs, TimeNs>> merged;
+    for (const auto& iv : intervals_) {
+      if (!merged.empty() && iv.first <= merged.back().second) {
+        merged.back().second = std::max(merged.back().second, iv.second);
+      } else {
+        merged.push_back(iv);
+      }
+    }
+    intervals_ = std::move(merged);
+  }
+
+ private:
+  std::vector<std::pair<TimeNs, TimeNs>> intervals_;
+};
+
+// step_metrics and compute_stream_waits in one pass: the sums are the metrics;
+// when waits is given, the pieces they add are recorded too.
+StepMetrics account(const Workload& w, const RunResult& run, std::vector<std::vector<ComputeWait>>* waits) {
   const TaskGraph& g = w.graph;
   const TaskAnnotations& notes = w.notes;
   StepMetrics out;
   const int n = g.num_ranks();
   out.ranks.resize(n);
+  if (waits) waits->assign(n, {});
   // Each rank's window of the step: the whole makespan, or, when ranks start the
   // next step alone, the steady-state period from the rank's first compute (its
   // earlier waiting overlaps the previous step) to its last task.
@@ -59,21 +99,32 @@ StepMetrics step_metrics(const Workload& w, const RunResult& run) {
   }
   out.step_time_s = ns_to_seconds(makespan);
 
-  auto kind = [&](TaskId t) { return kind_of(notes.label_of_task(t).category); };
+  auto category = [&](TaskId t) { return notes.label_of_task(t).category; };
+  auto kind = [&](TaskId t) { return kind_of(category(t)); };
+  auto comm_category = [](int k) {
+    constexpr Category kCategoryOf[kNumCommKinds] = {Category::kTp,   Category::kPp, Category::kDp, Category::kZero,
+                                                     Category::kCopy, Category::kCp, Category::kEp};
+    return kCategoryOf[k];
+  };
 
   for (int r = 0; r < n; ++r) {
     RankMetrics& rm = out.ranks[r];
+    auto record = [&](TimeNs from, TimeNs until, Category why, TaskId blocker) {
+      if (waits && until > from) (*waits)[r].push_back(ComputeWait{from, until, why, blocker});
+    };
     // Attributes the gap [from, until) before a task blocked by `blocker`.
     auto attribute = [&](TimeNs from, TimeNs until, TaskId blocker) {
       bool pipeline = blocker < 0;
       int last_kind = -1;
+      TaskId last_blocker = -1;
       TaskId b = blocker;
       while (b >= 0 && until > from) {
         const int k = kind(b);
-        if (notes.label_of_task(b).category == Category::kHost) {
+        if (category(b) == Category::kHost) {
           // The GPU waits for the host to issue the kernel (dispatch-bound). Host
           // tasks wait for nothing but each other, so the host was busy all along.
           rm.host_s += ns_to_seconds(until - from);
+          record(from, until, Category::kHost, b);
           until = from;
           break;
         }
@@ -85,17 +136,23 @@ StepMetrics step_metrics(const Workload& w, const RunResult& run) {
         }
         if (k == static_cast<int>(CommKind::kPp)) pipeline = true;
         const TimeNs begin = std::max(from, run.start_ns[b]);
-        if (until > begin) rm.exposed_s[k] += ns_to_seconds(until - begin);
+        if (until > begin) {
+          rm.exposed_s[k] += ns_to_seconds(until - begin);
+          record(begin, until, comm_category(k), b);
+        }
         until = std::min(until, begin);
         last_kind = k;
+        last_blocker = b;
         b = run.blocker[b];
         if (b < 0) pipeline = true;  // the chain starts at the step's start
       }
       if (until > from) {
         if (pipeline || last_kind < 0) {
           rm.bubble_s += ns_to_seconds(until - from);
+          record(from, until, Category::kBubble, -1);
         } else {
           rm.exposed_s[last_kind] += ns_to_seconds(until - from);
+          record(from, until, comm_category(last_kind), last_blocker);
         }
       }
     };
@@ -116,6 +173,14 @@ StepMetrics step_metrics(const Workload& w, const RunResult& run) {
         rm.exposed_s[static_cast<int>(CommKind::kTp)] += ns_to_seconds(comm_ns - cp_ns - ep_ns);
         rm.exposed_s[static_cast<int>(CommKind::kCp)] += ns_to_seconds(cp_ns);
         rm.exposed_s[static_cast<int>(CommKind::kEp)] += ns_to_seconds(ep_ns);
+        if (waits) {
+          // The block's ops run one after another from its start, as the trace draws them.
+          TimeNs at = run.start_ns[t];
+          for (const auto& op : notes.detail(detail)) {
+            if (is_communication(op.category)) record(at, at + op.duration_ns, op.category, t);
+            at += op.duration_ns;
+          }
+        }
       }
       if (run.start_ns[t] > cursor) attribute(cursor, run.start_ns[t], run.blocker[t]);
       cursor = run.end_ns[t];
@@ -123,39 +188,52 @@ StepMetrics step_metrics(const Workload& w, const RunResult& run) {
     // After the rank's last compute: its own communication still running is exposed;
     // the rest is waiting for the other stages (pipeline flush).
     if (window_end > cursor) {
-      std::vector<std::pair<TimeNs, TimeNs>> busy[kNumCommKinds];
+      struct Busy {
+        TimeNs start, end;
+        TaskId task;
+        bool operator<(const Busy& o) const { return std::tie(start, end, task) < std::tie(o.start, o.end, o.task); }
+      };
+      std::vector<Busy> busy[kNumCommKinds];
       for (StreamKind s : {StreamKind::kTpComm, StreamKind::kDpComm, StreamKind::kPpSend, StreamKind::kCopy}) {
         for (TaskId t : w.stream(r, s)) {
           const int k = kind(t);
           if (k < 0 || run.end_ns[t] <= cursor) continue;
-          busy[k].emplace_back(std::max(cursor, run.start_ns[t]), run.end_ns[t]);
+          busy[k].push_back(Busy{std::max(cursor, run.start_ns[t]), run.end_ns[t], t});
         }
       }
       // Claim time in priority order so no instant counts twice.
-      std::vector<std::pair<TimeNs, TimeNs>> claimed;
-      auto overlap_free = [&](TimeNs a, TimeNs b) {
-        TimeNs free = b - a;
-        for (const auto& [c0, c1] : claimed) free -= std::max<TimeNs>(0, std::min(b, c1) - std::max(a, c0));
-        return std::max<TimeNs>(0, free);
-      };
-      TimeNs tail_exposed = 0;
+      ClaimedTime claimed;
       for (int k : {static_cast<int>(CommKind::kDp), static_cast<int>(CommKind::kZero),
                     static_cast<int>(CommKind::kOffload), static_cast<int>(CommKind::kPp),
                     static_cast<int>(CommKind::kTp), static_cast<int>(CommKind::kCp),
                     static_cast<int>(CommKind::kEp)}) {
         std::sort(busy[k].begin(), busy[k].end());
         TimeNs reach = cursor;
-        for (const auto& [a0, a1] : busy[k]) {
-          const TimeNs a = std::max(a0, reach);
-          if (a1 <= a) continue;
-          const TimeNs free = overlap_free(a, a1);
+        for (const Busy& a : busy[k]) {
+          const TimeNs from = std::max(a.start, reach);
+          if (a.end <= from) continue;
+          TimeNs free = 0;
+          claimed.for_each_free(from, a.end, [&](TimeNs p0, TimeNs p1) {
+            free += p1 - p0;
+            record(p0, p1, comm_category(k), a.task);
+          });
           rm.exposed_s[k] += ns_to_seconds(free);
-          tail_exposed += free;
-          claimed.emplace_back(a, a1);
-          reach = a1;
+          claimed.claim(from, a.end);
+          reach = a.end;
         }
       }
-      rm.bubble_s += ns_to_seconds(std::max<TimeNs>(0, window_end - cursor - tail_exposed));
+      TimeNs flush = 0;
+      claimed.for_each_free(cursor, window_end, [&](TimeNs p0, TimeNs p1) {
+        flush += p1 - p0;
+        record(p0, p1, Category::kBubble, -1);
+      });
+      rm.bubble_s += ns_to_seconds(flush);
+    }
+    if (waits) {
+      auto& mine = (*waits)[r];
+      std::sort(mine.begin(), mine.end(), [](const ComputeWait& a, const ComputeWait& b) {
+        return std::tie(a.start_ns, a.end_ns) < std::tie(b.start_ns, b.end_ns);
+      });
     }
   }
 
@@ -176,6 +254,16 @@ StepMetrics step_metrics(const Workload& w, const RunResult& run) {
     out.bubble_ratio += ratio / (max_stage + 1);
   }
   return out;
+}
+
+}  // namespace
+
+StepMetrics step_metrics(const Workload& w, const RunResult& run) { return account(w, run, nullptr); }
+
+std::vector<std::vector<ComputeWait>> compute_stream_waits(const Workload& w, const RunResult& run) {
+  std::vector<std::vector<ComputeWait>> waits;
+  account(w, run, &waits);
+  return waits;
 }
 
 }  // namespace strata::sim

@@ -41,4 +41,20 @@ struct StepMetrics {
 
 StepMetrics step_metrics(const Workload& workload, const RunResult& run);
 
+// One idle interval of a rank's compute stream and why it waited: exposed
+// communication of a kind (tp, cp, ep, pp, dp, zero; copy for offload), the host
+// issuing kernels (host), or the other pipeline stages (bubble). blocker is the
+// task it waited for (-1 for bubble). The intervals are the pieces step_metrics
+// adds: per rank their durations sum to its bubble_s, host_s and exposed_s; a
+// folded block's collectives appear where the block runs them.
+struct ComputeWait {
+  TimeNs start_ns = 0;
+  TimeNs end_ns = 0;
+  Category why = Category::kBubble;
+  TaskId blocker = -1;
+};
+
+// Per simulated rank, its compute stream's waits sorted by start.
+std::vector<std::vector<ComputeWait>> compute_stream_waits(const Workload& workload, const RunResult& run);
+
 }  // namespace strata::sim

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/trace_json.h"
+#include "sim/metrics.h"
 
 namespace strata::sim {
 namespace {
@@ -63,6 +64,12 @@ void for_each_event(const Workload& w, const RunResult* run, const TraceOptions&
 std::int64_t trace_event_count(const Workload& w, const TraceOptions& o) {
   std::int64_t n = 0;
   for_each_event(w, nullptr, o, [&](const Event&) { ++n; });
+  // The exposed lane: at most one wait before each compute task and a few after
+  // the last; the count is an estimate, to decide whether to expand ops.
+  const std::vector<char> sel = selected_ranks(w, o);
+  for (int r = 0; r < w.graph.num_ranks(); ++r) {
+    if (sel[r]) n += static_cast<std::int64_t>(w.stream(r, StreamKind::kCompute).size()) + 1;
+  }
   return n;
 }
 
@@ -92,10 +99,11 @@ std::string trace_json(const Workload& w, const RunResult& run, const TraceOptio
     out += "\"}}";
     sep();
     out += fmt::format("{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}", r, r);
-    for (int s = 0; s < kNumStreamKinds; ++s) {
+    for (int s = 0; s <= kNumStreamKinds; ++s) {
+      const char* lane = s < kNumStreamKinds ? to_string(static_cast<StreamKind>(s)) : trace::kExposedLaneName;
       sep();
       out += fmt::format("{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"{}\"}}}}",
-                         r, s, to_string(static_cast<StreamKind>(s)));
+                         r, s, lane);
     }
   }
   for (const Event& e : events) {
@@ -128,6 +136,46 @@ std::string trace_json(const Workload& w, const RunResult& run, const TraceOptio
     append_trace_us(out, e.dur);
     out += fmt::format(",\"args\":{{\"mb\":{},\"layer\":{},\"chunk\":{},\"phase\":\"{}\",\"flops\":{},\"bytes\":{}}}}}",
                        info.microbatch, layer, info.chunk, to_string(label.phase), flops, bytes);
+  }
+  // The exposed lane: why each rank's compute stream was idle, named after what it
+  // waited for ("exposed dp: grad reduce-scatter"; a folded block's own collectives
+  // "exposed tp", under the op on the tp-comm lane), with that task's micro-batch,
+  // layer and chunk.
+  const std::vector<std::vector<ComputeWait>> waits = compute_stream_waits(w, run);
+  for (int r = 0; r < g.num_ranks(); ++r) {
+    if (!sel[r]) continue;
+    for (const ComputeWait& wait : waits[r]) {
+      std::string name;
+      int mb = -1, layer = -1, chunk = 0;
+      if (wait.blocker >= 0) {
+        const TaskInfo& info = w.notes.info(wait.blocker);
+        mb = info.microbatch;
+        layer = info.layer;
+        chunk = info.chunk;
+      }
+      if (wait.why == Category::kBubble) {
+        name = "bubble";
+      } else if (wait.why == Category::kHost) {
+        name = "host dispatch";
+      } else {
+        const TaskLabel& label = w.notes.label_of_task(wait.blocker);
+        std::string_view what = label.name;
+        if (is_communication(label.category) || label.category == Category::kCopy) {
+          name = fmt::format("exposed {}: {}", to_string(wait.why), what);
+        } else {  // a folded block: its collectives are ops of the block
+          name = fmt::format("exposed {}", to_string(wait.why));
+        }
+      }
+      sep();
+      out += "{\"ph\":\"X\",\"name\":\"";
+      append_json_escaped(out, name);
+      out += fmt::format("\",\"cat\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":", to_string(wait.why), r,
+                         trace::kExposedLaneTid);
+      append_trace_us(out, wait.start_ns);
+      out += ",\"dur\":";
+      append_trace_us(out, wait.end_ns - wait.start_ns);
+      out += fmt::format(",\"args\":{{\"mb\":{},\"layer\":{},\"chunk\":{}}}}}", mb, layer, chunk);
+    }
   }
   // Pipeline transfers as flows (Chrome trace format's "s" and "f", bound to
   // the enclosing slices): Perfetto draws an arrow from the sender's send to the

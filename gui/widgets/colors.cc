@@ -32,6 +32,8 @@ QColor category_color(Category c) {
       return QColor(0xff, 0x9d, 0xa7);
     case Category::kEp:  // the MoE all-to-alls: tp's orange toward red, apart from cp's pink
       return QColor(0xd3, 0x72, 0x95);
+    case Category::kBubble:  // waiting for other stages: light and neutral, beside the warm exposed comm
+      return QColor(0xd9, 0xd9, 0xd9);
   }
   return Qt::gray;
 }

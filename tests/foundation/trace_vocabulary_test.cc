@@ -12,7 +12,8 @@ namespace {
 
 TEST(TraceVocabulary, NamesAreTheDocumentedOnesAndParseBack) {
   const std::vector<std::string> categories = {"gemm", "attention", "elementwise", "tp",   "pp", "dp",
-                                               "zero", "optimizer", "copy",        "host", "cp", "ep"};
+                                               "zero", "optimizer", "copy",        "host", "cp", "ep",
+                                               "bubble"};
   ASSERT_EQ(static_cast<int>(categories.size()), kNumCategories);
   for (int i = 0; i < kNumCategories; ++i) {
     const Category c = static_cast<Category>(i);
@@ -27,6 +28,8 @@ TEST(TraceVocabulary, NamesAreTheDocumentedOnesAndParseBack) {
   const std::vector<std::string> lanes = {"compute", "tp-comm", "dp-comm", "pp-send", "pp-recv", "copy", "dp-reduce", "host"};
   ASSERT_EQ(static_cast<int>(lanes.size()), kNumLanes);
   for (int t = 0; t < kNumLanes; ++t) EXPECT_EQ(to_string(static_cast<Lane>(t)), lanes[t]);
+  EXPECT_EQ(kExposedLaneTid, 8);  // after the streams, as docs/formats.md numbers it
+  EXPECT_STREQ(kExposedLaneName, "exposed");
   for (const auto& [name, phase] : std::vector<std::pair<std::string, Phase>>{
            {"fwd", Phase::kForward}, {"bwd", Phase::kBackward}, {"recompute", Phase::kRecompute}, {"step", Phase::kStep},
            {"wgrad", Phase::kWeightGrad}}) {
@@ -39,12 +42,13 @@ TEST(TraceVocabulary, NamesAreTheDocumentedOnesAndParseBack) {
   EXPECT_FALSE(parse_phase("forward", &p));
   // The lists error messages show hold every name above, in order.
   EXPECT_EQ(phase_names(), "fwd, bwd, recompute, step, wgrad");
-  EXPECT_EQ(category_names(), "gemm, attention, elementwise, tp, pp, dp, zero, optimizer, copy, host, cp, ep");
+  EXPECT_EQ(category_names(), "gemm, attention, elementwise, tp, pp, dp, zero, optimizer, copy, host, cp, ep, bubble");
   EXPECT_TRUE(is_communication(Category::kZero));
   EXPECT_TRUE(is_communication(Category::kCp));
   EXPECT_TRUE(is_communication(Category::kEp));
   EXPECT_FALSE(is_communication(Category::kCopy));
   EXPECT_FALSE(is_communication(Category::kHost));
+  EXPECT_FALSE(is_communication(Category::kBubble));
 }
 
 }  // namespace

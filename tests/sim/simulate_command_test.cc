@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
+#include "core/trace_vocabulary.h"
 
 namespace strata::testing {
 namespace {
@@ -357,7 +358,8 @@ TEST(SimulateCommand, PipelineTransfersAreFlowsFromSendToReceive) {
   for (const json& e : trace["traceEvents"]) {
     if (e["ph"] == "s") starts[e["id"].get<long long>()] = e;
     if (e["ph"] == "f") finishes[e["id"].get<long long>()] = e;
-    if (e["ph"] == "X" && e["cat"] == "pp") {
+    // (the exposed lane's "exposed pp" intervals are waits, not transfers)
+    if (e["ph"] == "X" && e["cat"] == "pp" && e["tid"] != trace::kExposedLaneTid) {
       const bool send = e["name"].get<std::string>().rfind("send", 0) == 0;
       (e["tid"].get<int>() == 3 ? send_slices : recv_slices)
           .insert({e["pid"].get<int>(), e["tid"].get<int>(), e["ts"].get<double>()});
@@ -375,6 +377,45 @@ TEST(SimulateCommand, PipelineTransfersAreFlowsFromSendToReceive) {
     EXPECT_EQ(s["ts"], f["ts"]);
     EXPECT_TRUE(send_slices.count({s["pid"].get<int>(), s["tid"].get<int>(), s["ts"].get<double>()})) << s.dump();
     EXPECT_TRUE(recv_slices.count({f["pid"].get<int>(), f["tid"].get<int>(), f["ts"].get<double>()})) << f.dump();
+  }
+}
+
+// Issue 20 item 2: every rank's "exposed" lane accounts for its compute stream's
+// idle time by kind; averaged over the ranks it gives result.json's exposed
+// communication, host dispatch and bubble, at both fidelities.
+TEST(SimulateCommand, ExposedLaneAddsUpToTheHeadline) {
+  for (const char* fidelity : {"full", "folded"}) {
+    TempDir dir;
+    const std::string plan =
+        dir.write("plan.json", R"({"tp": 2, "pp": 2, "micro_batch_size": 1, "global_batch_size": 16})");
+    CommandResult r = run_strata({"simulate", "--model", "llama3-8b", "--plan", plan, "--cluster", "dgx-h100-1node",
+                                  "--fidelity", fidelity, "--out", dir.path()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json result = read_json(dir.file("result.json"));
+    const json trace = read_json(dir.file("trace.json"));
+    std::map<std::string, double> lane_us;  // category -> summed duration over ranks
+    std::set<int> ranks;
+    for (const json& e : trace["traceEvents"]) {
+      if (e["ph"] == "M" && e["name"] == "thread_name" && e["tid"] == trace::kExposedLaneTid) {
+        EXPECT_EQ(e["args"]["name"], "exposed");
+      }
+      if (e["ph"] != "X") continue;
+      ranks.insert(e["pid"].get<int>());
+      if (e["tid"] == trace::kExposedLaneTid) lane_us[e["cat"].get<std::string>()] += e["dur"].get<double>();
+    }
+    const double n = static_cast<double>(ranks.size());
+    // 8 GPUs at full fidelity; folded, one rank per stage.
+    ASSERT_EQ(n, std::string(fidelity) == "full" ? 8 : 2) << fidelity << ": every simulated rank is traced";
+    for (const auto& [kind, seconds] : result["exposed_comm_s"].items()) {
+      const std::string category = kind == "offload" ? "copy" : kind;
+      EXPECT_NEAR(lane_us[category] * 1e-6 / n, seconds.get<double>(), 1e-8) << fidelity << " " << kind;
+    }
+    EXPECT_GT(lane_us["tp"], 0.0) << fidelity;
+    EXPECT_GT(lane_us["bubble"], 0.0) << fidelity;
+    EXPECT_NEAR(lane_us["host"] * 1e-6 / n, result["host_dispatch_s"].get<double>(), 1e-8) << fidelity;
+    EXPECT_NEAR(lane_us["bubble"] * 1e-6 / n / result["step_time_s"].get<double>(), result["bubble_ratio"].get<double>(),
+                1e-8)
+        << fidelity;
   }
 }
 
@@ -487,7 +528,7 @@ TEST(SimulateCommand, MoeAllToAllIsExposedAsEpAndFoldedAgreesWithFull) {
   int a2a = 0;
   const json trace = read_json(dir.file("full/trace.json"));
   for (const json& e : trace["traceEvents"]) {
-    if (e.value("ph", "") == "X" && e.value("cat", "") == "ep") {
+    if (e.value("ph", "") == "X" && e.value("cat", "") == "ep" && e["tid"] != trace::kExposedLaneTid) {
       ++a2a;
       EXPECT_EQ(e["name"], "all_to_all");
     }
