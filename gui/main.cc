@@ -2,7 +2,8 @@
 // link utilization on the cluster graph.
 //
 //   strata-gui [FILE...]                       opens the window
-//   strata-gui --screenshot OUT.png [--view timeline|sweep|memory|topology] FILE...
+//   strata-gui --screenshot OUT.png [--view timeline|sweep|memory|topology]
+//              [--select-plan N] [--show-wait KIND] FILE...
 //                                              renders one view offscreen to a PNG
 // Exit codes as for strata: 0 success, 2 bad input, 1 internal failure.
 #include <CLI/CLI.hpp>
@@ -30,6 +31,7 @@ struct Args {
   int width = 1400;
   int height = 900;
   int select_plan = 0;
+  std::string show_wait;
 };
 
 // Renders the chosen view of the loaded files to a PNG, written atomically.
@@ -72,6 +74,13 @@ int screenshot(strata::gui::MainWindow& window, const Args& args) {
   window.resize(args.width, args.height);
   window.show();
   QApplication::processEvents();
+  // After the window has its size, so the zoom fits the lanes' width.
+  if (!args.show_wait.empty() && !window.show_longest_wait(QString::fromStdString(args.show_wait))) {
+    std::fprintf(stderr, "error: --show-wait %s: the trace has no %s interval on its exposed lanes\n",
+                 args.show_wait.c_str(), args.show_wait.c_str());
+    return strata::kExitBadInput;
+  }
+  QApplication::processEvents();
   const QPixmap pixmap = window.grab();
   QByteArray png;
   QBuffer buffer(&png);
@@ -104,6 +113,9 @@ int main(int argc, char** argv) {
   cli.add_option("--select-plan", args.select_plan,
                  "select this row (1 = first, as sorted) of an opened sweep")
       ->check(CLI::PositiveNumber);
+  cli.add_option("--show-wait", args.show_wait,
+                 "follow the headline's link: select and zoom to the longest exposed interval of this kind")
+      ->check(CLI::IsMember({"tp", "cp", "ep", "pp", "dp", "zero", "copy", "host", "bubble"}));
   cli.set_version_flag("--version", "strata-gui 0.1.0");
   try {
     cli.parse(argc, argv);

@@ -5,6 +5,12 @@
 
 namespace strata::gui {
 
+double busy_share(const Mark& mark, const TimeView& view) {
+  const double width_ns = (mark.x1_px - mark.x0_px) * view.ns_per_px();
+  if (!(width_ns > 0.0)) return 1.0;
+  return std::clamp(mark.busy_ns / width_ns, 0.0, 1.0);
+}
+
 void build_marks(const Lane& lane, const TimeView& view, double min_px, std::vector<Mark>* out) {
   out->clear();
   const auto& spans = lane.spans;
@@ -23,6 +29,8 @@ void build_marks(const Lane& lane, const TimeView& view, double min_px, std::vec
     if (run.count > 1 && *longest > 0.0) {
       run.category = static_cast<Category>(longest - run_ns.begin());
     }
+    run.busy_ns = 0.0;
+    for (double ns : run_ns) run.busy_ns += ns;
     out->push_back(run);
     open = false;
   };
@@ -55,7 +63,7 @@ void build_marks(const Lane& lane, const TimeView& view, double min_px, std::vec
     const double x1 = (static_cast<double>(s.end_ns()) - start) * px_per_ns;
     if (x1 - x0 >= min_px) {
       close_run();
-      out->push_back(Mark{x0, x1, 1, static_cast<std::uint32_t>(i), s.category});
+      out->push_back(Mark{x0, x1, 1, static_cast<std::uint32_t>(i), s.category, static_cast<double>(s.dur_ns)});
       continue;
     }
     if (open && x0 - run.x1_px < min_px) {

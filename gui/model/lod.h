@@ -25,7 +25,15 @@ struct Mark {
   std::uint32_t count = 0;  // tasks in the mark (1: a single task)
   std::uint32_t first_span = 0;         // index into the lane's spans of the first task
   Category category = Category::kGemm;  // the single task's, or the longest total time's
+  // The time its tasks take together: with the mark's width, how busy the lane is
+  // there (a merged mark is drawn as tall as that share, so a lane 30% exposed
+  // reads as such at fit zoom).
+  double busy_ns = 0.0;
 };
+
+// The share of [x0_px, x1_px] a mark's tasks take, in [0, 1] (overlapping tasks
+// of a measured trace can sum past the width).
+double busy_share(const Mark& mark, const TimeView& view);
 
 // Appends the marks of lane inside view to out (out is cleared first). Marks are
 // in time order.

@@ -180,16 +180,38 @@ TraceModel TraceModelBuilder::finalize(TraceModel header) {
       b.category_ns[static_cast<int>(sp.category)] += static_cast<double>(sp.dur_ns);
     }
   }
-  std::sort(lanes_.begin(), lanes_.end(), [](const Lane& a, const Lane& b) {
+  // The simulator's exposed lane sits under the compute lane whose idle time it
+  // explains (its thread id comes after the streams').
+  auto order = [](const Lane& l) {
+    return l.stream_label == trace::kExposedLaneName ? std::pair{0, 1} : std::pair{l.stream, 0};
+  };
+  std::sort(lanes_.begin(), lanes_.end(), [&](const Lane& a, const Lane& b) {
     if (a.sort_index != b.sort_index) return a.sort_index < b.sort_index;
     if (a.rank != b.rank) return a.rank < b.rank;
-    return a.stream < b.stream;
+    return order(a) < order(b);
   });
   header.lanes = std::move(lanes_);
   header.details = std::move(details_);
   header.names = std::move(names_);
   *this = TraceModelBuilder();
   return header;
+}
+
+std::optional<SpanRef> longest_span(const TraceModel& trace, std::string_view stream_label, Category category) {
+  std::optional<SpanRef> best;
+  TimeNs best_dur = -1;
+  for (int l = 0; l < static_cast<int>(trace.lanes.size()); ++l) {
+    const Lane& lane = trace.lanes[l];
+    if (lane.stream_label != stream_label) continue;
+    for (std::size_t i = 0; i < lane.spans.size(); ++i) {
+      const Span& s = lane.spans[i];
+      if (s.category == category && s.dur_ns > best_dur) {
+        best_dur = s.dur_ns;
+        best = SpanRef{l, static_cast<std::int64_t>(i)};
+      }
+    }
+  }
+  return best;
 }
 
 int parse_node_of_process(std::string_view label) {

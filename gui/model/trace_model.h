@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -164,6 +165,17 @@ class TraceModelBuilder {
 int parse_node_of_process(std::string_view label);
 // The rank R in a process name "node N gpu G (rank R: …)" or "(rank R)"; -1 when absent.
 int parse_rank_of_process(std::string_view label);
+
+// A span of a trace: its lane index and its index in the lane.
+struct SpanRef {
+  int lane = 0;
+  std::int64_t span = 0;
+  bool operator==(const SpanRef&) const = default;
+};
+// The longest span of a category on the lanes named stream_label (the first of
+// equals in lane order); nullopt when there is none. The headline's "exposed TP"
+// jumps to longest_span(trace, "exposed", Category::kTp).
+std::optional<SpanRef> longest_span(const TraceModel& trace, std::string_view stream_label, Category category);
 
 // Index of the first span of lane that ends after t_ns (spans.size() if none).
 std::size_t first_span_ending_after(const Lane& lane, TimeNs t_ns);

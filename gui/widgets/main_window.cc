@@ -58,21 +58,30 @@ std::string short_rate(double per_s) {
   return fmt::format("{:.0f}", per_s);
 }
 
-// The headline of a result, in Megatron-LM's and the papers' words.
-std::string result_headline(const ResultData& r) {
-  std::string text = "step " + format_time_ns(r.step_time_s * 1e9);
-  if (r.mfu > 0) text += " · MFU " + percent(r.mfu);
-  if (r.hfu > 0) text += " · HFU " + percent(r.hfu);
-  if (r.tflops_per_gpu > 0) text += fmt::format(" · {:.0f} TFLOP/s per GPU", r.tflops_per_gpu);
-  if (r.tokens_per_s > 0) text += " · " + short_rate(r.tokens_per_s) + " tokens/s";
-  text += " · bubble " + percent(r.bubble_ratio);
-  if (r.bubble_ratio_analytic > 0) text += " (analytic " + percent(r.bubble_ratio_analytic) + ")";
-  text += " · exposed TP " + short_time(r.exposed.tp_s) + ", PP " + short_time(r.exposed.pp_s) + ", DP " +
-          short_time(r.exposed.dp_s) + ", ZeRO " + short_time(r.exposed.zero_s);
-  if (r.exposed.cp_s >= 0) text += ", CP " + short_time(r.exposed.cp_s);
-  if (r.exposed.ep_s >= 0) text += ", EP " + short_time(r.exposed.ep_s);
-  if (r.num_gpus > 0) text += fmt::format(" · {} GPUs", r.num_gpus);
-  if (!r.fidelity.empty()) text += " · " + r.fidelity + " fidelity";
+// The headline of a result, in Megatron-LM's and the papers' words. With links,
+// rich text whose bubble and exposed figures link to "wait:<category>" (the
+// longest such interval on the exposed lanes); else the same words, plain.
+QString result_headline(const ResultData& r, bool links) {
+  auto plain = [&](const std::string& text) { return links ? qstr(text).toHtmlEscaped() : qstr(text); };
+  auto linked = [&](const char* category, const std::string& text) {
+    if (!links) return qstr(text);
+    return QStringLiteral("<a href=\"wait:%1\">%2</a>").arg(QString::fromLatin1(category), qstr(text).toHtmlEscaped());
+  };
+  QString text = plain("step " + format_time_ns(r.step_time_s * 1e9));
+  if (r.mfu > 0) text += plain(" · MFU " + percent(r.mfu));
+  if (r.hfu > 0) text += plain(" · HFU " + percent(r.hfu));
+  if (r.tflops_per_gpu > 0) text += plain(fmt::format(" · {:.0f} TFLOP/s per GPU", r.tflops_per_gpu));
+  if (r.tokens_per_s > 0) text += plain(" · " + short_rate(r.tokens_per_s) + " tokens/s");
+  text += plain(" · ") + linked("bubble", "bubble " + percent(r.bubble_ratio));
+  if (r.bubble_ratio_analytic > 0) text += plain(" (analytic " + percent(r.bubble_ratio_analytic) + ")");
+  text += plain(" · exposed ") + linked("tp", "TP " + short_time(r.exposed.tp_s)) + plain(", ") +
+          linked("pp", "PP " + short_time(r.exposed.pp_s)) + plain(", ") +
+          linked("dp", "DP " + short_time(r.exposed.dp_s)) + plain(", ") +
+          linked("zero", "ZeRO " + short_time(r.exposed.zero_s));
+  if (r.exposed.cp_s >= 0) text += plain(", ") + linked("cp", "CP " + short_time(r.exposed.cp_s));
+  if (r.exposed.ep_s >= 0) text += plain(", ") + linked("ep", "EP " + short_time(r.exposed.ep_s));
+  if (r.num_gpus > 0) text += plain(fmt::format(" · {} GPUs", r.num_gpus));
+  if (!r.fidelity.empty()) text += plain(" · " + r.fidelity + " fidelity");
   return text;
 }
 
@@ -107,7 +116,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   headline_ = new QLabel(tr("Open a result.json, trace.json, sweep.csv/json or memory.json "
                             "(File ▸ Open…)"),
                          this);
-  headline_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  headline_->setTextInteractionFlags(Qt::TextSelectableByMouse | Qt::LinksAccessibleByMouse);
+  connect(headline_, &QLabel::linkActivated, this, [this](const QString& link) {
+    if (link.startsWith(QStringLiteral("wait:"))) show_longest_wait(link.mid(5));
+  });
+  headline_->setObjectName(QStringLiteral("headline"));
   headline_->setWordWrap(true);
   QFont bold = headline_->font();
   bold.setBold(true);
@@ -388,7 +401,7 @@ void MainWindow::apply(LoadedFile file, bool as_measured, bool quiet) {
                                          .arg(source));
       }
       // A measured trace joins the predicted one: the predicted headline stays.
-      if (!measured || !predicted_) headline_->setText(qstr(trace_label(*file.trace)));
+      if (!measured || !predicted_) set_headline(qstr(trace_label(*file.trace)));
       step_headline_ = step_headline_ || !measured;
       update_title(0, source);
       show_view(View::kTimeline);
@@ -419,7 +432,7 @@ void MainWindow::apply(LoadedFile file, bool as_measured, bool quiet) {
       sweep_->set_sweep(sweep_data_);
       set_export_scenario(nullptr, tr("pick a plan in the sweep table to export it"));
       if (!step_headline_) {
-        headline_->setText(tr("sweep of %1 plans · %2").arg(sweep_data_->rows.size()).arg(source));
+        set_headline(tr("sweep of %1 plans · %2").arg(sweep_data_->rows.size()).arg(source));
       }
       update_title(1, source);
       show_view(View::kSweep);
@@ -435,7 +448,7 @@ void MainWindow::update_title(int role, const QString& source) {
 }
 
 void MainWindow::show_result(const ResultData& r, const QString& source) {
-  headline_->setText(qstr(result_headline(r)));
+  set_headline(result_headline(r, false), result_headline(r, true));
   const QString what = qstr(describe_inputs(r.inputs));
   if (r.memory) {
     memory_->set_memory(*r.memory, tr("Memory per GPU · %1").arg(what));
@@ -527,7 +540,7 @@ void MainWindow::select_sweep_plan(int row_index) {
              simulation_ = out;
              save_simulation_->setEnabled(true);
              if (!sweep_ptr->rows[row_index].result) {
-               headline_->setText(qstr(result_headline(out->result)));
+               set_headline(result_headline(out->result, false), result_headline(out->result, true));
              }
              topology_->set_links(out->result.links, qstr(describe_inputs(out->result.inputs)));
              set_trace(out->trace, false);
@@ -535,7 +548,31 @@ void MainWindow::select_sweep_plan(int row_index) {
            true});
 }
 
-QString MainWindow::headline_text() const { return headline_->text(); }
+void MainWindow::set_headline(const QString& plain, const QString& rich) {
+  headline_plain_ = plain;
+  headline_->setTextFormat(rich.isEmpty() ? Qt::PlainText : Qt::RichText);
+  headline_->setText(rich.isEmpty() ? plain : rich);
+}
+
+bool MainWindow::show_longest_wait(const QString& category_name) {
+  trace::Category category;
+  if (!trace::parse_category(category_name.toStdString(), &category)) return false;
+  TimelineWidget* timeline = timeline_->timeline();
+  const auto& traces = timeline->traces();
+  std::optional<SpanRef> longest;
+  if (!traces.empty()) longest = longest_span(*traces.front(), trace::kExposedLaneName, category);
+  if (!longest) {
+    statusBar()->showMessage(
+        traces.empty() ? tr("No trace to show: open the trace.json written beside the result.json")
+                       : tr("The trace has no exposed %1 interval on its exposed lanes").arg(category_name),
+        8000);
+    return false;
+  }
+  show_view(View::kTimeline);
+  return timeline->reveal(0, longest->lane, longest->span);
+}
+
+QString MainWindow::headline_text() const { return headline_plain_; }
 
 void MainWindow::show_view(View view) { tabs_->setCurrentIndex(static_cast<int>(view)); }
 

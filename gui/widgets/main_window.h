@@ -87,7 +87,12 @@ class MainWindow : public QMainWindow {
   MemoryWidget* memory_widget() const { return memory_; }
   TopologyView* topology_view() const { return topology_; }
   JobRunner* jobs() const { return jobs_; }
+  // The headline's words, plain (the label shows them with links).
   QString headline_text() const;
+  // The headline's bubble and exposed-communication links: selects and zooms to
+  // the longest interval of that category ("tp", "bubble", ...) on the predicted
+  // trace's exposed lanes. False (with a status-bar message) when there is none.
+  bool show_longest_wait(const QString& category);
   // The text of the last error shown ("" if none) and its message box, if open.
   QString last_error() const { return last_error_; }
   QMessageBox* error_box() const { return error_box_; }
@@ -113,6 +118,8 @@ class MainWindow : public QMainWindow {
   // the tab nor the headline.
   void apply(LoadedFile file, bool as_measured, bool quiet = false);
   void show_error(const QString& text);
+  // The headline as plain words and, when given, as rich text with links.
+  void set_headline(const QString& plain, const QString& rich = {});
   void show_result(const ResultData& result, const QString& source);
   void set_trace(std::shared_ptr<const TraceModel> trace, bool measured);
   void refresh_timeline(const QString& message = QString());
@@ -127,6 +134,7 @@ class MainWindow : public QMainWindow {
   TopologyView* topology_;
   QTabWidget* tabs_;
   QLabel* headline_;
+  QString headline_plain_;
   QProgressBar* progress_;
   QPushButton* cancel_;
   JobRunner* jobs_;

@@ -80,6 +80,10 @@ class TimelineWidget : public QWidget {
   };
   std::optional<Selection> selection() const { return selection_; }
   void select(std::optional<Selection> selection);
+  // Selects span of lane in trace and brings it into view: unfolds its node,
+  // scrolls its row into sight and zooms so the span takes the middle third of
+  // the lane area. False when there is no such span.
+  bool reveal(int trace, int lane, std::int64_t span);
   // The selected task's fields, one per line; "" without a selection.
   QString selection_text() const;
 

@@ -38,6 +38,8 @@ std::vector<Mark> reference_marks(const Lane& lane, const TimeView& view, double
     const auto longest = std::max_element(run_ns.begin(), run_ns.end());
     if (run.count > 1 && *longest > 0.0)
       run.category = static_cast<Category>(longest - run_ns.begin());
+    run.busy_ns = 0.0;
+    for (double ns : run_ns) run.busy_ns += ns;
     out.push_back(run);
     open = false;
   };
@@ -49,7 +51,7 @@ std::vector<Mark> reference_marks(const Lane& lane, const TimeView& view, double
     const double x1 = (s.end_ns() - view.start_ns()) * px_per_ns;
     if (x1 - x0 >= min_px) {
       close();
-      out.push_back(Mark{x0, x1, 1, static_cast<std::uint32_t>(i), s.category});
+      out.push_back(Mark{x0, x1, 1, static_cast<std::uint32_t>(i), s.category, static_cast<double>(s.dur_ns)});
     } else if (open && x0 - run.x1_px < min_px) {
       run.x1_px = std::max(run.x1_px, x1);
       ++run.count;
@@ -160,6 +162,8 @@ class LodLayoutTest : public QObject {
           QCOMPARE(fast[m].category, slow[m].category);
           QCOMPARE(fast[m].x0_px, slow[m].x0_px);
           QCOMPARE(fast[m].x1_px, slow[m].x1_px);
+          // Block sums add in another order: equal to rounding.
+          QVERIFY(std::abs(fast[m].busy_ns - slow[m].busy_ns) <= 1e-9 * slow[m].busy_ns);
         }
         ++views;
       }
@@ -193,6 +197,21 @@ class LodLayoutTest : public QObject {
     QCOMPARE(m[1].category, Category::kTp);
     QCOMPARE(m[1].x1_px - m[1].x0_px, 10.0);
     QCOMPARE(m[2].count, 5u);
+  }
+
+  // A merged mark knows how busy the lane is under it: 100 tasks of 10 ns every
+  // 40 ns are a quarter busy; one task alone is as busy as it is wide.
+  void merged_mark_knows_its_busy_share() {
+    const Lane lane = make_lane(100, 10, 40);
+    const TimeView view(0.0, 4000.0, 100);  // 40 ns per px: every task merges
+    const auto m = marks_of(lane, 0.0, 4000.0, 100);
+    QCOMPARE(m.size(), std::size_t{1});
+    QCOMPARE(m[0].busy_ns, 1000.0);
+    // The run spans 0 to 3970 ns (the last task's end).
+    QVERIFY(std::abs(busy_share(m[0], view) - 1000.0 / 3970.0) < 1e-12);
+    const auto single = marks_of(lane, 0.0, 40.0, 100);
+    QCOMPARE(single.front().count, 1u);
+    QCOMPARE(busy_share(single.front(), TimeView(0.0, 40.0, 100)), 1.0);
   }
 
   void merged_mark_takes_the_longest_category() {
@@ -253,6 +272,33 @@ class LodLayoutTest : public QObject {
     const Lane& stage1 = trace.lanes[1];
     QCOMPARE(stage1.rank, 1);
     QVERIFY(span_description(trace, stage1, stage1.spans[0]).find("rank 32 · compute") != std::string::npos);
+  }
+
+  // The simulator's exposed lane (thread 8) sits under its rank's compute lane,
+  // and longest_span finds the headline link's target on it.
+  void exposed_lane_follows_compute_and_its_longest_interval_is_found() {
+    const TraceModel trace = read_trace_text(
+        R"json({"traceEvents":[
+{"ph":"M","name":"process_name","pid":0,"args":{"name":"node 0 gpu 0 (rank 0)"}},
+{"ph":"M","name":"process_name","pid":1,"args":{"name":"node 0 gpu 1 (rank 1)"}},
+{"ph":"M","name":"thread_name","pid":0,"tid":8,"args":{"name":"exposed"}},
+{"ph":"M","name":"thread_name","pid":1,"tid":8,"args":{"name":"exposed"}},
+{"ph":"X","name":"fc1","cat":"gemm","pid":0,"tid":0,"ts":0,"dur":5},
+{"ph":"X","name":"all_reduce","cat":"tp","pid":0,"tid":1,"ts":5,"dur":3},
+{"ph":"X","name":"exposed tp","cat":"tp","pid":0,"tid":8,"ts":5,"dur":3},
+{"ph":"X","name":"bubble","cat":"bubble","pid":0,"tid":8,"ts":8,"dur":4},
+{"ph":"X","name":"fc1","cat":"gemm","pid":1,"tid":0,"ts":0,"dur":5},
+{"ph":"X","name":"exposed tp","cat":"tp","pid":1,"tid":8,"ts":6,"dur":4},
+{"ph":"X","name":"exposed tp","cat":"tp","pid":1,"tid":8,"ts":12,"dur":2}]})json",
+        "exposed.json");
+    std::vector<std::string> labels;
+    for (const Lane& lane : trace.lanes) labels.push_back(std::to_string(lane.rank) + " " + lane.stream_label);
+    QCOMPARE(labels, (std::vector<std::string>{"0 compute", "0 exposed", "0 tp-comm", "1 compute", "1 exposed"}));
+    // Rank 1's 4 us beats rank 0's 3 us; the tp-comm lane's all_reduce is not a wait.
+    QCOMPARE(longest_span(trace, "exposed", Category::kTp), (std::optional<SpanRef>{SpanRef{4, 0}}));
+    QCOMPARE(longest_span(trace, "exposed", Category::kBubble), (std::optional<SpanRef>{SpanRef{1, 1}}));
+    QVERIFY(!longest_span(trace, "exposed", Category::kDp).has_value());
+    QCOMPARE(trace.lanes[4].spans[0].dur_ns, TimeNs{4000});
   }
 
   void layout_rows_and_folding() {

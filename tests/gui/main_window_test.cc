@@ -9,6 +9,7 @@
 #include <QGraphicsLineItem>
 #include <QGraphicsScene>
 #include <QImage>
+#include <QLabel>
 #include <QMessageBox>
 #include <QProcess>
 #include <QSignalSpy>
@@ -225,6 +226,54 @@ class MainWindowTest : public QObject {
     QCOMPARE(back.trace->num_spans(), t.num_spans());
   }
 
+  // Issue 20 item 2: the headline's bubble and exposed figures link to the longest
+  // interval of their kind on the exposed lanes; following one unfolds its node,
+  // selects it and zooms to it.
+  void headline_links_to_the_longest_exposed_interval() {
+    MainWindow w;
+    w.resize(1400, 900);
+    simulate_and_wait(w, "tiny", "tiny-2", "dgx-a100-1node", sim::Fidelity::kFull);
+    const QString rich = w.findChild<QLabel*>(QStringLiteral("headline"))->text();
+    QVERIFY2(rich.contains(QStringLiteral("<a href=\"wait:bubble\">bubble ")), qPrintable(rich));
+    QVERIFY2(rich.contains(QStringLiteral("<a href=\"wait:dp\">DP ")), qPrintable(rich));
+    QVERIFY(!w.headline_text().contains(QStringLiteral("<a")));
+    TimelineWidget* t = w.timeline_panel()->timeline();
+    const TraceModel& trace = *t->traces()[0];
+    for (const char* kind : {"bubble", "dp"}) {
+      Category category;
+      QVERIFY(trace::parse_category(kind, &category));
+      // The longest interval, found here the plain way.
+      int lane = -1;
+      std::int64_t span = -1;
+      TimeNs longest = -1;
+      for (int l = 0; l < static_cast<int>(trace.lanes.size()); ++l) {
+        if (trace.lanes[l].stream_label != "exposed") continue;
+        for (std::size_t i = 0; i < trace.lanes[l].spans.size(); ++i) {
+          const Span& s = trace.lanes[l].spans[i];
+          if (s.category == category && s.dur_ns > longest) {
+            longest = s.dur_ns;
+            lane = l;
+            span = static_cast<std::int64_t>(i);
+          }
+        }
+      }
+      QVERIFY2(lane >= 0, kind);
+      t->set_all_collapsed(true);
+      QVERIFY(w.show_longest_wait(QString::fromLatin1(kind)));
+      QVERIFY(t->selection().has_value());
+      QCOMPARE(t->selection()->lane, lane);
+      QCOMPARE(t->selection()->span, span);
+      const Span& s = trace.lanes[lane].spans[span];
+      QVERIFY(t->view().start_ns() <= s.start_ns && t->view().end_ns() >= s.end_ns());
+      QVERIFY(!t->layout_model().is_collapsed(0, trace.lanes[lane].node));
+      QCOMPARE(current_tab(w), static_cast<int>(View::kTimeline));
+    }
+    // No context parallelism in this plan: nothing to follow, and the selection stays.
+    const auto before = t->selection();
+    QVERIFY(!w.show_longest_wait(QStringLiteral("cp")));
+    QCOMPARE(t->selection(), before);
+  }
+
   // An MoE plan, exported from the GUI as `strata export` exports it.
   void exports_an_moe_plan_with_its_run_config_and_megatron_flags() {
     MainWindow w;
@@ -427,6 +476,12 @@ class MainWindowTest : public QObject {
     QVERIFY(p.waitForFinished(60000));
     QCOMPARE(p.exitCode(), 2);
     QVERIFY(QString::fromUtf8(p.readAllStandardError()).contains("no sweep is open"));
+    QVERIFY(!QFile::exists(bad));
+    // The fixture's trace predates the exposed lanes: nothing to follow, no picture.
+    p.start(STRATA_GUI_BIN, {"--screenshot", bad, "--show-wait", "dp", data("run/result.json")});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 2);
+    QVERIFY(QString::fromUtf8(p.readAllStandardError()).contains("--show-wait dp: the trace has no dp interval"));
     QVERIFY(!QFile::exists(bad));
   }
 };

@@ -133,10 +133,19 @@ class TimelineWidgetTest : public QObject {
     QCOMPARE(img.pixelColor(kGutter + 350, top).rgb(), QColor(Qt::white).rgb());
     // adam, 800..850 us: optimizer color.
     QCOMPARE(img.pixelColor(kGutter + 845, top).rgb(), category_color(Category::kOptimizer).rgb());
-    // Zoomed out, the merged mark is drawn darker in its dominant category (gemm: 600 of 650 us).
+    // Zoomed out, the merged mark is drawn darker in its dominant category (gemm:
+    // 600 of 650 us), as tall as the lane is busy under it: 650 of 850 us, so 11
+    // of the bar's 14 px, on the lane's baseline.
     w.set_view(0.0, 1e9);
     const QImage out = w.grab().toImage();
-    QCOMPARE(out.pixelColor(kGutter, top).rgb(), category_color(Category::kGemm).darker(135).rgb());
+    const Row& lane = w.layout_model().rows()[2];
+    const int bar_top = kRuler + lane.y_px + 2, bar_h = lane.height_px - 4;
+    const QRgb merged = category_color(Category::kGemm).darker(135).rgb();
+    int painted = 0;
+    for (int y = bar_top; y < bar_top + bar_h; ++y) painted += out.pixelColor(kGutter, y).rgb() == merged;
+    QCOMPARE(painted, static_cast<int>(std::lround(bar_h * 650.0 / 850.0)));
+    QCOMPARE(out.pixelColor(kGutter, bar_top + bar_h - 1).rgb(), merged);
+    QVERIFY(out.pixelColor(kGutter, bar_top).rgb() != merged);
   }
 
   // A zero-bubble step's F, B, W and recompute of one GEMM, each in its phase's
