@@ -3,7 +3,8 @@
 //
 //   strata-gui [FILE...]                       opens the window
 //   strata-gui --screenshot OUT.png [--view timeline|sweep|memory|topology]
-//              [--select-plan N] [--show-wait KIND] FILE...
+//              [--select-plan N] [--show-wait KIND] [--range-ms START END]
+//              [--show-flows] FILE...
 //                                              renders one view offscreen to a PNG
 // Exit codes as for strata: 0 success, 2 bad input, 1 internal failure.
 #include <CLI/CLI.hpp>
@@ -20,6 +21,8 @@
 #include "gui/widgets/job_runner.h"
 #include "gui/widgets/main_window.h"
 #include "gui/widgets/sweep_view.h"
+#include "gui/widgets/timeline_panel.h"
+#include "gui/widgets/timeline_widget.h"
 
 namespace {
 
@@ -32,6 +35,8 @@ struct Args {
   int height = 900;
   int select_plan = 0;
   std::string show_wait;
+  std::vector<double> range_ms;
+  bool show_flows = false;
 };
 
 // Renders the chosen view of the loaded files to a PNG, written atomically.
@@ -80,6 +85,16 @@ int screenshot(strata::gui::MainWindow& window, const Args& args) {
                  args.show_wait.c_str(), args.show_wait.c_str());
     return strata::kExitBadInput;
   }
+  strata::gui::TimelinePanel* panel = window.timeline_panel();
+  if (args.range_ms.size() == 2) {
+    if (!(args.range_ms[1] > args.range_ms[0])) {
+      std::fprintf(stderr, "error: --range-ms %g %g: the end must come after the start\n", args.range_ms[0],
+                   args.range_ms[1]);
+      return strata::kExitBadInput;
+    }
+    panel->timeline()->set_view(args.range_ms[0] * 1e6, args.range_ms[1] * 1e6);
+  }
+  if (args.show_flows) panel->set_show_all_flows(true);
   QApplication::processEvents();
   const QPixmap pixmap = window.grab();
   QByteArray png;
@@ -116,6 +131,9 @@ int main(int argc, char** argv) {
   cli.add_option("--show-wait", args.show_wait,
                  "follow the headline's link: select and zoom to the longest exposed interval of this kind")
       ->check(CLI::IsMember({"tp", "cp", "ep", "pp", "dp", "zero", "copy", "host", "bubble"}));
+  cli.add_option("--range-ms", args.range_ms, "show this time range of the timeline: START END in ms")
+      ->expected(2);
+  cli.add_flag("--show-flows", args.show_flows, "draw every pipeline transfer as an arrow (the Flows box)");
   cli.set_version_flag("--version", "strata-gui 0.1.0");
   try {
     cli.parse(argc, argv);

@@ -41,8 +41,14 @@ void build_marks(const Lane& lane, const TimeView& view, double min_px, std::vec
   // margin keeps borderline spans on the one-by-one path, so marks are the same.
   const double sure_px = min_px * (1.0 - 1e-9);
   TimeNs run_end_ns = 0;
+  std::uint32_t run_group = 0;
+  // Lanes built without groups (all one block) merge as before.
+  auto group_of = [&](std::size_t k) { return lane.group.empty() ? 0u : lane.group[k]; };
   for (; i < spans.size(); ++i) {
+    // Groups never decrease, so a block whose last span is in the run's group is
+    // wholly in it.
     if (open && i % kLodBlockSpans == 0 && i / kLodBlockSpans < lane.blocks.size() &&
+        group_of(i + kLodBlockSpans - 1) == run_group &&
         lane.max_end_ns[i - 1] == run_end_ns && static_cast<double>(spans[i].start_ns) >= start &&
         static_cast<double>(spans[i + kLodBlockSpans - 1].start_ns) < end) {
       const LodBlock& b = lane.blocks[i / kLodBlockSpans];
@@ -66,7 +72,7 @@ void build_marks(const Lane& lane, const TimeView& view, double min_px, std::vec
       out->push_back(Mark{x0, x1, 1, static_cast<std::uint32_t>(i), s.category, static_cast<double>(s.dur_ns)});
       continue;
     }
-    if (open && x0 - run.x1_px < min_px) {
+    if (open && x0 - run.x1_px < min_px && group_of(i) == run_group) {
       run.x1_px = std::max(run.x1_px, x1);
       run_end_ns = std::max(run_end_ns, s.end_ns());
       ++run.count;
@@ -77,6 +83,7 @@ void build_marks(const Lane& lane, const TimeView& view, double min_px, std::vec
     open = true;
     run = Mark{x0, x1, 1, static_cast<std::uint32_t>(i), s.category};
     run_end_ns = s.end_ns();
+    run_group = group_of(i);
     run_ns.fill(0.0);
     run_ns[static_cast<int>(s.category)] = static_cast<double>(s.dur_ns);
   }

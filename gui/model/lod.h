@@ -2,8 +2,9 @@
 //
 // Tasks at least min_px wide are drawn one by one. A run of consecutive tasks
 // each narrower than min_px, each starting less than min_px after the run's end
-// so far, becomes one mark with a count (as Tracy and Perfetto do), so a lane of
-// a million tasks is never more marks than it has pixels. Cost per lane: one
+// so far, and all of one step block (Lane::group: one phase of one micro-batch
+// and chunk), becomes one mark with a count (as Tracy and Perfetto do), so a lane
+// of a million tasks is never more marks than it has pixels plus step blocks. Cost per lane: one
 // binary search plus one pass over the visible tasks.
 #pragma once
 

@@ -53,10 +53,49 @@ std::string span_description(const TraceModel& trace, const Lane& lane, const Sp
 }
 
 std::string merged_description(const Lane& lane, std::uint32_t count, TimeNs start_ns,
-                               TimeNs end_ns) {
-  return fmt::format("{} tasks merged (zoom in to see each)\nrank {} · {}\nfrom {} to {}", count,
-                     lane.global_rank, lane.stream_label, format_time_ns(static_cast<double>(start_ns)),
-                     format_time_ns(static_cast<double>(end_ns)));
+                               TimeNs end_ns, const std::string& block) {
+  return fmt::format("{}{} tasks merged (zoom in to see each)\nrank {} · {}\nfrom {} to {}",
+                     block.empty() ? "" : block + "\n", count, lane.global_rank, lane.stream_label,
+                     format_time_ns(static_cast<double>(start_ns)), format_time_ns(static_cast<double>(end_ns)));
+}
+
+namespace {
+// The letter and the words of a phase in a step block; nullptr for none.
+const char* phase_letter(Phase p) {
+  switch (p) {
+    case Phase::kFwd: return "F";
+    case Phase::kBwd: return "B";
+    case Phase::kWgrad: return "W";
+    case Phase::kRecompute: return "R";
+    case Phase::kNone:
+    case Phase::kStep: break;
+  }
+  return nullptr;
+}
+const char* phase_words(Phase p) {
+  switch (p) {
+    case Phase::kFwd: return "forward";
+    case Phase::kBwd: return "backward";
+    case Phase::kWgrad: return "weight gradients";
+    case Phase::kRecompute: return "recompute";
+    case Phase::kNone:
+    case Phase::kStep: break;
+  }
+  return nullptr;
+}
+}  // namespace
+
+std::string step_block_label(const SpanDetail& d, bool chunks) {
+  const char* letter = phase_letter(d.phase);
+  if (d.mb < 0 || letter == nullptr) return {};
+  return chunks ? fmt::format("{}{}.{}", letter, d.mb, d.chunk) : fmt::format("{}{}", letter, d.mb);
+}
+
+std::string step_block_words(const SpanDetail& d, bool chunks) {
+  const char* words = phase_words(d.phase);
+  if (d.mb < 0 || words == nullptr) return {};
+  return chunks ? fmt::format("{} of micro-batch {}, chunk {}", words, d.mb, d.chunk)
+                : fmt::format("{} of micro-batch {}", words, d.mb);
 }
 
 }  // namespace strata::gui

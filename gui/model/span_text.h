@@ -19,8 +19,17 @@ std::string format_bytes(double bytes);
 // (mb -1, layer -1, zero FLOPs) are left out. Lines are separated by '\n'.
 std::string span_description(const TraceModel& trace, const Lane& lane, const Span& span);
 
-// The hover text of a mark that merges several tasks.
+// The hover text of a mark that merges several tasks; block, its step block's
+// words ("forward of micro-batch 3, chunk 1") when it has one.
 std::string merged_description(const Lane& lane, std::uint32_t count, TimeNs start_ns,
-                               TimeNs end_ns);
+                               TimeNs end_ns, const std::string& block = {});
+
+// The label painted inside a step block wide enough, as the pipeline figures of
+// the Megatron and zero-bubble papers number them: "F3" (forward of micro-batch
+// 3), "B3", "W3", "R3" (recompute), with the chunk when the schedule is
+// interleaved ("F3.1"); "" for a task of no micro-batch.
+std::string step_block_label(const SpanDetail& detail, bool chunks);
+// The same in words: "forward of micro-batch 3, chunk 1"; "" when none.
+std::string step_block_words(const SpanDetail& detail, bool chunks);
 
 }  // namespace strata::gui

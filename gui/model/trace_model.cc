@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <tuple>
 
 namespace strata::gui {
 
@@ -112,6 +113,10 @@ void TraceModelBuilder::set_stream_label(int rank, int stream, std::string label
   stream_labels_[key(rank, stream)] = std::move(label);
 }
 
+void TraceModelBuilder::add_flow_end(std::int64_t id, bool start, int rank, int stream, TimeNs ts_ns) {
+  flow_ends_.push_back(FlowEnd{id, start, rank, stream, ts_ns});
+}
+
 void TraceModelBuilder::append(TraceModelBuilder&& other) {
   std::vector<std::uint32_t> name_map(other.names_.size());
   for (std::size_t i = 0; i < other.names_.size(); ++i) name_map[i] = intern(other.names_[i]);
@@ -139,6 +144,7 @@ void TraceModelBuilder::append(TraceModelBuilder&& other) {
   for (auto& [rank, label] : other.process_labels_) process_labels_.try_emplace(rank, label);
   for (auto& [rank, index] : other.sort_indices_) sort_indices_.try_emplace(rank, index);
   for (auto& [k, label] : other.stream_labels_) stream_labels_.try_emplace(k, label);
+  flow_ends_.insert(flow_ends_.end(), other.flow_ends_.begin(), other.flow_ends_.end());
   last_key_ = ~0ull;
   other = TraceModelBuilder();
 }
@@ -171,6 +177,18 @@ TraceModel TraceModelBuilder::finalize(TraceModel header) {
       running = std::max(running, lane.spans[i].end_ns());
       lane.max_end_ns[i] = running;
     }
+    lane.group.resize(lane.spans.size());
+    for (std::size_t k = 0; k < lane.spans.size(); ++k) {
+      const SpanDetail& d = details_[lane.spans[k].detail];
+      has_chunks_ = has_chunks_ || d.chunk > 0;
+      if (k == 0) {
+        lane.group[k] = 0;
+        continue;
+      }
+      const SpanDetail& before = details_[lane.spans[k - 1].detail];
+      const bool same = d.phase == before.phase && d.mb == before.mb && d.chunk == before.chunk;
+      lane.group[k] = lane.group[k - 1] + (same ? 0 : 1);
+    }
     lane.blocks.assign(lane.spans.size() / kLodBlockSpans, LodBlock());
     for (std::size_t i = 0; i < lane.blocks.size() * kLodBlockSpans; ++i) {
       LodBlock& b = lane.blocks[i / kLodBlockSpans];
@@ -190,11 +208,59 @@ TraceModel TraceModelBuilder::finalize(TraceModel header) {
     if (a.rank != b.rank) return a.rank < b.rank;
     return order(a) < order(b);
   });
+  header.flows = bind_flows();
+  header.has_chunks = has_chunks_;
   header.lanes = std::move(lanes_);
   header.details = std::move(details_);
   header.names = std::move(names_);
   *this = TraceModelBuilder();
   return header;
+}
+
+std::vector<Flow> TraceModelBuilder::bind_flows() const {
+  std::unordered_map<std::uint64_t, int> lane_index;
+  for (int l = 0; l < static_cast<int>(lanes_.size()); ++l) lane_index[key(lanes_[l].rank, lanes_[l].stream)] = l;
+  // The slice enclosing ts: the last one starting at or before it that has not
+  // ended (a zero-length slice encloses its own start).
+  auto enclosing = [&](const FlowEnd& e) -> std::optional<SpanRef> {
+    auto it = lane_index.find(key(e.rank, e.stream));
+    if (it == lane_index.end()) return std::nullopt;
+    const std::vector<Span>& spans = lanes_[it->second].spans;
+    auto after = std::upper_bound(spans.begin(), spans.end(), e.ts_ns,
+                                  [](TimeNs t, const Span& s) { return t < s.start_ns; });
+    while (after != spans.begin()) {
+      --after;
+      if (after->end_ns() > e.ts_ns || after->start_ns == e.ts_ns) {
+        return SpanRef{it->second, static_cast<std::int64_t>(after - spans.begin())};
+      }
+      if (after->start_ns < e.ts_ns) break;
+    }
+    return std::nullopt;
+  };
+  std::vector<FlowEnd> ends = flow_ends_;
+  // By id, each id's start before its finish (stable: deterministic with reused ids).
+  std::stable_sort(ends.begin(), ends.end(), [](const FlowEnd& a, const FlowEnd& b) {
+    return std::make_pair(a.id, !a.start) < std::make_pair(b.id, !b.start);
+  });
+  std::vector<Flow> flows;
+  for (std::size_t i = 0; i + 1 < ends.size(); ++i) {
+    if (ends[i].id != ends[i + 1].id || !ends[i].start || ends[i + 1].start) continue;
+    const auto from = enclosing(ends[i]);
+    const auto to = enclosing(ends[i + 1]);
+    if (from && to) flows.push_back(Flow{*from, *to});
+    ++i;
+  }
+  std::sort(flows.begin(), flows.end(),
+            [](const Flow& a, const Flow& b) { return std::tie(a.from, a.to) < std::tie(b.from, b.to); });
+  return flows;
+}
+
+std::vector<Flow> TraceModel::flows_of(SpanRef span) const {
+  std::vector<Flow> out;
+  for (const Flow& f : flows) {
+    if (f.from == span || f.to == span) out.push_back(f);
+  }
+  return out;
 }
 
 std::optional<SpanRef> longest_span(const TraceModel& trace, std::string_view stream_label, Category category) {

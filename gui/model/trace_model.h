@@ -90,6 +90,29 @@ struct Lane {
   std::vector<Span> spans;
   std::vector<TimeNs> max_end_ns;  // running maximum of span ends (see invariants)
   std::vector<LodBlock> blocks;    // one per whole kLodBlockSpans spans
+  // Per span, which step block it belongs to: consecutive spans of one
+  // (phase, micro-batch, chunk) share a number, which grows by one at each change
+  // (non-decreasing). The level of detail never merges across a change, so at any
+  // zoom a compute lane shows the pipeline schedule: one mark per micro-batch,
+  // chunk and phase.
+  std::vector<std::uint32_t> group;
+};
+
+// A span of a trace: its lane index and its index in the lane.
+struct SpanRef {
+  int lane = 0;
+  std::int64_t span = 0;
+  bool operator==(const SpanRef&) const = default;
+  auto operator<=>(const SpanRef&) const = default;
+};
+
+// A flow (Chrome trace "s" and "f" events with one id): an arrow from the slice
+// enclosing the start to the slice enclosing the finish — a pipeline send to
+// its receive on the next stage.
+struct Flow {
+  SpanRef from;
+  SpanRef to;
+  bool operator==(const Flow&) const = default;
 };
 
 struct TraceModel {
@@ -102,6 +125,8 @@ struct TraceModel {
   std::vector<Lane> lanes;
   std::vector<SpanDetail> details;
   std::vector<std::string> names;  // interned task names
+  std::vector<Flow> flows;         // sorted by (from, to)
+  bool has_chunks = false;         // some task has chunk > 0 (an interleaved schedule)
 
   std::size_t num_spans() const;
   // Earliest start and latest end over all spans; {0, 0} when empty.
@@ -111,6 +136,8 @@ struct TraceModel {
   const SpanDetail& detail_of(const Span& s) const { return details[s.detail]; }
   // Distinct node numbers of the lanes in order of first appearance (-1 for unknown).
   std::vector<int> nodes() const;
+  // The flows that start or end at span (a send has one; a receive one).
+  std::vector<Flow> flows_of(SpanRef span) const;
 };
 
 // Hashes std::string and std::string_view alike, so interning looks names up
@@ -132,6 +159,11 @@ class TraceModelBuilder {
   void set_process_label(int rank, std::string label);
   void set_process_sort_index(int rank, int sort_index);
   void set_stream_label(int rank, int stream, std::string label);
+  // One end of a flow ("s": start, else finish) on lane (rank, stream) at ts_ns;
+  // finalize pairs the ends by id and binds each to the slice enclosing ts_ns.
+  // Ends without a partner or an enclosing slice are dropped (Perfetto draws
+  // nothing for them either).
+  void add_flow_end(std::int64_t id, bool start, int rank, int stream, TimeNs ts_ns);
 
   // Room for this many spans' details (the reader estimates it from the file size).
   void reserve(std::size_t spans);
@@ -156,6 +188,16 @@ class TraceModelBuilder {
   std::unordered_map<int, std::string> process_labels_;
   std::unordered_map<int, int> sort_indices_;
   std::unordered_map<std::uint64_t, std::string> stream_labels_;
+  struct FlowEnd {
+    std::int64_t id;
+    bool start;
+    int rank, stream;
+    TimeNs ts_ns;
+  };
+  std::vector<FlowEnd> flow_ends_;
+  bool has_chunks_ = false;
+  // The flows of flow_ends_ on the finalized (sorted) lanes.
+  std::vector<Flow> bind_flows() const;
   // Last lane used: consecutive events nearly always share a lane (sorted by pid, tid).
   std::uint64_t last_key_ = ~0ull;
   std::size_t last_lane_ = 0;
@@ -166,12 +208,6 @@ int parse_node_of_process(std::string_view label);
 // The rank R in a process name "node N gpu G (rank R: …)" or "(rank R)"; -1 when absent.
 int parse_rank_of_process(std::string_view label);
 
-// A span of a trace: its lane index and its index in the lane.
-struct SpanRef {
-  int lane = 0;
-  std::int64_t span = 0;
-  bool operator==(const SpanRef&) const = default;
-};
 // The longest span of a category on the lanes named stream_label (the first of
 // equals in lane order); nullopt when there is none. The headline's "exposed TP"
 // jumps to longest_span(trace, "exposed", Category::kTp).

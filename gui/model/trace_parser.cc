@@ -26,6 +26,7 @@ enum class Field : std::uint8_t {
   kTs,
   kDur,
   kArgs,
+  kId,
 };
 enum class ArgField : std::uint8_t {
   kIgnored,
@@ -48,6 +49,7 @@ Field field_of(std::string_view k) {
     case 2:
       if (k == "ph"sv) return Field::kPh;
       if (k == "ts"sv) return Field::kTs;
+      if (k == "id"sv) return Field::kId;
       break;
     case 3:
       if (k == "cat"sv) return Field::kCat;
@@ -108,9 +110,9 @@ Meta meta_of(std::string_view name) {
 struct PendingEvent {
   char ph = 0;
   bool has_pid = false, has_tid = false, has_ts = false, has_dur = false, has_cat = false;
-  bool cat_known = false, phase_known = true, has_sort_index = false;
+  bool cat_known = false, phase_known = true, has_sort_index = false, has_id = false;
   Meta meta = Meta::kNone;
-  std::int64_t pid = 0, tid = 0;
+  std::int64_t pid = 0, tid = 0, id = 0;
   double ts_us = 0.0, dur_us = 0.0;
   Category category = Category::kGemm;
   SpanDetail detail;
@@ -120,10 +122,10 @@ struct PendingEvent {
 
   void reset() {
     ph = 0;
-    has_pid = has_tid = has_ts = has_dur = has_cat = cat_known = has_sort_index = false;
+    has_pid = has_tid = has_ts = has_dur = has_cat = cat_known = has_sort_index = has_id = false;
     phase_known = true;
     meta = Meta::kNone;
-    pid = tid = 0;
+    pid = tid = id = 0;
     ts_us = dur_us = 0.0;
     category = Category::kGemm;
     detail = SpanDetail();
@@ -377,6 +379,12 @@ bool TraceSax::number(double v, std::int64_t i, bool integral) {
         ev_.dur_us = v;
         ev_.has_dur = true;
         break;
+      case Field::kId:  // flows: an integer id (string ids, legal too, are not ours: ignored)
+        if (integral) {
+          ev_.id = i;
+          ev_.has_id = true;
+        }
+        break;
       default:
         break;
     }
@@ -430,6 +438,14 @@ bool TraceSax::finish_event() {
       builder_.set_process_sort_index(pid, static_cast<int>(ev_.sort_index));
     } else if (ev_.meta == Meta::kThreadName && ev_.has_tid && !ev_.arg_name.empty()) {
       builder_.set_stream_label(pid, static_cast<int>(ev_.tid), ev_.arg_name);
+    }
+    return true;
+  }
+  if (ev_.ph == 's' || ev_.ph == 'f') {
+    // A flow's end: kept when complete (an arrow is decoration, not worth refusing a trace).
+    if (ev_.has_id && ev_.has_pid && ev_.has_tid && ev_.has_ts && std::isfinite(ev_.ts_us)) {
+      builder_.add_flow_end(ev_.id, ev_.ph == 's', static_cast<int>(ev_.pid), static_cast<int>(ev_.tid),
+                            static_cast<TimeNs>(std::llround(ev_.ts_us * 1e3)));
     }
     return true;
   }

@@ -1,5 +1,6 @@
 #include "gui/widgets/timeline_panel.h"
 
+#include <QCheckBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPlainTextEdit>
@@ -34,7 +35,8 @@ QString legend_html() {
 
 const char* kHint =
     "Click a task to see its details. Wheel: zoom at the cursor · Shift+wheel: scroll lanes · "
-    "drag: pan · F: fit · click a node row to fold or unfold it.";
+    "drag: pan · F: fit · click a node row to fold or unfold it · a selected pipeline send or "
+    "receive shows its flow arrow, G follows it.";
 
 }  // namespace
 
@@ -49,6 +51,10 @@ TimelinePanel::TimelinePanel(QWidget* parent) : QWidget(parent) {
   fit->setToolTip(tr("Show the whole step (F)"));
   auto* expand = new QPushButton(tr("Unfold nodes"), this);
   auto* collapse = new QPushButton(tr("Fold nodes"), this);
+  auto* flows = flows_ = new QCheckBox(tr("Flows"), this);
+  flows->setObjectName(QStringLiteral("show_flows"));
+  flows->setToolTip(tr("Draw every pipeline transfer as an arrow from its send to its receive "
+                       "(the selected task's always)"));
   auto* legend = new QLabel(legend_html(), this);
   legend->setTextFormat(Qt::RichText);
   // Ten categories do not fit beside the buttons of a narrow window: wrap.
@@ -58,6 +64,7 @@ TimelinePanel::TimelinePanel(QWidget* parent) : QWidget(parent) {
   tools->addWidget(fit);
   tools->addWidget(expand);
   tools->addWidget(collapse);
+  tools->addWidget(flows);
   tools->addSpacing(16);
   tools->addWidget(legend, 1);
 
@@ -82,6 +89,7 @@ TimelinePanel::TimelinePanel(QWidget* parent) : QWidget(parent) {
   connect(fit, &QPushButton::clicked, timeline_, &TimelineWidget::fit);
   connect(expand, &QPushButton::clicked, this, [this] { timeline_->set_all_collapsed(false); });
   connect(collapse, &QPushButton::clicked, this, [this] { timeline_->set_all_collapsed(true); });
+  connect(flows, &QCheckBox::toggled, timeline_, &TimelineWidget::set_show_all_flows);
   connect(timeline_, &TimelineWidget::contentHeightChanged, this, &TimelinePanel::sync_scroll_bar);
   connect(timeline_, &TimelineWidget::viewChanged, this, &TimelinePanel::sync_scroll_bar);
   connect(scroll_, &QScrollBar::valueChanged, timeline_, &TimelineWidget::set_scroll_y);
@@ -89,6 +97,8 @@ TimelinePanel::TimelinePanel(QWidget* parent) : QWidget(parent) {
 }
 
 QString TimelinePanel::details_text() const { return details_->toPlainText(); }
+
+void TimelinePanel::set_show_all_flows(bool show) { flows_->setChecked(show); }
 
 void TimelinePanel::sync_scroll_bar() {
   const QSignalBlocker block(scroll_);

@@ -7,6 +7,7 @@
 
 class QLabel;
 class QScrollBar;
+class QCheckBox;
 class QPlainTextEdit;
 
 namespace strata::gui {
@@ -21,6 +22,8 @@ class TimelinePanel : public QWidget {
   TimelineWidget* timeline() const { return timeline_; }
   // The details panel's text (the selected task, or a hint).
   QString details_text() const;
+  // Ticks the Flows box: every pipeline transfer drawn as an arrow.
+  void set_show_all_flows(bool show);
 
  private:
   void sync_scroll_bar();
@@ -29,6 +32,7 @@ class TimelinePanel : public QWidget {
   TimelineWidget* timeline_;
   QScrollBar* scroll_;
   QPlainTextEdit* details_;
+  QCheckBox* flows_;
 };
 
 }  // namespace strata::gui

@@ -8,6 +8,7 @@
 #include <QWheelEvent>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "gui/model/span_text.h"
 #include "gui/widgets/colors.h"
@@ -19,6 +20,12 @@ namespace {
 constexpr int kClickSlopPx = 3;
 // Tasks wider than this get their name written inside.
 constexpr double kLabelMinWidthPx = 40.0;
+// How much darker a merged mark is than its tasks (QColor::darker's percent).
+constexpr int kMergedDarker = 120;
+// Step blocks (merged marks) wider than this get their label ("F3.1") inside.
+constexpr double kBlockLabelMinWidthPx = 24.0;
+// ... when their bar is at least this tall (the label's font is a pixel less).
+constexpr double kBlockLabelPx = 9.0;
 // Ruler labels stay at least this far apart.
 constexpr double kRulerSpacingPx = 90.0;
 
@@ -150,6 +157,7 @@ TimelineWidget::Hit TimelineWidget::hit_at(QPoint pos) const {
     hit.span = best->first_span;
   } else {
     hit.merged_count = best->count;
+    hit.merged_first_span = best->first_span;
     hit.merged_start_ns = lane.spans[best->first_span].start_ns;
     hit.merged_end_ns = static_cast<TimeNs>(std::llround(view_.t_of(best->x1_px)));
   }
@@ -168,7 +176,8 @@ QString TimelineWidget::tooltip_at(QPoint pos) const {
   const Lane& lane = trace.lanes[hit.lane];
   if (hit.span >= 0) return qstr(span_description(trace, lane, lane.spans[hit.span]));
   if (hit.merged_count > 1) {
-    return qstr(merged_description(lane, hit.merged_count, hit.merged_start_ns, hit.merged_end_ns));
+    const std::string block = step_block_words(trace.detail_of(lane.spans[hit.merged_first_span]), trace.has_chunks);
+    return qstr(merged_description(lane, hit.merged_count, hit.merged_start_ns, hit.merged_end_ns, block));
   }
   return qstr(lane.process_label + " · " + lane.stream_label);
 }
@@ -184,8 +193,14 @@ bool TimelineWidget::reveal(int trace, int lane, std::int64_t span) {
   if (trace < 0 || trace >= static_cast<int>(traces_.size())) return false;
   const TraceModel& t = *traces_[trace];
   if (lane < 0 || lane >= static_cast<int>(t.lanes.size())) return false;
-  const Lane& l = t.lanes[lane];
-  if (span < 0 || span >= static_cast<std::int64_t>(l.spans.size())) return false;
+  if (span < 0 || span >= static_cast<std::int64_t>(t.lanes[lane].spans.size())) return false;
+  bring_into_view(trace, lane, span, true);
+  select(Selection{trace, lane, span});
+  return true;
+}
+
+void TimelineWidget::bring_into_view(int trace, int lane, std::int64_t span, bool zoom) {
+  const Lane& l = traces_[trace]->lanes[lane];
   if (layout_.is_collapsed(trace, l.node)) {
     layout_.set_collapsed(trace, l.node, false);
     emit contentHeightChanged();
@@ -197,10 +212,25 @@ bool TimelineWidget::reveal(int trace, int lane, std::int64_t span) {
     }
   }
   const Span& s = l.spans[span];
-  const double width = std::max<double>(3.0 * static_cast<double>(s.dur_ns), 1000.0);
   const double centre = static_cast<double>(s.start_ns) + 0.5 * static_cast<double>(s.dur_ns);
+  const double width = zoom ? std::max<double>(3.0 * static_cast<double>(s.dur_ns), 1000.0) : view_.span_ns();
   set_view(centre - width / 2, centre + width / 2);
-  select(Selection{trace, lane, span});
+}
+
+void TimelineWidget::set_show_all_flows(bool show) {
+  show_all_flows_ = show;
+  update();
+}
+
+bool TimelineWidget::follow_flow() {
+  if (!selection_) return false;
+  const SpanRef at{selection_->lane, selection_->span};
+  const std::vector<Flow> flows = traces_[selection_->trace]->flows_of(at);
+  if (flows.empty()) return false;
+  const SpanRef other = flows.front().from == at ? flows.front().to : flows.front().from;
+  const int trace = selection_->trace;
+  bring_into_view(trace, other.lane, other.span, false);
+  select(Selection{trace, other.lane, other.span});
   return true;
 }
 
@@ -208,8 +238,19 @@ QString TimelineWidget::selection_text() const {
   if (!selection_) return {};
   const TraceModel& trace = *traces_[selection_->trace];
   const Lane& lane = trace.lanes[selection_->lane];
-  return qstr(trace.kind.empty() ? "trace" : trace.kind) + " · " + qstr(lane.process_label) + "\n" +
-         qstr(span_description(trace, lane, lane.spans[selection_->span]));
+  QString text = qstr(trace.kind.empty() ? "trace" : trace.kind) + " · " + qstr(lane.process_label) + "\n" +
+                 qstr(span_description(trace, lane, lane.spans[selection_->span]));
+  const SpanRef at{selection_->lane, selection_->span};
+  for (const Flow& f : trace.flows_of(at)) {
+    const bool out = f.from == at;
+    const Lane& peer = trace.lanes[out ? f.to.lane : f.from.lane];
+    const Span& ps = peer.spans[out ? f.to.span : f.from.span];
+    text += QStringLiteral("\nflow %1 rank %2 %3 at %4 (G follows it)")
+                .arg(out ? QStringLiteral("to") : QStringLiteral("from"))
+                .arg(peer.global_rank)
+                .arg(qstr(peer.stream_label), qstr(format_time_ns(static_cast<double>(ps.start_ns))));
+  }
+  return text;
 }
 
 bool TimelineWidget::event(QEvent* e) {
@@ -310,6 +351,9 @@ void TimelineWidget::keyPressEvent(QKeyEvent* e) {
     case Qt::Key_Right:
       pan_by(-lane_width_px() / 8, 0);
       break;
+    case Qt::Key_G:
+      follow_flow();
+      break;
     default:
       QWidget::keyPressEvent(e);
       return;
@@ -343,6 +387,7 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     paint_row(p, rows[i], y);
   }
   flush_batches(p);
+  paint_flows(p);
   // The selection outline, on top of the fills.
   if (selection_) {
     for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
@@ -368,6 +413,72 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
   p.setPen(Qt::gray);
   p.drawLine(kGutterPx - 1, 0, kGutterPx - 1, height());
   paint_ruler(p, ticks);
+}
+
+// Arrows from the start of a flow's source slice to the end of its destination
+// slice: a pipeline transfer spans the arrow, pointing where the data lands. An
+// end on a folded node attaches to the node's row.
+void TimelineWidget::paint_flows(QPainter& p) {
+  flow_arrows_drawn_ = 0;
+  const auto& rows = layout_.rows();
+  // A lane's centre y in widget pixels (above the top or below the bottom when
+  // scrolled away), kNoRow when no row shows it.
+  constexpr int kNoRow = std::numeric_limits<int>::min();
+  std::vector<std::vector<int>> lane_y(traces_.size());
+  auto centre_y = [&](int trace, int lane) {
+    if (lane_y[trace].empty()) {
+      lane_y[trace].assign(traces_[trace]->lanes.size(), kNoRow);
+      for (const Row& row : rows) {
+        if (row.trace != trace) continue;
+        const int y = kRulerPx + row.y_px - scroll_y_ + row.height_px / 2;
+        if (row.kind == RowKind::kLane) lane_y[trace][row.lane] = y;
+        for (int l : row.overlay_lanes) lane_y[trace][l] = y;
+        if (row.kind == RowKind::kNode && row.collapsed) {
+          for (int l = 0; l < static_cast<int>(traces_[trace]->lanes.size()); ++l) {
+            if (traces_[trace]->lanes[l].node == row.node && lane_y[trace][l] == kNoRow) lane_y[trace][l] = y;
+          }
+        }
+      }
+    }
+    return lane_y[trace][lane];
+  };
+  const double right = lane_width_px();
+  auto arrow = [&](int trace, const Flow& f, bool selected) {
+    const TraceModel& t = *traces_[trace];
+    const int y0 = centre_y(trace, f.from.lane), y1 = centre_y(trace, f.to.lane);
+    if (y0 == kNoRow || y1 == kNoRow) return;
+    const double x0 = view_.x_of(static_cast<double>(t.lanes[f.from.lane].spans[f.from.span].start_ns));
+    const double x1 = view_.x_of(static_cast<double>(t.lanes[f.to.lane].spans[f.to.span].end_ns()));
+    if (std::max(x0, x1) < 0.0 || std::min(x0, x1) > right) return;
+    if (std::max(y0, y1) < kRulerPx || std::min(y0, y1) > height()) return;
+    const QPointF a(kGutterPx + x0, y0), b(kGutterPx + x1, y1);
+    p.setPen(QPen(selected ? QColor(Qt::black) : QColor(0x8b, 0x1a, 0x1a), selected ? 2.0 : 1.0));
+    p.drawLine(a, b);
+    // The head: two 7-px strokes at 25 degrees either side of the line's direction.
+    const double angle = std::atan2(b.y() - a.y(), b.x() - a.x());
+    for (double side : {-0.44, 0.44}) {
+      p.drawLine(b, b - QPointF(7.0 * std::cos(angle + side), 7.0 * std::sin(angle + side)));
+    }
+    ++flow_arrows_drawn_;
+  };
+  p.save();
+  p.setClipRect(kGutterPx, kRulerPx, lane_width_px(), height() - kRulerPx);
+  // Every flow without antialiasing (thousands at fit zoom), the selected one with.
+  if (show_all_flows_) {
+    for (int trace = 0; trace < static_cast<int>(traces_.size()); ++trace) {
+      for (const Flow& f : traces_[trace]->flows) {
+        if (flow_arrows_drawn_ >= kMaxFlowArrows) break;
+        arrow(trace, f, false);
+      }
+    }
+  }
+  if (selection_) {
+    p.setRenderHint(QPainter::Antialiasing, true);
+    for (const Flow& f : traces_[selection_->trace]->flows_of(SpanRef{selection_->lane, selection_->span})) {
+      arrow(selection_->trace, f, true);
+    }
+  }
+  p.restore();
 }
 
 void TimelineWidget::paint_ruler(QPainter& p, const std::vector<RulerTick>& ticks) {
@@ -433,17 +544,22 @@ void TimelineWidget::collect_marks(const TraceModel& trace, const Lane& lane, in
     if (x1 <= x0) continue;
     const QRectF r(kGutterPx + x0, top, x1 - x0, h);
     const int c = static_cast<int>(m.category);
+    const SpanDetail& first = trace.detail_of(lane.spans[m.first_span]);
+    const auto shade = static_cast<std::size_t>(c * kNumPhases + static_cast<int>(first.phase));
     if (m.count == 1) {
-      const Phase phase = trace.detail_of(lane.spans[m.first_span]).phase;
-      single_rects_[static_cast<std::size_t>(c * kNumPhases + static_cast<int>(phase))].push_back(r);
-      if (labels && x1 - x0 >= kLabelMinWidthPx) {
-        labels_.push_back({r, &trace.name_of(lane.spans[m.first_span])});
-      }
+      single_rects_[shade].push_back(r);
+      if (labels && x1 - x0 >= kLabelMinWidthPx) labels_.push_back({r, qstr(trace.name_of(lane.spans[m.first_span]))});
     } else {
-      // As tall as the lane is busy under it, on the lane's baseline: a lane
-      // exposed 30% of the time reads so at fit zoom, not as a solid bar.
+      // A step block (one phase of one micro-batch and chunk: its tasks share
+      // the first's), as tall as the lane is busy under it, on the lane's
+      // baseline: a lane exposed 30% of the time reads so at fit zoom.
       const double busy_h = std::max(3.0, std::round(h * busy_share(m, view_)));
-      merged_rects_[c].push_back(QRectF(r.x(), top + h - busy_h, r.width(), busy_h));
+      const QRectF bar(r.x(), top + h - busy_h, r.width(), busy_h);
+      merged_rects_[shade].push_back(bar);
+      if (labels && x1 - x0 >= kBlockLabelMinWidthPx && busy_h >= kBlockLabelPx) {
+        const std::string label = step_block_label(first, trace.has_chunks);
+        if (!label.empty()) block_labels_.push_back({bar, qstr(label)});
+      }
     }
   }
 }
@@ -453,7 +569,6 @@ void TimelineWidget::flush_batches(QPainter& p) {
   p.setClipRect(kGutterPx, kRulerPx, lane_width_px(), height() - kRulerPx);
   p.setPen(Qt::NoPen);
   for (int c = 0; c < kNumCategories; ++c) {
-    const QColor color = category_color(static_cast<Category>(c));
     for (int ph = 0; ph < kNumPhases; ++ph) {
       std::vector<QRectF>& rects = single_rects_[static_cast<std::size_t>(c * kNumPhases + ph)];
       if (rects.empty()) continue;
@@ -461,11 +576,13 @@ void TimelineWidget::flush_batches(QPainter& p) {
       p.drawRects(rects.data(), static_cast<int>(rects.size()));
       rects.clear();
     }
-    if (!merged_rects_[c].empty()) {
-      // Merged marks are darker: "many tasks here, zoom in".
-      p.setBrush(color.darker(135));
-      p.drawRects(merged_rects_[c].data(), static_cast<int>(merged_rects_[c].size()));
-      merged_rects_[c].clear();
+    for (int ph = 0; ph < kNumPhases; ++ph) {
+      std::vector<QRectF>& rects = merged_rects_[static_cast<std::size_t>(c * kNumPhases + ph)];
+      if (rects.empty()) continue;
+      // Merged marks a shade darker than their tasks: "many tasks here, zoom in".
+      p.setBrush(task_color(static_cast<Category>(c), static_cast<Phase>(ph)).darker(kMergedDarker));
+      p.drawRects(rects.data(), static_cast<int>(rects.size()));
+      rects.clear();
     }
   }
   p.setPen(Qt::white);
@@ -473,9 +590,21 @@ void TimelineWidget::flush_batches(QPainter& p) {
   for (const Label& l : labels_) {
     const QRectF inner = l.rect.adjusted(3, 0, -3, 0);
     p.drawText(inner, Qt::AlignVCenter | Qt::AlignLeft,
-               metrics.elidedText(qstr(*l.text), Qt::ElideRight, static_cast<int>(inner.width())));
+               metrics.elidedText(l.text, Qt::ElideRight, static_cast<int>(inner.width())));
   }
   labels_.clear();
+  // Step blocks' labels in a small font, so a block 70% busy (a bar 10 px tall) holds one.
+  QFont small = font();
+  small.setPixelSize(static_cast<int>(kBlockLabelPx) - 1);
+  p.setFont(small);
+  const QFontMetrics small_metrics(small);
+  for (const Label& l : block_labels_) {
+    const QRectF inner = l.rect.adjusted(2, 0, -2, 0);
+    p.drawText(inner, Qt::AlignVCenter | Qt::AlignLeft,
+               small_metrics.elidedText(l.text, Qt::ElideRight, static_cast<int>(inner.width())));
+  }
+  p.setFont(font());
+  block_labels_.clear();
   p.restore();
 }
 

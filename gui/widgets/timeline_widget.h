@@ -65,6 +65,7 @@ class TimelineWidget : public QWidget {
     int lane = -1;                   // lane index in the trace (lane rows)
     std::int64_t span = -1;          // single task under the point
     std::uint32_t merged_count = 0;  // > 1: a merged mark of that many tasks
+    std::uint32_t merged_first_span = 0;
     TimeNs merged_start_ns = 0, merged_end_ns = 0;
   };
   // What lies under a widget point (lane area or gutter).
@@ -84,6 +85,18 @@ class TimelineWidget : public QWidget {
   // scrolls its row into sight and zooms so the span takes the middle third of
   // the lane area. False when there is no such span.
   bool reveal(int trace, int lane, std::int64_t span);
+
+  // Flows (a pipeline send to its receive): the selected task's are always
+  // drawn as arrows; with show_all_flows, every flow with an end in view too
+  // (at most kMaxFlowArrows a frame).
+  static constexpr int kMaxFlowArrows = 4000;
+  void set_show_all_flows(bool show);
+  bool show_all_flows() const { return show_all_flows_; }
+  // Selects the other end of the selected task's flow and scrolls and pans to it,
+  // keeping the zoom (key G). False when the selection has no flow.
+  bool follow_flow();
+  // Arrows drawn by the last paint (for tests).
+  int flow_arrows_drawn() const { return flow_arrows_drawn_; }
   // The selected task's fields, one per line; "" without a selection.
   QString selection_text() const;
 
@@ -109,6 +122,10 @@ class TimelineWidget : public QWidget {
   // labels point into trace's names, alive for the frame.
   void collect_marks(const TraceModel& trace, const Lane& lane, int y, int height, bool labels);
   void flush_batches(QPainter& p);
+  void paint_flows(QPainter& p);
+  // Brings span into sight: unfolds its node, scrolls its row to a third of the
+  // height; zoom: the span fills the middle third, else the view pans to centre it.
+  void bring_into_view(int trace, int lane, std::int64_t span, bool zoom);
   int lane_width_px() const { return std::max(1, width() - kGutterPx); }
 
   std::vector<std::shared_ptr<const TraceModel>> traces_;
@@ -118,6 +135,8 @@ class TimelineWidget : public QWidget {
   bool needs_fit_ = true;
   int scroll_y_ = 0;
   std::optional<Selection> selection_;
+  bool show_all_flows_ = false;
+  int flow_arrows_drawn_ = 0;
 
   // Mouse drag state.
   bool pressed_ = false;
@@ -128,12 +147,13 @@ class TimelineWidget : public QWidget {
   mutable std::vector<Mark> marks_;
   // Single tasks by category and phase (task_color), merged marks by category.
   std::array<std::vector<QRectF>, kNumCategories * kNumPhases> single_rects_;
-  std::array<std::vector<QRectF>, kNumCategories> merged_rects_;
+  std::array<std::vector<QRectF>, kNumCategories * kNumPhases> merged_rects_;
   struct Label {
     QRectF rect;
-    const std::string* text;
+    QString text;
   };
   std::vector<Label> labels_;
+  std::vector<Label> block_labels_;  // step blocks' "F3.1"
 };
 
 }  // namespace strata::gui

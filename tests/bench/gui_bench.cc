@@ -3,10 +3,12 @@
 // are recorded in docs/performance.md ("strata-gui").
 //
 // The trace is synthetic but shaped like a simulator trace: 64 ranks on 8 nodes,
-// per rank 12,000 compute tasks, 3,000 tp-comm, 300 pp-send, 300 pp-recv and 25
-// dp-comm tasks (15,625 x 64 = 1,000,000), written one event per line as
-// sim/trace_writer does. Durations vary from 2 us to 1 ms so every zoom level
-// has both merged and single marks.
+// per rank 9,000 compute tasks, 3,000 tp-comm, 300 pp-send, 300 pp-recv, 25
+// dp-comm and 3,000 exposed-lane intervals (15,625 x 64 = 1,000,000), written one
+// event per line as sim/trace_writer does, with a flow from each pp-send of ranks
+// 0-55 to the pp-recv it mirrors on rank r + 8 (16,800 flows). Durations vary
+// from 2 us to 1 ms so every zoom level has both merged and single marks; the
+// micro-batch and phase change every 56 tasks (the step blocks).
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -18,6 +20,9 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "gui/model/trace_reader.h"
 #include "gui/widgets/timeline_widget.h"
@@ -37,9 +42,10 @@ struct StreamShape {
   const char* cat;
 };
 constexpr StreamShape kStreams[] = {
-    {0, "compute", 12000, "gemm"}, {1, "tp-comm", 3000, "tp"}, {2, "dp-comm", 25, "dp"},
-    {3, "pp-send", 300, "pp"},     {4, "pp-recv", 300, "pp"},
+    {0, "compute", 9000, "gemm"}, {1, "tp-comm", 3000, "tp"}, {2, "dp-comm", 25, "dp"},
+    {3, "pp-send", 300, "pp"},    {4, "pp-recv", 300, "pp"},  {8, "exposed", 3000, "tp"},
 };
+constexpr int kPpTasks = 300;
 const char* const kComputeNames[] = {"qkv", "attention", "proj", "fc1", "gelu", "fc2", "layernorm"};
 const char* const kComputeCats[] = {"gemm",        "attention", "gemm",       "gemm",
                                     "elementwise", "gemm",      "elementwise"};
@@ -62,6 +68,9 @@ void write_trace(const std::string& path) {
       out.clear();
     }
   };
+  // Each rank's pp-send slices (ts, dur), mirrored by rank r + 8's pp-recv.
+  std::vector<std::vector<std::pair<double, double>>> sends(kRanks);
+  std::string flows;
   for (int r = 0; r < kRanks; ++r) {
     put(fmt::format(
         R"J({{"ph":"M","name":"process_name","pid":{},"args":{{"name":"node {} gpu {} (rank {})"}}}})J",
@@ -77,7 +86,16 @@ void write_trace(const std::string& path) {
         const char* cat = s.tid == 0 ? kComputeCats[k] : s.cat;
         // Communication streams idle between tasks; compute is back to back.
         const double gap_us = s.tid == 0 ? 0.0 : 12000.0 * 400.0 / s.tasks;
-        const double dur = s.tid == 2 ? 20000.0 : dur_us(rng);
+        double dur = s.tid == 2 ? 20000.0 : dur_us(rng);
+        if (s.tid == 4 && r >= kGpusPerNode) {  // the receive of rank r - 8's send
+          std::tie(t_us, dur) = sends[r - kGpusPerNode][i];
+          flows += fmt::format(
+              ",\n{{\"ph\":\"s\",\"id\":{},\"name\":\"send\",\"cat\":\"pp\",\"pid\":{},\"tid\":3,\"ts\":{:.3f}}}"
+              ",\n{{\"ph\":\"f\",\"bp\":\"e\",\"id\":{},\"name\":\"send\",\"cat\":\"pp\",\"pid\":{},\"tid\":4,"
+              "\"ts\":{:.3f}}}",
+              r * kPpTasks + i, r - kGpusPerNode, t_us, r * kPpTasks + i, r, t_us);
+        }
+        if (s.tid == 3) sends[r].emplace_back(t_us, dur);
         put(fmt::format(
             R"J({{"ph":"X","name":"{}","cat":"{}","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},"args":{{"mb":{},"layer":{},"chunk":0,"phase":"{}","flops":{},"bytes":{}}}}})J",
             name, cat, r, s.tid, t_us, dur, i / 56 % 32, i / 7 % 8, i % 112 < 56 ? "fwd" : "bwd",
@@ -86,6 +104,7 @@ void write_trace(const std::string& path) {
       }
     }
   }
+  out += flows;
   out +=
       "\n],\"otherData\":{\"strata\":{\"kind\":\"predicted\",\"model\":\"synthetic\","
       "\"num_ranks\":64}}}\n";
@@ -117,13 +136,15 @@ std::shared_ptr<const TraceModel>& shared_trace() {
 }
 
 // A full repaint of a 1920 x 1080 timeline at zoom 10^-range(0) of the step,
-// centred; range(1) = 1 with every node unfolded (320 lanes), 0 folded (8 rows
-// each overlaying 8 compute lanes of 12,000 tasks).
+// centred; range(1) = 1 with every node unfolded (384 lanes), 0 folded (8 rows
+// each overlaying 8 compute lanes of 9,000 tasks); range(2) = 1 with every flow
+// drawn (the Flows box).
 void BM_RepaintTimeline(benchmark::State& state) {
   TimelineWidget w;
   w.resize(1920, 1080);
   w.set_traces({shared_trace()});
   if (state.range(1) == 1) w.set_all_collapsed(false);
+  w.set_show_all_flows(state.range(2) == 1);
   const double begin = 0.0;
   const double end = static_cast<double>(shared_trace()->end_ns());
   double span = (end - begin);
@@ -139,10 +160,11 @@ void BM_RepaintTimeline(benchmark::State& state) {
     benchmark::DoNotOptimize(image.bits());
   }
   state.counters["span_ms"] = span / 1e6;
+  state.counters["arrows"] = w.flow_arrows_drawn();
 }
 BENCHMARK(BM_RepaintTimeline)
-    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6}, {0, 1}})
-    ->ArgNames({"zoom_exp", "unfolded"})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6}, {0, 1}, {0, 1}})
+    ->ArgNames({"zoom_exp", "unfolded", "flows"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -52,7 +52,7 @@ std::vector<Mark> reference_marks(const Lane& lane, const TimeView& view, double
     if (x1 - x0 >= min_px) {
       close();
       out.push_back(Mark{x0, x1, 1, static_cast<std::uint32_t>(i), s.category, static_cast<double>(s.dur_ns)});
-    } else if (open && x0 - run.x1_px < min_px) {
+    } else if (open && x0 - run.x1_px < min_px && lane.group[i] == lane.group[run.first_span]) {
       run.x1_px = std::max(run.x1_px, x1);
       ++run.count;
       run_ns[static_cast<int>(s.category)] += s.dur_ns;
@@ -143,6 +143,10 @@ class LodLayoutTest : public QObject {
     TimeNs t = 0;
     for (int i = 0; i < 20000; ++i) {
       const TimeNs ns = dur(rng);
+      // A new micro-batch every 150 tasks, forward then backward: step blocks
+      // that start inside the shortcut's 64-task blocks.
+      d.mb = i / 150;
+      d.phase = (i / 150) % 2 ? Phase::kBwd : Phase::kFwd;
       b.add_span(0, 0, t, ns, static_cast<Category>(cat(rng)), d);
       t += ns + (i % 500 < 250 ? 0 : gap(rng));  // stretches without gaps, then gappy ones
     }
@@ -169,6 +173,26 @@ class LodLayoutTest : public QObject {
       }
     }
     QVERIFY(views > 20);
+  }
+
+  // Tiny tasks of two micro-batches back to back: at a zoom that merges them all,
+  // still one mark per micro-batch (the pipeline schedule at any zoom).
+  void a_new_step_block_splits_a_run() {
+    TraceModelBuilder b;
+    SpanDetail d;
+    d.name = b.intern("fc1");
+    for (int i = 0; i < 400; ++i) {
+      d.mb = i / 200;
+      d.phase = Phase::kFwd;
+      b.add_span(0, 0, i * 10, 10, Category::kGemm, d);
+    }
+    const Lane lane = std::move(b.finalize(TraceModel()).lanes.front());
+    QCOMPARE(lane.group.front(), 0u);
+    QCOMPARE(lane.group.back(), 1u);
+    const auto m = marks_of(lane, 0.0, 4000.0, 10);  // 400 ns per px
+    QCOMPARE(m.size(), std::size_t{2});
+    QCOMPARE(m[0].count, 200u);
+    QCOMPARE(m[1].first_span, 200u);
   }
 
   void first_visible_mark_names_its_task() {
@@ -299,6 +323,31 @@ class LodLayoutTest : public QObject {
     QCOMPARE(longest_span(trace, "exposed", Category::kBubble), (std::optional<SpanRef>{SpanRef{1, 1}}));
     QVERIFY(!longest_span(trace, "exposed", Category::kDp).has_value());
     QCOMPARE(trace.lanes[4].spans[0].dur_ns, TimeNs{4000});
+  }
+
+  // Flow ends bind to the slice enclosing their time (Chrome's binding rule, as
+  // Perfetto applies it); ends without a partner or a slice are dropped.
+  void flows_bind_to_their_enclosing_slices() {
+    const TraceModel trace = read_trace_text(
+        R"json({"traceEvents":[
+{"ph":"X","name":"send","cat":"pp","pid":0,"tid":3,"ts":5,"dur":3},
+{"ph":"X","name":"send","cat":"pp","pid":0,"tid":3,"ts":10,"dur":0},
+{"ph":"X","name":"send","cat":"pp","pid":1,"tid":4,"ts":5,"dur":3},
+{"ph":"X","name":"send","cat":"pp","pid":1,"tid":4,"ts":10,"dur":2},
+{"ph":"s","id":7,"name":"send","cat":"pp","pid":0,"tid":3,"ts":6},
+{"ph":"f","bp":"e","id":7,"name":"send","cat":"pp","pid":1,"tid":4,"ts":5},
+{"ph":"s","id":8,"name":"send","cat":"pp","pid":0,"tid":3,"ts":10},
+{"ph":"f","bp":"e","id":8,"name":"send","cat":"pp","pid":1,"tid":4,"ts":11.5},
+{"ph":"s","id":9,"name":"send","cat":"pp","pid":0,"tid":3,"ts":9},
+{"ph":"f","bp":"e","id":9,"name":"send","cat":"pp","pid":1,"tid":4,"ts":6},
+{"ph":"s","id":10,"name":"send","cat":"pp","pid":0,"tid":3,"ts":5},
+{"ph":"f","bp":"e","id":11,"name":"send","cat":"pp","pid":1,"tid":4,"ts":5}]})json",
+        "flows.json");
+    // Lanes: 0 = rank 0 pp-send, 1 = rank 1 pp-recv. Flow 9 starts in a gap (9 us),
+    // flows 10 and 11 have no partner.
+    QCOMPARE(trace.flows, (std::vector<Flow>{{SpanRef{0, 0}, SpanRef{1, 0}}, {SpanRef{0, 1}, SpanRef{1, 1}}}));
+    QCOMPARE(trace.flows_of(SpanRef{1, 1}), (std::vector<Flow>{{SpanRef{0, 1}, SpanRef{1, 1}}}));
+    QVERIFY(trace.flows_of(SpanRef{0, 2}).empty());
   }
 
   void layout_rows_and_folding() {

@@ -8,6 +8,7 @@
 #include <QFileInfo>
 #include <QGraphicsLineItem>
 #include <QGraphicsScene>
+#include <QCheckBox>
 #include <QImage>
 #include <QLabel>
 #include <QMessageBox>
@@ -272,6 +273,53 @@ class MainWindowTest : public QObject {
     const auto before = t->selection();
     QVERIFY(!w.show_longest_wait(QStringLiteral("cp")));
     QCOMPARE(t->selection(), before);
+  }
+
+  // Issue 20 item 3: every pipeline send is a flow to its receive on the next
+  // stage; the selected one is drawn as an arrow, G follows it there and back.
+  void pipeline_sends_flow_to_their_receives() {
+    MainWindow w;
+    w.resize(1400, 900);
+    simulate_and_wait(w, "tiny", "tiny-2", "dgx-a100-1node", sim::Fidelity::kFull);
+    w.show();  // laid out: the timeline has its size
+    QCoreApplication::processEvents();
+    TimelineWidget* t = w.timeline_panel()->timeline();
+    const TraceModel& trace = *t->traces()[0];
+    std::size_t sends = 0;
+    for (const Lane& lane : trace.lanes) {
+      if (lane.stream_label != "pp-send") continue;
+      for (const Span& s : lane.spans) sends += s.dur_ns > 0;  // an empty slice holds no flow
+    }
+    QVERIFY(sends > 0);
+    QCOMPARE(trace.flows.size(), sends);
+    for (const Flow& f : trace.flows) {
+      const Lane& from = trace.lanes[f.from.lane];
+      const Lane& to = trace.lanes[f.to.lane];
+      QCOMPARE(from.stream_label, std::string("pp-send"));
+      QCOMPARE(to.stream_label, std::string("pp-recv"));
+      QVERIFY(from.rank != to.rank);
+      QCOMPARE(to.spans[f.to.span].start_ns, from.spans[f.from.span].start_ns);
+    }
+    const Flow f = trace.flows[trace.flows.size() / 2];
+    QVERIFY(t->reveal(0, f.from.lane, f.from.span));
+    QVERIFY(w.timeline_panel()->details_text().contains("flow to rank"));
+    t->grab();
+    QCOMPARE(t->flow_arrows_drawn(), 1);
+    const double zoom = t->view().span_ns();
+    QVERIFY(t->follow_flow());
+    QCOMPARE(t->selection()->lane, f.to.lane);
+    QCOMPARE(t->selection()->span, f.to.span);
+    QCOMPARE(t->view().span_ns(), zoom);  // following keeps the zoom
+    QVERIFY(w.timeline_panel()->details_text().contains("flow from rank"));
+    QTest::keyClick(t, Qt::Key_G);
+    QCOMPARE(t->selection()->lane, f.from.lane);
+    QCOMPARE(t->selection()->span, f.from.span);
+    // All flows at fit zoom: one arrow per transfer whose rows are laid out.
+    t->select(std::nullopt);
+    t->fit();
+    w.timeline_panel()->findChild<QCheckBox*>(QStringLiteral("show_flows"))->setChecked(true);
+    t->grab();
+    QCOMPARE(t->flow_arrows_drawn(), static_cast<int>(std::min<std::size_t>(sends, TimelineWidget::kMaxFlowArrows)));
   }
 
   // An MoE plan, exported from the GUI as `strata export` exports it.

@@ -2,6 +2,8 @@
 // and what it paints, read back from a grab of the widget.
 #include "gui/widgets/timeline_widget.h"
 
+#include <fmt/format.h>
+
 #include <QImage>
 #include <QTest>
 #include <QWheelEvent>
@@ -27,6 +29,23 @@ void prepare(TimelineWidget& w, std::vector<std::shared_ptr<const TraceModel>> t
   w.show();
   QVERIFY(QTest::qWaitForWindowExposed(&w));
   w.set_traces(std::move(traces));
+}
+
+// Rank 0's compute lane as a pipeline stage runs it: forward of micro-batch 0
+// (four 10-us GEMMs back to back, 0-40 us), its backward (four 20-us GEMMs,
+// 40-120 us), a bubble, then forward of micro-batch 1 with gaps (four 5-us GEMMs
+// every 10 us, 200-235 us).
+std::shared_ptr<const TraceModel> step_blocks_trace() {
+  std::string events;
+  auto task = [&](const char* name, double ts, double dur, int mb, const char* phase) {
+    events += fmt::format(R"({}{{"ph":"X","name":"{}","cat":"gemm","pid":0,"tid":0,"ts":{},"dur":{},)"
+                          R"("args":{{"mb":{},"phase":"{}"}}}})",
+                          events.empty() ? "" : ",\n", name, ts, dur, mb, phase);
+  };
+  for (int k = 0; k < 4; ++k) task("fc1", 10.0 * k, 10.0, 0, "fwd");
+  for (int k = 0; k < 4; ++k) task("fc1_bwd", 40.0 + 20.0 * k, 20.0, 0, "bwd");
+  for (int k = 0; k < 4; ++k) task("fc1", 200.0 + 10.0 * k, 5.0, 1, "fwd");
+  return std::make_shared<const TraceModel>(read_trace_text("{\"traceEvents\":[\n" + events + "]}", "blocks.json"));
 }
 
 // Widget y of the middle of layout row `row`.
@@ -84,10 +103,6 @@ class TimelineWidgetTest : public QObject {
     QVERIFY2(tip.startsWith("attn_bwd\n"), qPrintable(tip));
     QVERIFY(tip.contains("micro-batch: 0"));
     QVERIFY(tip.contains("duration: 45.5 µs"));
-    // Zoomed out to 1 ms per px, rank 0's five compute tasks are one merged mark.
-    w.set_view(0.0, 1e9);
-    const QString merged = w.tooltip_at(QPoint(kGutter, row_y(w, 2)));
-    QVERIFY2(merged.startsWith("5 tasks merged"), qPrintable(merged));
   }
 
   void click_selects_and_shows_details() {
@@ -133,23 +148,37 @@ class TimelineWidgetTest : public QObject {
     QCOMPARE(img.pixelColor(kGutter + 350, top).rgb(), QColor(Qt::white).rgb());
     // adam, 800..850 us: optimizer color.
     QCOMPARE(img.pixelColor(kGutter + 845, top).rgb(), category_color(Category::kOptimizer).rgb());
-    // Zoomed out, the merged mark is drawn darker in its dominant category (gemm:
-    // 600 of 650 us), as tall as the lane is busy under it: 650 of 850 us, so 11
-    // of the bar's 14 px, on the lane's baseline.
-    w.set_view(0.0, 1e9);
-    const QImage out = w.grab().toImage();
-    const Row& lane = w.layout_model().rows()[2];
-    const int bar_top = kRuler + lane.y_px + 2, bar_h = lane.height_px - 4;
-    const QRgb merged = category_color(Category::kGemm).darker(135).rgb();
-    int painted = 0;
-    for (int y = bar_top; y < bar_top + bar_h; ++y) painted += out.pixelColor(kGutter, y).rgb() == merged;
-    QCOMPARE(painted, static_cast<int>(std::lround(bar_h * 650.0 / 850.0)));
-    QCOMPARE(out.pixelColor(kGutter, bar_top + bar_h - 1).rgb(), merged);
-    QVERIFY(out.pixelColor(kGutter, bar_top).rgb() != merged);
   }
 
   // A zero-bubble step's F, B, W and recompute of one GEMM, each in its phase's
   // shade of gemm blue: B and W told apart at a glance; the optimizer keeps its color.
+  // Zoomed out (10 us per px), every task merges, but never across a step block:
+  // F0, B0 and F1 are three marks in their phase's shade of gemm blue (a shade
+  // darker: merged), each as tall as the lane is busy under it, on the baseline.
+  void paints_step_blocks_when_zoomed_out() {
+    TimelineWidget w;
+    prepare(w, {step_blocks_trace()});
+    w.set_view(0.0, 1e7);
+    const QImage img = w.grab().toImage();
+    const Row& lane = w.layout_model().rows()[2];  // under the trace's and the node's headers
+    QCOMPARE(lane.kind, RowKind::kLane);
+    const int bar_top = kRuler + lane.y_px + 2, bar_h = lane.height_px - 4, bottom = bar_top + bar_h - 1;
+    const QRgb forward = task_color(Category::kGemm, Phase::kFwd).darker(120).rgb();
+    const QRgb backward = task_color(Category::kGemm, Phase::kBwd).darker(120).rgb();
+    QCOMPARE(img.pixelColor(kGutter + 2, bottom).rgb(), forward);   // F0, 0-40 us
+    QCOMPARE(img.pixelColor(kGutter + 2, bar_top).rgb(), forward);  // fully busy: full height
+    QCOMPARE(img.pixelColor(kGutter + 8, bottom).rgb(), backward);  // B0, 40-120 us
+    QVERIFY(img.pixelColor(kGutter + 15, bottom).rgb() != forward);  // the bubble
+    // F1 (200-235 us) is busy 20 of 35 us: 8 of the bar's 14 px.
+    int painted = 0;
+    for (int y = bar_top; y < bar_top + bar_h; ++y) painted += img.pixelColor(kGutter + 21, y).rgb() == forward;
+    QCOMPARE(painted, static_cast<int>(std::lround(bar_h * 20.0 / 35.0)));
+    QCOMPARE(img.pixelColor(kGutter + 21, bottom).rgb(), forward);
+    // The hover names the block and its merge.
+    const QString tip = w.tooltip_at(QPoint(kGutter + 8, row_y(w, 2)));
+    QVERIFY2(tip.startsWith("backward of micro-batch 0\n4 tasks merged"), qPrintable(tip));
+  }
+
   void paints_compute_tasks_by_phase() {
     TimelineWidget w;
     prepare(w, {load("trace_phases.json")});

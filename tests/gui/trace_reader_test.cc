@@ -37,6 +37,17 @@ std::string one_event_per_line_trace(int ranks, int per_lane) {
              ".5,\"args\":{\"mb\":" + std::to_string(i % 8) + ",\"layer\":" + std::to_string(i % 3) +
              ",\"chunk\":0,\"phase\":\"" + (i % 2 ? "bwd" : "fwd") + "\",\"flops\":" +
              std::to_string(1000 * i) + ",\"bytes\":" + std::to_string(7 * i) + "}}");
+        // Every 50th tp-comm task flows to the next rank's compute task at the same
+        // time; the ends lie far apart in the file, so in different parts.
+        if (i % 50 == 0 && lane == 1 && r + 1 < ranks) {
+          line("{\"ph\":\"s\",\"id\":" + std::to_string(r * 1000 + i) + ",\"name\":\"send\",\"cat\":\"pp\",\"pid\":" +
+               std::to_string(r) + ",\"tid\":1,\"ts\":" + std::to_string(10 * i) + ".25}");
+        }
+        if (i % 50 == 0 && lane == 0 && r > 0) {
+          line("{\"ph\":\"f\",\"bp\":\"e\",\"id\":" + std::to_string((r - 1) * 1000 + i) +
+               ",\"name\":\"send\",\"cat\":\"pp\",\"pid\":" + std::to_string(r) + ",\"tid\":0,\"ts\":" +
+               std::to_string(10 * i) + ".25}");
+        }
       }
     }
   }
@@ -67,6 +78,10 @@ class TraceReaderTest : public QObject {
     QCOMPARE(cut.step_time_s, 0.5);
     QCOMPARE(cut.model_name, std::string("tiny"));
     QCOMPARE(cut.lanes.size(), whole.lanes.size());
+    QCOMPARE(whole.flows.size(), std::size_t{5 * 8});  // 8 flows between each pair of neighbours
+    QVERIFY(cut.flows == whole.flows);
+    // The first: rank 0's tp-comm task 0 (lane 1) to rank 1's compute task 0 (lane 2).
+    QCOMPARE(whole.flows.front(), (Flow{SpanRef{1, 0}, SpanRef{2, 0}}));
     for (std::size_t l = 0; l < whole.lanes.size(); ++l) {
       const Lane& a = whole.lanes[l];
       const Lane& b = cut.lanes[l];
