@@ -4,13 +4,14 @@
 //   strata-gui [FILE...]                       opens the window
 //   strata-gui --screenshot OUT.png [--view timeline|sweep|memory|topology]
 //              [--select-plan N] [--show-wait KIND] [--range-ms START END]
-//              [--show-flows] FILE...
+//              [--select-range-ms START END] [--show-flows] FILE...
 //                                              renders one view offscreen to a PNG
 // Exit codes as for strata: 0 success, 2 bad input, 1 internal failure.
 #include <CLI/CLI.hpp>
 #include <QApplication>
 #include <QBuffer>
 #include <QPixmap>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -36,6 +37,7 @@ struct Args {
   int select_plan = 0;
   std::string show_wait;
   std::vector<double> range_ms;
+  std::vector<double> select_range_ms;
   bool show_flows = false;
 };
 
@@ -94,6 +96,10 @@ int screenshot(strata::gui::MainWindow& window, const Args& args) {
     }
     panel->timeline()->set_view(args.range_ms[0] * 1e6, args.range_ms[1] * 1e6);
   }
+  if (args.select_range_ms.size() == 2) {
+    panel->timeline()->set_range(std::pair{static_cast<strata::TimeNs>(std::llround(args.select_range_ms[0] * 1e6)),
+                                           static_cast<strata::TimeNs>(std::llround(args.select_range_ms[1] * 1e6))});
+  }
   if (args.show_flows) panel->set_show_all_flows(true);
   QApplication::processEvents();
   const QPixmap pixmap = window.grab();
@@ -132,6 +138,9 @@ int main(int argc, char** argv) {
                  "follow the headline's link: select and zoom to the longest exposed interval of this kind")
       ->check(CLI::IsMember({"tp", "cp", "ep", "pp", "dp", "zero", "copy", "host", "bubble"}));
   cli.add_option("--range-ms", args.range_ms, "show this time range of the timeline: START END in ms")
+      ->expected(2);
+  cli.add_option("--select-range-ms", args.select_range_ms,
+                 "select this time range (START END in ms): the details show its summary")
       ->expected(2);
   cli.add_flag("--show-flows", args.show_flows, "draw every pipeline transfer as an arrow (the Flows box)");
   cli.set_version_flag("--version", "strata-gui 0.1.0");

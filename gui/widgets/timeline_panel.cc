@@ -2,6 +2,8 @@
 
 #include <QCheckBox>
 #include <QHBoxLayout>
+#include <QKeyEvent>
+#include <QLineEdit>
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QPushButton>
@@ -9,7 +11,10 @@
 #include <QSplitter>
 #include <QVBoxLayout>
 
+#include "core/error.h"
+#include "gui/model/range_stats.h"
 #include "gui/model/timeline_layout.h"
+#include "gui/model/trace_search.h"
 #include "gui/widgets/colors.h"
 #include "gui/widgets/timeline_widget.h"
 
@@ -35,8 +40,9 @@ QString legend_html() {
 
 const char* kHint =
     "Click a task to see its details. Wheel: zoom at the cursor · Shift+wheel: scroll lanes · "
-    "drag: pan · F: fit · click a node row to fold or unfold it · a selected pipeline send or "
-    "receive shows its flow arrow, G follows it.";
+    "drag: pan · F: fit · click a node row to fold or unfold it, a merged mark to zoom to it · a "
+    "selected pipeline send or receive shows its flow arrow, G follows it · Shift+drag: select a "
+    "time range for its summary, Esc clears it.";
 
 }  // namespace
 
@@ -68,6 +74,25 @@ TimelinePanel::TimelinePanel(QWidget* parent) : QWidget(parent) {
   tools->addSpacing(16);
   tools->addWidget(legend, 1);
 
+  find_ = new QLineEdit(this);
+  find_->setObjectName(QStringLiteral("find"));
+  find_->setPlaceholderText(tr("Find: fc1 cat:tp mb:3 layer:12 chunk:1 phase:bwd lane:exposed — Enter: next, "
+                               "Shift+Enter: previous"));
+  find_->setClearButtonEnabled(true);
+  find_->installEventFilter(this);
+  auto* previous = new QPushButton(QStringLiteral("◀"), this);
+  previous->setToolTip(tr("Previous match (Shift+Enter)"));
+  auto* next = new QPushButton(QStringLiteral("▶"), this);
+  next->setToolTip(tr("Next match (Enter)"));
+  find_status_ = new QLabel(this);
+  find_status_->setMinimumWidth(160);
+  auto* find_row = new QHBoxLayout;
+  find_row->addWidget(new QLabel(tr("Find"), this));
+  find_row->addWidget(find_, 1);
+  find_row->addWidget(previous);
+  find_row->addWidget(next);
+  find_row->addWidget(find_status_);
+
   auto* view_row = new QWidget(this);
   auto* view_layout = new QHBoxLayout(view_row);
   view_layout->setContentsMargins(0, 0, 0, 0);
@@ -84,6 +109,7 @@ TimelinePanel::TimelinePanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addLayout(tools);
+  layout->addLayout(find_row);
   layout->addWidget(split, 1);
 
   connect(fit, &QPushButton::clicked, timeline_, &TimelineWidget::fit);
@@ -94,6 +120,13 @@ TimelinePanel::TimelinePanel(QWidget* parent) : QWidget(parent) {
   connect(timeline_, &TimelineWidget::viewChanged, this, &TimelinePanel::sync_scroll_bar);
   connect(scroll_, &QScrollBar::valueChanged, timeline_, &TimelineWidget::set_scroll_y);
   connect(timeline_, &TimelineWidget::selectionChanged, this, &TimelinePanel::show_selection);
+  connect(timeline_, &TimelineWidget::rangeChanged, this, &TimelinePanel::show_selection);
+  connect(find_, &QLineEdit::textChanged, this, [this] {
+    update_matches();
+    find_status_->setText(find_status());
+  });
+  connect(next, &QPushButton::clicked, this, [this] { find_next(false); });
+  connect(previous, &QPushButton::clicked, this, [this] { find_next(true); });
 }
 
 QString TimelinePanel::details_text() const { return details_->toPlainText(); }
@@ -109,8 +142,71 @@ void TimelinePanel::sync_scroll_bar() {
 }
 
 void TimelinePanel::show_selection() {
+  const auto range = timeline_->range();
+  if (range && !timeline_->traces().empty()) {
+    // The range's summary over the first trace (the predicted one when both are open).
+    details_->setPlainText(QString::fromStdString(
+        describe(range_stats(*timeline_->traces().front(), range->first, range->second))));
+    return;
+  }
   const QString text = timeline_->selection_text();
   details_->setPlainText(text.isEmpty() ? QString::fromUtf8(kHint) : text);
+}
+
+void TimelinePanel::set_find_text(const QString& text) { find_->setText(text); }
+
+void TimelinePanel::update_matches() {
+  const TraceModel* trace = timeline_->traces().empty() ? nullptr : timeline_->traces().front().get();
+  if (trace == matched_trace_ && find_->text() == matched_query_) return;
+  matched_trace_ = trace;
+  matched_query_ = find_->text();
+  matches_.clear();
+  find_error_.clear();
+  if (trace == nullptr) return;
+  try {
+    matches_ = find_spans(*trace, parse_search(matched_query_.toStdString()));
+  } catch (const InputError& e) {
+    find_error_ = QString::fromStdString(e.message());
+  }
+}
+
+QString TimelinePanel::find_status() const {
+  if (!find_error_.isEmpty()) return find_error_;
+  if (find_->text().trimmed().isEmpty()) return {};
+  if (matches_.empty()) return tr("no match");
+  const auto sel = timeline_->selection();
+  if (sel && sel->trace == 0) {
+    for (std::size_t i = 0; i < matches_.size(); ++i) {
+      if (matches_[i] == SpanRef{sel->lane, sel->span}) return tr("%1 of %2").arg(i + 1).arg(matches_.size());
+    }
+  }
+  return tr("%1 matches").arg(matches_.size());
+}
+
+bool TimelinePanel::find_next(bool backwards) {
+  update_matches();
+  bool found = false;
+  if (!matches_.empty()) {
+    const auto sel = timeline_->selection();
+    std::optional<SpanRef> current;
+    if (sel && sel->trace == 0) current = SpanRef{sel->lane, sel->span};
+    const auto from = static_cast<TimeNs>(timeline_->view().start_ns());
+    const std::int64_t k = next_match(*timeline_->traces().front(), matches_, current, from, backwards);
+    found = k >= 0 && timeline_->reveal(0, matches_[k].lane, matches_[k].span, false);
+  }
+  find_status_->setText(find_status());
+  return found;
+}
+
+bool TimelinePanel::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == find_ && event->type() == QEvent::KeyPress) {
+    auto* key = static_cast<QKeyEvent*>(event);
+    if (key->key() == Qt::Key_Return || key->key() == Qt::Key_Enter) {
+      find_next(key->modifiers() & Qt::ShiftModifier);
+      return true;
+    }
+  }
+  return QWidget::eventFilter(watched, event);
 }
 
 }  // namespace strata::gui

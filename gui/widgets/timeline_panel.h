@@ -1,11 +1,16 @@
-// The Timeline tab: a tool row (fit, fold and unfold nodes, the category
-// legend), the timeline with its vertical scroll bar, and the details of the
-// selected task below.
+// The Timeline tab: a tool row (fit, fold and unfold nodes, flows, the category
+// legend), a find row (gui/model/trace_search.h), the timeline with its vertical
+// scroll bar, and below the details of the selected task or the summary of the
+// selected time range (gui/model/range_stats.h).
 #pragma once
 
 #include <QWidget>
+#include <vector>
+
+#include "gui/model/trace_model.h"
 
 class QLabel;
+class QLineEdit;
 class QScrollBar;
 class QCheckBox;
 class QPlainTextEdit;
@@ -25,14 +30,34 @@ class TimelinePanel : public QWidget {
   // Ticks the Flows box: every pipeline transfer drawn as an arrow.
   void set_show_all_flows(bool show);
 
+  // Puts text in the Find box (matches are counted at once).
+  void set_find_text(const QString& text);
+  // Selects the next (or previous) match of the Find box in the first trace,
+  // after the selection or the view's start, wrapping around, and brings it into
+  // view at the current zoom. False when nothing matches or the query is bad.
+  bool find_next(bool backwards = false);
+  // "3 of 120", "no match", or the query's error.
+  QString find_status() const;
+
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
  private:
   void sync_scroll_bar();
   void show_selection();
+  // Recomputes the matches when the query or the trace changed.
+  void update_matches();
 
   TimelineWidget* timeline_;
   QScrollBar* scroll_;
   QPlainTextEdit* details_;
   QCheckBox* flows_;
+  QLineEdit* find_;
+  QLabel* find_status_;
+  std::vector<SpanRef> matches_;
+  const TraceModel* matched_trace_ = nullptr;
+  QString matched_query_;
+  QString find_error_;
 };
 
 }  // namespace strata::gui

@@ -33,6 +33,8 @@ const QColor kPredictedHeader(0xdd, 0xe6, 0xf2);
 const QColor kMeasuredHeader(0xf6, 0xe3, 0xcf);
 const QColor kNodeHeader(0xf0, 0xf0, 0xf0);
 const QColor kGridLine(0xe6, 0xe6, 0xe6);
+const QColor kRangeFill(0x33, 0x66, 0xcc, 40);
+const QColor kRangeEdge(0x33, 0x66, 0xcc);
 
 QString qstr(const std::string& s) { return QString::fromStdString(s); }
 
@@ -53,11 +55,13 @@ void TimelineWidget::set_traces(std::vector<std::shared_ptr<const TraceModel>> t
   for (const auto& t : traces_) raw.push_back(t.get());
   layout_.set_traces(std::move(raw));
   selection_.reset();
+  range_.reset();
   scroll_y_ = 0;
   needs_fit_ = true;
   fit();
   emit contentHeightChanged();
   emit selectionChanged();
+  emit rangeChanged();
   update();
 }
 
@@ -189,14 +193,22 @@ void TimelineWidget::select(std::optional<Selection> selection) {
   update();
 }
 
-bool TimelineWidget::reveal(int trace, int lane, std::int64_t span) {
+bool TimelineWidget::reveal(int trace, int lane, std::int64_t span, bool zoom) {
   if (trace < 0 || trace >= static_cast<int>(traces_.size())) return false;
   const TraceModel& t = *traces_[trace];
   if (lane < 0 || lane >= static_cast<int>(t.lanes.size())) return false;
   if (span < 0 || span >= static_cast<std::int64_t>(t.lanes[lane].spans.size())) return false;
-  bring_into_view(trace, lane, span, true);
+  bring_into_view(trace, lane, span, zoom);
   select(Selection{trace, lane, span});
   return true;
+}
+
+void TimelineWidget::set_range(std::optional<std::pair<TimeNs, TimeNs>> range) {
+  if (range && range->second < range->first) std::swap(range->first, range->second);
+  if (range == range_) return;
+  range_ = range;
+  emit rangeChanged();
+  update();
 }
 
 void TimelineWidget::bring_into_view(int trace, int lane, std::int64_t span, bool zoom) {
@@ -297,11 +309,21 @@ void TimelineWidget::mousePressEvent(QMouseEvent* e) {
   pressed_ = true;
   dragging_ = false;
   press_pos_ = last_pos_ = e->position().toPoint();
+  ranging_ = (e->modifiers() & Qt::ShiftModifier) && press_pos_.x() >= kGutterPx && !traces_.empty();
+  if (ranging_) {
+    range_anchor_ns_ = static_cast<TimeNs>(std::llround(view_.t_of(press_pos_.x() - kGutterPx)));
+    set_range(std::pair{range_anchor_ns_, range_anchor_ns_});
+  }
 }
 
 void TimelineWidget::mouseMoveEvent(QMouseEvent* e) {
   if (!pressed_) return;
   const QPoint pos = e->position().toPoint();
+  if (ranging_) {
+    const auto t = static_cast<TimeNs>(std::llround(view_.t_of(std::max(0, pos.x() - kGutterPx))));
+    set_range(std::pair{range_anchor_ns_, t});
+    return;
+  }
   if (!dragging_ && (pos - press_pos_).manhattanLength() > kClickSlopPx) {
     dragging_ = true;
     setCursor(Qt::ClosedHandCursor);
@@ -315,6 +337,12 @@ void TimelineWidget::mouseMoveEvent(QMouseEvent* e) {
 void TimelineWidget::mouseReleaseEvent(QMouseEvent* e) {
   if (e->button() != Qt::LeftButton || !pressed_) return;
   pressed_ = false;
+  if (ranging_) {
+    ranging_ = false;
+    // A Shift+click without a drag clears the range.
+    if (range_ && range_->first == range_->second) set_range(std::nullopt);
+    return;
+  }
   if (dragging_) {
     dragging_ = false;
     unsetCursor();
@@ -327,6 +355,10 @@ void TimelineWidget::mouseReleaseEvent(QMouseEvent* e) {
   }
   if (hit.span >= 0) {
     select(Selection{hit.trace, hit.lane, hit.span});
+  } else if (hit.merged_count > 1) {
+    // A merged mark: zoom to it, a twentieth of margin either side.
+    const double margin = 0.05 * static_cast<double>(hit.merged_end_ns - hit.merged_start_ns);
+    set_view(static_cast<double>(hit.merged_start_ns) - margin, static_cast<double>(hit.merged_end_ns) + margin);
   } else {
     select(std::nullopt);
   }
@@ -353,6 +385,9 @@ void TimelineWidget::keyPressEvent(QKeyEvent* e) {
       break;
     case Qt::Key_G:
       follow_flow();
+      break;
+    case Qt::Key_Escape:
+      set_range(std::nullopt);
       break;
     default:
       QWidget::keyPressEvent(e);
@@ -408,6 +443,18 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
                         row.height_px - 2));
       p.setClipping(false);
     }
+  }
+  // The range selection: a translucent band with its edges.
+  if (range_) {
+    const double x0 = std::clamp(view_.x_of(static_cast<double>(range_->first)), -2.0, lane_width_px() + 2.0);
+    const double x1 = std::clamp(view_.x_of(static_cast<double>(range_->second)), -2.0, lane_width_px() + 2.0);
+    p.save();
+    p.setClipRect(kGutterPx, kRulerPx, lane_width_px(), height() - kRulerPx);
+    p.fillRect(QRectF(kGutterPx + x0, kRulerPx, std::max(1.0, x1 - x0), height() - kRulerPx), kRangeFill);
+    p.setPen(QPen(kRangeEdge, 1));
+    p.drawLine(QPointF(kGutterPx + x0, kRulerPx), QPointF(kGutterPx + x0, height()));
+    p.drawLine(QPointF(kGutterPx + x1, kRulerPx), QPointF(kGutterPx + x1, height()));
+    p.restore();
   }
   // The gutter's edge and the ruler, over everything.
   p.setPen(Qt::gray);

@@ -83,8 +83,9 @@ class TimelineWidget : public QWidget {
   void select(std::optional<Selection> selection);
   // Selects span of lane in trace and brings it into view: unfolds its node,
   // scrolls its row into sight and zooms so the span takes the middle third of
-  // the lane area. False when there is no such span.
-  bool reveal(int trace, int lane, std::int64_t span);
+  // the lane area (without zoom: pans to centre it at the current zoom). False
+  // when there is no such span.
+  bool reveal(int trace, int lane, std::int64_t span, bool zoom = true);
 
   // Flows (a pipeline send to its receive): the selected task's are always
   // drawn as arrows; with show_all_flows, every flow with an end in view too
@@ -100,8 +101,13 @@ class TimelineWidget : public QWidget {
   // The selected task's fields, one per line; "" without a selection.
   QString selection_text() const;
 
+  // The time range selected with Shift+drag (start <= end), if any; Esc clears it.
+  std::optional<std::pair<TimeNs, TimeNs>> range() const { return range_; }
+  void set_range(std::optional<std::pair<TimeNs, TimeNs>> range);
+
  signals:
   void selectionChanged();
+  void rangeChanged();
   void viewChanged();
   void contentHeightChanged();
 
@@ -138,9 +144,13 @@ class TimelineWidget : public QWidget {
   bool show_all_flows_ = false;
   int flow_arrows_drawn_ = 0;
 
-  // Mouse drag state.
+  std::optional<std::pair<TimeNs, TimeNs>> range_;
+
+  // Mouse drag state (ranging_: a Shift+drag selecting a time range).
   bool pressed_ = false;
   bool dragging_ = false;
+  bool ranging_ = false;
+  TimeNs range_anchor_ns_ = 0;
   QPoint press_pos_, last_pos_;
 
   // Per-frame buffers, kept to avoid reallocating every paint.

@@ -7,6 +7,7 @@ int run_lod_layout_tests(int argc, char** argv);
 int run_trace_reader_tests(int argc, char** argv);
 int run_files_tests(int argc, char** argv);
 int run_run_sweep_tests(int argc, char** argv);
+int run_search_range_tests(int argc, char** argv);
 }  // namespace strata::gui
 
 int main(int argc, char** argv) {
@@ -17,5 +18,6 @@ int main(int argc, char** argv) {
   failed += strata::gui::run_trace_reader_tests(argc, argv);
   failed += strata::gui::run_files_tests(argc, argv);
   failed += strata::gui::run_run_sweep_tests(argc, argv);
+  failed += strata::gui::run_search_range_tests(argc, argv);
   return failed == 0 ? 0 : 1;
 }

@@ -26,6 +26,7 @@
 #include "gui/widgets/timeline_panel.h"
 #include "gui/widgets/timeline_widget.h"
 #include "gui/widgets/topology_view.h"
+#include "gui/model/range_stats.h"
 #include "gui_test_support.h"
 
 namespace strata::gui {
@@ -269,6 +270,14 @@ class MainWindowTest : public QObject {
       QVERIFY(!t->layout_model().is_collapsed(0, trace.lanes[lane].node));
       QCOMPARE(current_tab(w), static_cast<int>(View::kTimeline));
     }
+    // The whole step as a range: the exposed lanes' mean per rank is the headline's.
+    const RangeStats whole = range_stats(trace, 0, trace.end_ns());
+    const ResultData& r = w.last_simulation()->result;
+    QCOMPARE(whole.exposed_ranks, 8);
+    QVERIFY(std::abs(whole.exposed_ns_per_rank[static_cast<int>(Category::kDp)] * 1e-9 - r.exposed.dp_s) < 1e-8);
+    QVERIFY(std::abs(whole.exposed_ns_per_rank[static_cast<int>(Category::kPp)] * 1e-9 - r.exposed.pp_s) < 1e-8);
+    QVERIFY(std::abs(whole.exposed_ns_per_rank[static_cast<int>(Category::kBubble)] * 1e-9 / r.step_time_s -
+                     r.bubble_ratio) < 1e-8);
     // No context parallelism in this plan: nothing to follow, and the selection stays.
     const auto before = t->selection();
     QVERIFY(!w.show_longest_wait(QStringLiteral("cp")));

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <QImage>
+#include <QLineEdit>
 #include <QTest>
 #include <QWheelEvent>
 
@@ -124,6 +125,84 @@ class TimelineWidgetTest : public QObject {
     QTest::mouseClick(&w, Qt::LeftButton, {},
                       QPoint(kGutter + static_cast<int>(700000 / ns_per_px), row_y(w, 5)));
     QVERIFY(!w.selection().has_value());
+  }
+
+  // Find: Enter goes to the next match at the current zoom, Shift+Enter back,
+  // wrapping; the status counts; a bad query says why.
+  void find_walks_the_matches() {
+    TimelinePanel panel;
+    panel.resize(kGutter + 1100, 600);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    TimelineWidget& w = *panel.timeline();
+    w.set_traces({load("trace_small.json")});
+    w.set_view(0.0, 1e5);  // the first 100 us: 100 ns per px
+    auto* find = panel.findChild<QLineEdit*>(QStringLiteral("find"));
+    QVERIFY(find != nullptr);
+    QTest::keyClicks(find, "fc1 phase:fwd");
+    QCOMPARE(panel.find_status(), QStringLiteral("4 matches"));
+    // Forwards start at 0, 100, 110 and 210 us (rank 0, 0, 1, 1).
+    const TimeNs starts[] = {0, 100000, 110000, 210000};
+    auto selected_start = [&] {
+      const auto sel = w.selection();
+      return sel ? w.traces()[0]->lanes[sel->lane].spans[sel->span].start_ns : TimeNs{-1};
+    };
+    QTest::keyClick(find, Qt::Key_Return);
+    QCOMPARE(selected_start(), starts[0]);
+    QCOMPARE(panel.find_status(), QStringLiteral("1 of 4"));
+    QTest::keyClick(find, Qt::Key_Return);
+    QTest::keyClick(find, Qt::Key_Return);
+    QCOMPARE(selected_start(), starts[2]);
+    QCOMPARE(w.view().span_ns(), 1e5);  // the zoom kept, the match panned into view
+    QVERIFY(w.view().start_ns() <= 110000.0 && w.view().end_ns() >= 210000.0);
+    QTest::keyClick(find, Qt::Key_Return, Qt::ShiftModifier);
+    QCOMPARE(selected_start(), starts[1]);
+    QTest::keyClick(find, Qt::Key_Return, Qt::ShiftModifier);
+    QTest::keyClick(find, Qt::Key_Return, Qt::ShiftModifier);
+    QCOMPARE(selected_start(), starts[3]);  // wrapped backwards
+    panel.set_find_text(QStringLiteral("cat:gemx"));
+    QVERIFY(panel.find_status().contains(QStringLiteral("allowed")));
+    QVERIFY(!panel.find_next());
+  }
+
+  // Shift+drag selects a time range and the details summarise it (the figures
+  // themselves: search_range_test.cc); Esc clears it.
+  void shift_drag_selects_a_range() {
+    TimelinePanel panel;
+    panel.resize(kGutter + 1100, 600);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    TimelineWidget& w = *panel.timeline();
+    w.set_traces({load("trace_small.json")});
+    w.set_view(0.0, 1e6);  // 1 us per px over the 1000-px lane area
+    const int y = row_y(w, 2);
+    const auto x_of_us = [&](double us) { return kGutter + static_cast<int>(std::lround(w.view().x_of(us * 1e3))); };
+    QTest::mousePress(&w, Qt::LeftButton, Qt::ShiftModifier, QPoint(x_of_us(50), y));
+    QMouseEvent move(QEvent::MouseMove, QPointF(x_of_us(450), y), w.mapToGlobal(QPointF(x_of_us(450), y)),
+                     Qt::NoButton, Qt::LeftButton, Qt::ShiftModifier);
+    QApplication::sendEvent(&w, &move);
+    QTest::mouseRelease(&w, Qt::LeftButton, Qt::ShiftModifier, QPoint(x_of_us(450), y));
+    QVERIFY(w.range().has_value());
+    QVERIFY(std::abs(static_cast<double>(w.range()->first) - 50000.0) <= w.view().ns_per_px());
+    QVERIFY(std::abs(static_cast<double>(w.range()->second) - 450000.0) <= w.view().ns_per_px());
+    QVERIFY2(panel.details_text().startsWith(QStringLiteral("range ")), qPrintable(panel.details_text()));
+    QVERIFY(panel.details_text().contains(QStringLiteral("compute")));
+    QVERIFY(!w.selection().has_value());  // a range drag selects no task
+    QTest::keyClick(&w, Qt::Key_Escape);
+    QVERIFY(!w.range().has_value());
+    QVERIFY(!panel.details_text().startsWith(QStringLiteral("range ")));
+  }
+
+  // A click on a merged mark zooms to it.
+  void click_on_a_merged_mark_zooms_to_it() {
+    TimelineWidget w;
+    prepare(w, {step_blocks_trace()});
+    w.set_view(0.0, 1e7);  // 10 us per px: B0 (40-120 us) is one merged mark at x 4..12
+    QTest::mouseClick(&w, Qt::LeftButton, {}, QPoint(kGutter + 8, row_y(w, 2)));
+    QVERIFY(!w.selection().has_value());
+    // B0's 80 us with 5% margins.
+    QCOMPARE(w.view().start_ns(), 40000.0 - 4000.0);
+    QCOMPARE(w.view().end_ns(), 120000.0 + 4000.0);
   }
 
   void click_on_a_node_row_folds_it() {
