@@ -13,8 +13,7 @@
 
 #include "core/error.h"
 #include "core/json_reader.h"
-#include "gui/model/span_text.h"
-#include "gui/model/time_view.h"
+#include "plan/plan_spec.h"
 
 namespace strata::gui {
 namespace {
@@ -227,9 +226,13 @@ SweepData read_sweep_json_value(const nlohmann::json& doc, const std::string& pa
         entry.contains("plan") && entry["plan"].is_object() ? &entry["plan"] : nullptr;
     const nlohmann::json* result_obj =
         entry.contains("result") && entry["result"].is_object() ? &entry["result"] : nullptr;
+    // plan.json leaves out the sizes at their defaults (cp 1, ep 1, vpp 1): the
+    // table shows them (PlanSpec's defaults).
+    static const nlohmann::json kPlanDefaults = {{"cp", PlanSpec().cp}, {"ep", MoePlan().ep}, {"vpp", PlanSpec().vpp}};
     auto lookup = [&](const std::string& c) -> const nlohmann::json* {
       if (entry.contains(c)) return &entry[c];
       if (plan_obj != nullptr && plan_obj->contains(c)) return &(*plan_obj)[c];
+      if (plan_obj != nullptr && kPlanDefaults.contains(c)) return &kPlanDefaults[c];
       if (result_obj == nullptr) return nullptr;
       if (result_obj->contains(c)) return &(*result_obj)[c];
       constexpr std::string_view kPrefix = "exposed_", kSuffix = "_s";
@@ -269,21 +272,6 @@ SweepData read_sweep_json_value(const nlohmann::json& doc, const std::string& pa
     sweep.rows.push_back(std::move(row));
   }
   return sweep;
-}
-
-std::string format_sweep_cell(const std::string& column, const std::string& text, double number) {
-  if (std::isnan(number) || text == "true" || text == "false") return text;
-  if (column == "peak_bytes" || column == "capacity_bytes") return format_bytes(number);
-  if (column == "mfu" || column == "hfu" || column == "bubble_ratio" || column == "headroom") {
-    return fmt::format("{:.1f}%", number * 100.0);
-  }
-  if (column == "step_time_s" || (column.rfind("exposed_", 0) == 0 && column.size() > 2 &&
-                                  column.compare(column.size() - 2, 2, "_s") == 0)) {
-    return format_time_ns(number * 1e9);
-  }
-  if (column == "tokens_per_s") return fmt::format("{:.0f}", number);
-  if (column == "tflops_per_gpu") return fmt::format("{:.1f}", number);
-  return text;
 }
 
 nlohmann::json plan_from_row(const SweepData& sweep, const SweepRow& row) {

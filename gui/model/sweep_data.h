@@ -48,11 +48,6 @@ SweepData read_sweep_json(const std::string& path);
 // The same for a parsed document; path names it in errors and anchors `trace`.
 SweepData read_sweep_json_value(const nlohmann::json& doc, const std::string& path);
 
-// How the sweep table shows a cell: byte columns in GiB, ratios (mfu, hfu,
-// bubble_ratio, headroom) in percent, seconds in the unit that suits them,
-// everything else as written.
-std::string format_sweep_cell(const std::string& column, const std::string& text, double number);
-
 // A plan.json object built from a row's columns (tp, pp, dp, vpp, micro_batch_size,
 // global_batch_size, schedule, zero_stage, offload_optimizer, recompute,
 // sequence_parallel): what the simulator needs to rerun the plan.

@@ -153,6 +153,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
           [this](double f) { progress_->setValue(static_cast<int>(f * 1000.0)); });
   connect(jobs_, &JobRunner::finished, this, &MainWindow::on_job_finished);
   connect(sweep_, &SweepView::planSelected, this, &MainWindow::select_sweep_plan);
+  // A click on the Pareto plot opens the plan's timeline.
+  connect(sweep_, &SweepView::planOpened, this, [this] { show_view(View::kTimeline); });
 
   build_menus();
   resize(1400, 900);

@@ -11,6 +11,7 @@ SweepTableModel::SweepTableModel(QObject* parent) : QAbstractTableModel(parent) 
 void SweepTableModel::set_sweep(std::shared_ptr<const SweepData> sweep) {
   beginResetModel();
   sweep_ = std::move(sweep);
+  formats_ = sweep_ ? sweep_column_formats(*sweep_) : std::vector<ColumnFormat>();
   endResetModel();
 }
 
@@ -35,7 +36,7 @@ QVariant SweepTableModel::data(const QModelIndex& index, int role) const {
   const bool numeric = !std::isnan(number);
   switch (role) {
     case Qt::DisplayRole:
-      return QString::fromStdString(format_sweep_cell(column, text, number));
+      return QString::fromStdString(format_cell(formats_[index.column()], text, number));
     case kSortRole:
       if (numeric) return number;
       if (text.empty()) return QVariant();  // sorts last (SweepFilterProxy::lessThan)
@@ -56,10 +57,11 @@ QVariant SweepTableModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant SweepTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
-  if (role != Qt::DisplayRole || !sweep_) return {};
-  if (orientation == Qt::Vertical) return section + 1;
+  if ((role != Qt::DisplayRole && role != Qt::ToolTipRole) || !sweep_) return {};
+  if (orientation == Qt::Vertical) return role == Qt::DisplayRole ? QVariant(section + 1) : QVariant();
   if (section < 0 || section >= columnCount()) return {};
-  return QString::fromStdString(sweep_->columns[section]);
+  const ColumnFormat& f = formats_[section];
+  return QString::fromStdString(role == Qt::DisplayRole ? f.header : f.tooltip);
 }
 
 SweepFilterProxy::SweepFilterProxy(QObject* parent) : QSortFilterProxyModel(parent) {

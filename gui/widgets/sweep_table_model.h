@@ -1,5 +1,7 @@
 // The sweep's plans as a Qt table: one row per plan, one column per sweep.csv
-// column. Display text is formatted (GiB, percent, time units); kSortRole holds
+// column, headed in words with the column's unit (gui/model/sweep_format.h; the
+// header's tooltip names the sweep.csv column). Display text has one unit and
+// precision per column; kSortRole holds
 // the number (or the text; invalid for an empty cell) so sorting is numeric;
 // kFitsRole says whether the plan fits in memory.
 #pragma once
@@ -8,7 +10,10 @@
 #include <QSortFilterProxyModel>
 #include <memory>
 
+#include <vector>
+
 #include "gui/model/sweep_data.h"
+#include "gui/model/sweep_format.h"
 
 namespace strata::gui {
 
@@ -33,6 +38,7 @@ class SweepTableModel : public QAbstractTableModel {
 
  private:
   std::shared_ptr<const SweepData> sweep_;
+  std::vector<ColumnFormat> formats_;
 };
 
 // Sorting on kSortRole (numbers before text, empty cells last in either order,

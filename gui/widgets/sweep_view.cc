@@ -6,8 +6,13 @@
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
+#include <QProxyStyle>
+#include <QStyleOptionHeader>
 #include <QTableView>
+#include <QSplitter>
 #include <QVBoxLayout>
+
+#include "gui/widgets/pareto_plot.h"
 
 namespace strata::gui {
 namespace {
@@ -37,6 +42,26 @@ QString sweep_summary(const SweepData& sweep) {
   return parts.join(" · ");
 }
 
+// Qt's header asks the style for a "sort down" arrow when a column is sorted
+// ascending (a Windows convention), which reads upside down here: the table's
+// rank 1, 2, 3 under a ▼. This style draws ▲ for ascending, ▼ for descending.
+class SortArrowStyle : public QProxyStyle {
+ public:
+  void drawPrimitive(PrimitiveElement element, const QStyleOption* option, QPainter* painter,
+                     const QWidget* widget) const override {
+    if (element == PE_IndicatorHeaderArrow) {
+      if (const auto* header = qstyleoption_cast<const QStyleOptionHeader*>(option)) {
+        QStyleOptionHeader flipped = *header;
+        if (header->sortIndicator == QStyleOptionHeader::SortUp) flipped.sortIndicator = QStyleOptionHeader::SortDown;
+        if (header->sortIndicator == QStyleOptionHeader::SortDown) flipped.sortIndicator = QStyleOptionHeader::SortUp;
+        QProxyStyle::drawPrimitive(element, &flipped, painter, widget);
+        return;
+      }
+    }
+    QProxyStyle::drawPrimitive(element, option, painter, widget);
+  }
+};
+
 }  // namespace
 
 SweepView::SweepView(QWidget* parent) : QWidget(parent) {
@@ -65,6 +90,11 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
   table_->verticalHeader()->setVisible(false);
   table_->verticalHeader()->setDefaultSectionSize(22);
   table_->horizontalHeader()->setStretchLastSection(true);
+  // The default-constructed proxy follows the application's style and is owned
+  // here (a proxy built on a given style would own that style).
+  auto* arrows = new SortArrowStyle;
+  arrows->setParent(table_->horizontalHeader());
+  table_->horizontalHeader()->setStyle(arrows);
   table_->sortByColumn(0, Qt::AscendingOrder);
 
   auto* tools = new QHBoxLayout;
@@ -75,7 +105,13 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addLayout(tools);
   layout->addWidget(summary_);
-  layout->addWidget(table_, 1);
+  plot_ = new ParetoPlot(this);
+  auto* split = new QSplitter(Qt::Horizontal, this);
+  split->addWidget(table_);
+  split->addWidget(plot_);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
+  layout->addWidget(split, 1);
 
   connect(filter_, &QLineEdit::textChanged, this, [this](const QString& text) {
     proxy_->set_text(text);
@@ -88,13 +124,20 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex& current) {
             if (!current.isValid()) return;
-            emit planSelected(proxy_->mapToSource(current).row());
+            const int row = proxy_->mapToSource(current).row();
+            plot_->set_selected_row(row);
+            emit planSelected(row);
           });
+  connect(plot_, &ParetoPlot::pointSelected, this, [this](int row) {
+    select_sweep_row(row);
+    emit planOpened(row);
+  });
   update_count();
 }
 
 void SweepView::set_sweep(std::shared_ptr<const SweepData> sweep) {
   summary_->setText(sweep ? sweep_summary(*sweep) : QString());
+  plot_->set_sweep(sweep);
   model_->set_sweep(std::move(sweep));
   table_->resizeColumnsToContents();
   update_count();
@@ -106,6 +149,17 @@ void SweepView::select_view_row(int proxy_row) {
   table_->selectionModel()->setCurrentIndex(
       index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
   table_->scrollTo(index);
+}
+
+void SweepView::select_sweep_row(int sweep_row) {
+  const QModelIndex index = proxy_->mapFromSource(model_->index(sweep_row, 0));
+  if (index.isValid()) {
+    select_view_row(index.row());  // emits planSelected through the table's selection
+    return;
+  }
+  // Filtered out of the table: selected in the plot alone.
+  plot_->set_selected_row(sweep_row);
+  emit planSelected(sweep_row);
 }
 
 int SweepView::view_rows() const { return proxy_->rowCount(); }

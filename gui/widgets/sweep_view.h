@@ -1,6 +1,7 @@
 // The Sweep tab: a filter box, a fits / does-not-fit choice, the count of plans
-// shown, and the sortable table. Selecting a row emits planSelected with the
-// row's index in the sweep (not in the sorted view).
+// shown, the sortable table and beside it the Pareto plot. Selecting a row (or a
+// point) emits planSelected with the row's index in the sweep (not in the
+// sorted view); a click on a point also emits planOpened, to show its timeline.
 #pragma once
 
 #include <QWidget>
@@ -12,9 +13,12 @@
 class QComboBox;
 class QLabel;
 class QLineEdit;
+class QSplitter;
 class QTableView;
 
 namespace strata::gui {
+
+class ParetoPlot;
 
 class SweepView : public QWidget {
   Q_OBJECT
@@ -28,6 +32,10 @@ class SweepView : public QWidget {
   QTableView* table() const { return table_; }
   QLineEdit* filter_edit() const { return filter_; }
   QComboBox* fits_combo() const { return fits_; }
+  ParetoPlot* pareto_plot() const { return plot_; }
+  // Selects sweep_row (its index in the sweep): in the table when the filter
+  // shows it, and in the plot; emits planSelected.
+  void select_sweep_row(int sweep_row);
   // Selects the row at proxy_row of the sorted, filtered view (as a click does).
   void select_view_row(int proxy_row);
   // Rows the table shows (after filtering): what --select-plan may name.
@@ -37,6 +45,7 @@ class SweepView : public QWidget {
 
  signals:
   void planSelected(int sweep_row);
+  void planOpened(int sweep_row);
 
  private:
   void update_count();
@@ -48,6 +57,7 @@ class SweepView : public QWidget {
   QComboBox* fits_;
   QLabel* count_;
   QLabel* summary_;
+  ParetoPlot* plot_;
 };
 
 }  // namespace strata::gui

@@ -14,6 +14,7 @@
 #include "gui/model/plan_memory.h"
 #include "gui/model/span_text.h"
 #include "gui/model/sweep_data.h"
+#include "gui/model/sweep_format.h"
 #include "gui/model/topology_picture.h"
 #include "gui/model/trace_reader.h"
 #include "gui_test_support.h"
@@ -124,43 +125,46 @@ class FilesTest : public QObject {
     QCOMPARE(s.rows[1].plan["tp"].get<int>(), 4);
     QCOMPARE(s.rows[1].cells[s.column("sequence_parallel")], std::string("true"));
     QCOMPARE(s.rows[1].numbers[s.column("peak_bytes")], 44e9);
+    // plan.json leaves cp out at its default: the table shows 1, not an empty cell.
+    QVERIFY(!s.rows[1].plan.contains("cp"));
+    QCOMPARE(s.rows[1].cells[s.column("cp")], std::string("1"));
   }
 
-  void sweep_cell_formats_data() {
-    QTest::addColumn<QString>("column");
-    QTest::addColumn<QString>("text");
-    QTest::addColumn<QString>("shown");
-    QTest::newRow("mfu") << "mfu"
-                         << "0.52"
-                         << "52.0%";
-    QTest::newRow("peak") << "peak_bytes"
-                          << "61000000000.0"
-                          << "56.8 GiB";  // 61e9 / 2^30
-    QTest::newRow("step") << "step_time_s"
-                          << "9.5"
-                          << "9.5 s";
-    QTest::newRow("exposed") << "exposed_tp_s"
-                             << "0.2"
-                             << "200 ms";
-    QTest::newRow("bool") << "fits"
-                          << "true"
-                          << "true";
-    QTest::newRow("text") << "schedule"
-                          << "1f1b"
-                          << "1f1b";
-    QTest::newRow("empty") << "rank"
-                           << ""
-                           << "";
-  }
-  void sweep_cell_formats() {
-    QFETCH(QString, column);
-    QFETCH(QString, text);
-    QFETCH(QString, shown);
-    const double number =
-        text.isEmpty() || text == "true" || text == "1f1b" ? std::nan("") : text.toDouble();
-    QCOMPARE(
-        QString::fromStdString(format_sweep_cell(column.toStdString(), text.toStdString(), number)),
-        shown);
+  // Headers in words with units, and one unit and precision per column, from its
+  // largest value (data/sweep.csv: step times 9.5 to 11 s, exposed TP 0.1 to 0.8 s,
+  // exposed DP 0.02 to 0.16 s, exposed ZeRO all 0).
+  void sweep_columns_in_words_with_one_unit_each() {
+    const SweepData s = read_sweep_csv(testing::data_file("sweep.csv"));
+    const std::vector<ColumnFormat> formats = sweep_column_formats(s);
+    QCOMPARE(formats.size(), s.columns.size());
+    auto shown = [&](const char* column, std::size_t row) {
+      const int c = s.column(column);
+      return format_cell(formats[c], s.rows[row].cells[c], s.rows[row].numbers[c]);
+    };
+    auto header = [&](const char* column) { return formats[s.column(column)].header; };
+    QCOMPARE(header("step_time_s"), std::string("step time (s)"));
+    QCOMPARE(shown("step_time_s", 0), std::string("9.5"));
+    QCOMPARE(shown("step_time_s", 2), std::string("11.0"));  // the same decimals down the column
+    QCOMPARE(header("exposed_tp_s"), std::string("exposed TP (ms)"));
+    QCOMPARE(shown("exposed_tp_s", 0), std::string("200"));
+    QCOMPARE(shown("exposed_tp_s", 4), std::string("800"));
+    QCOMPARE(header("exposed_dp_s"), std::string("exposed DP (ms)"));
+    QCOMPARE(shown("exposed_dp_s", 4), std::string("20"));
+    QCOMPARE(header("exposed_zero_s"), std::string("exposed ZeRO (s)"));
+    QCOMPARE(shown("exposed_zero_s", 0), std::string("0"));
+    QCOMPARE(header("mfu"), std::string("MFU (%)"));
+    QCOMPARE(shown("mfu", 0), std::string("52.0"));
+    QCOMPARE(header("peak_bytes"), std::string("peak memory (GiB)"));
+    QCOMPARE(shown("peak_bytes", 0), std::string("56.8"));  // 61e9 / 2^30
+    QCOMPARE(header("tokens_per_s"), std::string("tokens/s"));
+    QCOMPARE(shown("tokens_per_s", 0), std::string("55,188"));
+    QCOMPARE(shown("tflops_per_gpu", 0), std::string("162.2"));
+    QCOMPARE(header("tp"), std::string("TP"));
+    QCOMPARE(shown("schedule", 0), std::string("1f1b"));
+    QCOMPARE(shown("fits", 3), std::string("false"));
+    QCOMPARE(shown("rank", 3), std::string(""));  // a plan that does not fit has no rank
+    QCOMPARE(shown("step_time_s", 3), std::string(""));
+    QCOMPARE(formats[s.column("step_time_s")].tooltip, std::string("step_time_s: time per training step"));
   }
 
   void memory_of_a_sweep_plan_from_the_memory_model() {

@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "gui/widgets/job_runner.h"
 #include "gui/widgets/memory_widget.h"
+#include "gui/widgets/pareto_plot.h"
 #include "gui/widgets/sweep_view.h"
 #include "gui/widgets/timeline_panel.h"
 #include "gui/widgets/timeline_widget.h"
@@ -196,6 +197,24 @@ class MainWindowTest : public QObject {
     QVERIFY(w.jobs()->wait_idle(60000));
     QCOMPARE(w.selected_sweep_row(), 1);
     QCOMPARE(w.timeline_panel()->timeline()->traces()[0]->plan["tp"].get<int>(), 4);
+  }
+
+  // A click on the Pareto plot selects that plan and shows its timeline (the
+  // table's selection leaves the user on the table).
+  void clicking_the_pareto_plot_opens_the_plans_timeline() {
+    MainWindow w;
+    w.resize(1400, 820);
+    open_and_wait(w, data("sweep.json"));
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    ParetoPlot* plot = w.sweep_view()->pareto_plot();
+    // Point 0 is row 0, the fastest plan, whose trace the sweep wrote.
+    QCOMPARE(plot->data().points[0].row, 0);
+    QTest::mouseClick(plot, Qt::LeftButton, {}, plot->point_position(0).toPoint());
+    QVERIFY(w.jobs()->wait_idle(30000));
+    QCOMPARE(w.selected_sweep_row(), 0);
+    QCOMPARE(current_tab(w), static_cast<int>(View::kTimeline));
+    QCOMPARE(w.timeline_panel()->timeline()->traces()[0]->num_spans(), std::size_t{12});
   }
 
   void a_sweep_csv_alone_cannot_be_simulated() {
