@@ -13,6 +13,7 @@
 #include "plan/pipeline_schedule.h"
 #include "sim/costs/profile_op_costs.h"
 #include "sim/costs/topology_comm_costs.h"
+#include "sim/memory_timeline.h"
 #include "sim/trace_writer.h"
 #include "topologies/kinds.h"
 #include "sim/device_memory.h"
@@ -345,12 +346,14 @@ std::string result_trace(const Scenario& s, const SimulationResult& r, const std
   // Expanding compute blocks into ops multiplies events ~5x; past 2 million events
   // the blocks are written whole so the file stays openable.
   o.expand_ops = trace_event_count(w, o) <= 400000;
+  o.memory = memory_timeline(w, r.run, r.memory, s.model, s.plan, device_memory(s.profile));
   nlohmann::ordered_json other;
   other["kind"] = "predicted";
   other["model"] = s.model.name;
   other["plan"] = to_json(s.plan);
   other["step_time_s"] = r.metrics.step_time_s;
   other["num_ranks"] = r.num_gpus;
+  other["memory_capacity_bytes"] = r.memory.capacity_bytes;
   nlohmann::ordered_json written = nlohmann::ordered_json::array();
   for (int i : ranks) written.push_back(w.global_rank[i]);
   other["ranks"] = written;

@@ -177,6 +177,17 @@ std::string trace_json(const Workload& w, const RunResult& run, const TraceOptio
       out += fmt::format(",\"args\":{{\"mb\":{},\"layer\":{},\"chunk\":{}}}}}", mb, layer, chunk);
     }
   }
+  // Memory over the step: a counter per rank ("C" events; Perfetto draws a track
+  // under the process), in bytes.
+  for (int r = 0; r < static_cast<int>(o.memory.size()) && r < g.num_ranks(); ++r) {
+    if (!sel[r]) continue;
+    for (const MemoryPoint& m : o.memory[r].points) {
+      sep();
+      out += fmt::format("{{\"ph\":\"C\",\"name\":\"memory\",\"pid\":{},\"ts\":", r);
+      append_trace_us(out, m.t_ns);
+      out += fmt::format(",\"args\":{{\"bytes\":{:.0f}}}}}", m.bytes);
+    }
+  }
   // Pipeline transfers as flows (Chrome trace format's "s" and "f", bound to
   // the enclosing slices): Perfetto draws an arrow from the sender's send to the
   // receiver's receive, to follow a micro-batch from stage to stage.

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/engine/engine.h"
+#include "sim/memory_timeline.h"
 #include "sim/workload/workload.h"
 
 namespace strata::sim {
@@ -22,6 +23,9 @@ struct TraceOptions {
   bool expand_ops = true;          // compute blocks as their ops (else one event each)
   std::vector<std::string> rank_names;  // per simulated rank: "node 0 gpu 3 (rank 3)"
   nlohmann::ordered_json other_data;    // otherData.strata
+  // Per simulated rank, memory over the step (sim/memory_timeline.h), written as a
+  // "memory" counter of each rank written; empty: none.
+  std::vector<RankMemory> memory;
 };
 
 // The trace as a JSON document (a string ending in a newline).

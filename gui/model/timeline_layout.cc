@@ -84,6 +84,18 @@ void TimelineLayout::rebuild() {
           lane_row.lane = static_cast<int>(k);
           lane_row.label = fmt::format("rank {} {}", lanes[k].global_rank, lanes[k].stream_label);
           push(std::move(lane_row), kLaneHeightPx);
+          // After a rank's last lane, its counters.
+          if (k + 1 < j && lanes[k + 1].rank == lanes[k].rank) continue;
+          for (int c = 0; c < static_cast<int>(trace.counters.size()); ++c) {
+            if (trace.counters[c].rank != lanes[k].rank) continue;
+            Row counter_row;
+            counter_row.kind = RowKind::kCounter;
+            counter_row.trace = t;
+            counter_row.node = node;
+            counter_row.counter = c;
+            counter_row.label = fmt::format("rank {} {}", lanes[k].global_rank, trace.counters[c].name);
+            push(std::move(counter_row), kCounterHeightPx);
+          }
         }
       }
       i = j;

@@ -1,6 +1,7 @@
 // The rows of the timeline, top to bottom: for each trace (predicted above
 // measured) a header row, then per node a header row, then the node's lanes
-// (rank x stream) unless the node is collapsed. A collapsed node's header row
+// (rank x stream) and under each rank's lanes its counters (memory), unless the
+// node is collapsed. A collapsed node's header row
 // draws the compute lanes of all its ranks on top of each other, so the pipeline
 // bubble stays visible with the node folded away. Qt-free.
 #pragma once
@@ -15,17 +16,20 @@
 namespace strata::gui {
 
 inline constexpr int kLaneHeightPx = 18;
+inline constexpr int kCounterHeightPx = 36;
 inline constexpr int kHeaderHeightPx = 20;
 // Traces with more lanes than this open with every node collapsed.
 inline constexpr int kCollapseAboveLanes = 48;
 
-enum class RowKind { kTrace, kNode, kLane };
+// kCounter: a counter track of a rank (TraceModel::counters), under its lanes.
+enum class RowKind { kTrace, kNode, kLane, kCounter };
 
 struct Row {
   RowKind kind = RowKind::kLane;
   int trace = 0;                   // index into the layout's traces
   int node = -1;                   // node number (kNode, kLane); -1 when the trace names none
   int lane = -1;                   // lane index in the trace (kLane)
+  int counter = -1;                // counter index in the trace (kCounter)
   std::vector<int> overlay_lanes;  // kNode when collapsed: lanes drawn in the header row
   bool collapsed = false;          // kNode
   int y_px = 0;

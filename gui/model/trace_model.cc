@@ -117,6 +117,15 @@ void TraceModelBuilder::add_flow_end(std::int64_t id, bool start, int rank, int 
   flow_ends_.push_back(FlowEnd{id, start, rank, stream, ts_ns});
 }
 
+void TraceModelBuilder::add_counter_point(int rank, std::uint32_t name, TimeNs ts_ns, double value) {
+  counter_points_.push_back(CounterPoint{rank, name, ts_ns, value});
+}
+
+double CounterTrack::value_at(TimeNs t) const {
+  const auto it = std::upper_bound(t_ns.begin(), t_ns.end(), t);
+  return it == t_ns.begin() ? 0.0 : value[static_cast<std::size_t>(it - t_ns.begin()) - 1];
+}
+
 void TraceModelBuilder::append(TraceModelBuilder&& other) {
   std::vector<std::uint32_t> name_map(other.names_.size());
   for (std::size_t i = 0; i < other.names_.size(); ++i) name_map[i] = intern(other.names_[i]);
@@ -145,6 +154,10 @@ void TraceModelBuilder::append(TraceModelBuilder&& other) {
   for (auto& [rank, index] : other.sort_indices_) sort_indices_.try_emplace(rank, index);
   for (auto& [k, label] : other.stream_labels_) stream_labels_.try_emplace(k, label);
   flow_ends_.insert(flow_ends_.end(), other.flow_ends_.begin(), other.flow_ends_.end());
+  for (CounterPoint c : other.counter_points_) {
+    c.name = name_map[c.name];
+    counter_points_.push_back(c);
+  }
   last_key_ = ~0ull;
   other = TraceModelBuilder();
 }
@@ -209,6 +222,31 @@ TraceModel TraceModelBuilder::finalize(TraceModel header) {
     return order(a) < order(b);
   });
   header.flows = bind_flows();
+  // Counters: points grouped by (rank, name), in time order (stable: the file's
+  // order among equal times, the last one holding).
+  std::stable_sort(counter_points_.begin(), counter_points_.end(), [&](const CounterPoint& a, const CounterPoint& b) {
+    return std::make_tuple(a.rank, std::string_view(names_[a.name]), a.ts_ns) <
+           std::make_tuple(b.rank, std::string_view(names_[b.name]), b.ts_ns);
+  });
+  for (const CounterPoint& c : counter_points_) {
+    if (header.counters.empty() || header.counters.back().rank != c.rank ||
+        header.counters.back().name != names_[c.name]) {
+      CounterTrack track;
+      track.rank = c.rank;
+      track.name = names_[c.name];
+      header.counters.push_back(std::move(track));
+    }
+    CounterTrack& track = header.counters.back();
+    if (!track.t_ns.empty() && track.t_ns.back() == c.ts_ns) {
+      track.value.back() = c.value;
+    } else {
+      track.t_ns.push_back(c.ts_ns);
+      track.value.push_back(c.value);
+    }
+  }
+  for (CounterTrack& track : header.counters) {
+    track.max_value = *std::max_element(track.value.begin(), track.value.end());  // of the values that hold
+  }
   header.has_chunks = has_chunks_;
   header.lanes = std::move(lanes_);
   header.details = std::move(details_);

@@ -115,6 +115,19 @@ struct Flow {
   bool operator==(const Flow&) const = default;
 };
 
+// A counter (Chrome trace "C" events) of one rank: a value that holds from each
+// time to the next — the simulator's "memory" (bytes per GPU over the step).
+struct CounterTrack {
+  int rank = 0;      // Chrome trace pid
+  std::string name;  // "memory"
+  std::vector<TimeNs> t_ns;
+  std::vector<double> value;
+  double max_value = 0.0;
+  bool is_bytes() const { return name == "memory"; }
+  // The value at t (the last point at or before it); 0 before the first.
+  double value_at(TimeNs t) const;
+};
+
 struct TraceModel {
   std::string file;          // where it was read from
   std::string kind;          // "predicted" | "measured" (otherData.strata.kind), "" if absent
@@ -122,10 +135,12 @@ struct TraceModel {
   nlohmann::json plan;       // otherData.strata.plan (null if absent)
   double step_time_s = 0.0;  // otherData.strata.step_time_s (0 if absent)
   int num_ranks = 0;         // otherData.strata.num_ranks (0 if absent)
+  double memory_capacity_bytes = 0.0;  // otherData.strata.memory_capacity_bytes (0 if absent)
   std::vector<Lane> lanes;
   std::vector<SpanDetail> details;
   std::vector<std::string> names;  // interned task names
   std::vector<Flow> flows;         // sorted by (from, to)
+  std::vector<CounterTrack> counters;  // by (rank, name)
   bool has_chunks = false;         // some task has chunk > 0 (an interleaved schedule)
 
   std::size_t num_spans() const;
@@ -164,6 +179,8 @@ class TraceModelBuilder {
   // Ends without a partner or an enclosing slice are dropped (Perfetto draws
   // nothing for them either).
   void add_flow_end(std::int64_t id, bool start, int rank, int stream, TimeNs ts_ns);
+  // One point of counter `name` (an interned name) of rank.
+  void add_counter_point(int rank, std::uint32_t name, TimeNs ts_ns, double value);
 
   // Room for this many spans' details (the reader estimates it from the file size).
   void reserve(std::size_t spans);
@@ -195,6 +212,13 @@ class TraceModelBuilder {
     TimeNs ts_ns;
   };
   std::vector<FlowEnd> flow_ends_;
+  struct CounterPoint {
+    int rank;
+    std::uint32_t name;
+    TimeNs ts_ns;
+    double value;
+  };
+  std::vector<CounterPoint> counter_points_;
   bool has_chunks_ = false;
   // The flows of flow_ends_ on the finalized (sorted) lanes.
   std::vector<Flow> bind_flows() const;

@@ -110,7 +110,8 @@ Meta meta_of(std::string_view name) {
 struct PendingEvent {
   char ph = 0;
   bool has_pid = false, has_tid = false, has_ts = false, has_dur = false, has_cat = false;
-  bool cat_known = false, phase_known = true, has_sort_index = false, has_id = false;
+  bool cat_known = false, phase_known = true, has_sort_index = false, has_id = false, has_arg_number = false;
+  double arg_number = 0.0;  // the last number in args (a counter's value)
   Meta meta = Meta::kNone;
   std::int64_t pid = 0, tid = 0, id = 0;
   double ts_us = 0.0, dur_us = 0.0;
@@ -122,7 +123,8 @@ struct PendingEvent {
 
   void reset() {
     ph = 0;
-    has_pid = has_tid = has_ts = has_dur = has_cat = cat_known = has_sort_index = has_id = false;
+    has_pid = has_tid = has_ts = has_dur = has_cat = cat_known = has_sort_index = has_id = has_arg_number = false;
+    arg_number = 0.0;
     phase_known = true;
     meta = Meta::kNone;
     pid = tid = id = 0;
@@ -391,6 +393,8 @@ bool TraceSax::number(double v, std::int64_t i, bool integral) {
     return true;
   }
   if (where_ == Where::kArgs) {
+    ev_.arg_number = v;
+    ev_.has_arg_number = true;
     switch (arg_field_) {
       case ArgField::kMb:
         ev_.detail.mb = static_cast<std::int32_t>(v);
@@ -446,6 +450,14 @@ bool TraceSax::finish_event() {
     if (ev_.has_id && ev_.has_pid && ev_.has_tid && ev_.has_ts && std::isfinite(ev_.ts_us)) {
       builder_.add_flow_end(ev_.id, ev_.ph == 's', static_cast<int>(ev_.pid), static_cast<int>(ev_.tid),
                             static_cast<TimeNs>(std::llround(ev_.ts_us * 1e3)));
+    }
+    return true;
+  }
+  if (ev_.ph == 'C') {
+    // A counter's point: its name and its (one) value in args.
+    if (ev_.has_pid && ev_.has_ts && ev_.has_arg_number && std::isfinite(ev_.ts_us) && ev_.detail.name != kNoName) {
+      builder_.add_counter_point(static_cast<int>(ev_.pid), ev_.detail.name,
+                                 static_cast<TimeNs>(std::llround(ev_.ts_us * 1e3)), ev_.arg_number);
     }
     return true;
   }
@@ -550,6 +562,7 @@ TraceModel header_from(Json& other, const std::string& file) {
   if (r.has("plan")) m.plan = r.raw("plan");
   m.step_time_s = r.number_or("step_time_s", 0.0, 0.0, 1e9);
   m.num_ranks = static_cast<int>(r.integer_or("num_ranks", 0, 0, 100000000));
+  m.memory_capacity_bytes = r.number_or("memory_capacity_bytes", 0.0, 0.0, 1e18);
   return m;
 }
 

@@ -1,5 +1,7 @@
 #include "gui/widgets/timeline_widget.h"
 
+#include <fmt/format.h>
+
 #include <QHelpEvent>
 #include <QKeyEvent>
 #include <QMouseEvent>
@@ -34,6 +36,8 @@ const QColor kMeasuredHeader(0xf6, 0xe3, 0xcf);
 const QColor kNodeHeader(0xf0, 0xf0, 0xf0);
 const QColor kGridLine(0xe6, 0xe6, 0xe6);
 const QColor kRangeFill(0x33, 0x66, 0xcc, 40);
+const QColor kCounterFill(0x9e, 0xc5, 0xe8);
+const QColor kCounterLine(0x2c, 0x5f, 0x8a);
 const QColor kRangeEdge(0x33, 0x66, 0xcc);
 
 QString qstr(const std::string& s) { return QString::fromStdString(s); }
@@ -176,6 +180,16 @@ QString TimelineWidget::tooltip_at(QPoint pos) const {
     return qstr(row.label) + (row.collapsed ? "\nclick to show its lanes" : "\nclick to fold");
   }
   if (row.kind == RowKind::kTrace) return qstr(row.label);
+  if (row.kind == RowKind::kCounter) {
+    const TraceModel& trace = *traces_[row.trace];
+    const CounterTrack& c = trace.counters[row.counter];
+    const auto t = static_cast<TimeNs>(std::llround(view_.t_of(std::max(0, pos.x() - kGutterPx))));
+    auto shown = [&](double v) { return c.is_bytes() ? format_bytes(v) : fmt::format("{:.4g}", v); };
+    std::string text = fmt::format("{}: {} at {}\npeak {}", row.label, shown(c.value_at(t)),
+                                   format_time_ns(static_cast<double>(t)), shown(c.max_value));
+    if (c.is_bytes() && trace.memory_capacity_bytes > 0.0) text += " of " + shown(trace.memory_capacity_bytes);
+    return qstr(text);
+  }
   const TraceModel& trace = *traces_[hit.trace];
   const Lane& lane = trace.lanes[hit.lane];
   if (hit.span >= 0) return qstr(span_description(trace, lane, lane.spans[hit.span]));
@@ -575,7 +589,62 @@ void TimelineWidget::paint_row(QPainter& p, const Row& row, int y) {
       collect_marks(trace, trace.lanes[row.lane], y, row.height_px, true);
       break;
     }
+    case RowKind::kCounter: {
+      p.setPen(Qt::black);
+      p.drawText(QRect(18, y, kGutterPx - 24, row.height_px), Qt::AlignVCenter | Qt::AlignLeft,
+                 qstr(row.label));
+      paint_counter(p, trace, trace.counters[row.counter], y, row.height_px);
+      break;
+    }
   }
+}
+
+namespace {
+
+double counter_scale(const TraceModel& trace, const CounterTrack& counter) {
+  // Every rank's counter of one name on one scale, so ranks compare; memory up
+  // to the GPU's capacity at least, so the headroom shows.
+  double top = counter.is_bytes() ? trace.memory_capacity_bytes : 0.0;
+  for (const CounterTrack& c : trace.counters) {
+    if (c.name == counter.name) top = std::max(top, c.max_value);
+  }
+  return top > 0.0 ? top : 1.0;
+}
+
+}  // namespace
+
+void TimelineWidget::paint_counter(QPainter& p, const TraceModel& trace, const CounterTrack& counter, int y,
+                                   int height) {
+  if (counter.t_ns.empty()) return;
+  const double top = counter_scale(trace, counter);
+  const double base = y + height - 2.0, h = height - 4.0;
+  auto y_of = [&](double v) { return base - h * std::clamp(v / top, 0.0, 1.0); };
+  const double right = lane_width_px() + 2.0;
+  auto x_of = [&](TimeNs t) { return std::clamp(view_.x_of(static_cast<double>(t)), -2.0, right); };
+  // The steps inside the view: from the last point at or before its start.
+  auto it = std::upper_bound(counter.t_ns.begin(), counter.t_ns.end(), static_cast<TimeNs>(view_.start_ns()));
+  std::size_t i = it == counter.t_ns.begin() ? 0 : static_cast<std::size_t>(it - counter.t_ns.begin()) - 1;
+  QPolygonF area;
+  area << QPointF(kGutterPx + x_of(counter.t_ns[i]), base);
+  for (; i < counter.t_ns.size(); ++i) {
+    const double x0 = x_of(counter.t_ns[i]);
+    const double x1 = i + 1 < counter.t_ns.size() ? x_of(counter.t_ns[i + 1]) : right;
+    area << QPointF(kGutterPx + x0, y_of(counter.value[i])) << QPointF(kGutterPx + x1, y_of(counter.value[i]));
+    if (x1 >= right) break;
+  }
+  area << QPointF(area.back().x(), base);
+  p.save();
+  p.setClipRect(kGutterPx, kRulerPx, lane_width_px(), this->height() - kRulerPx);
+  p.setPen(QPen(kCounterLine, 1));
+  p.setBrush(kCounterFill);
+  p.drawPolygon(area);
+  if (counter.is_bytes() && trace.memory_capacity_bytes > 0.0) {
+    // The GPU's capacity, dashed red as on the Memory tab.
+    p.setPen(QPen(QColor(0xc0, 0x30, 0x30), 1, Qt::DashLine));
+    const double cy = y_of(trace.memory_capacity_bytes);
+    p.drawLine(QPointF(kGutterPx, cy), QPointF(kGutterPx + lane_width_px(), cy));
+  }
+  p.restore();
 }
 
 void TimelineWidget::collect_marks(const TraceModel& trace, const Lane& lane, int y, int height,

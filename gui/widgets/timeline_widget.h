@@ -129,6 +129,9 @@ class TimelineWidget : public QWidget {
   void collect_marks(const TraceModel& trace, const Lane& lane, int y, int height, bool labels);
   void flush_batches(QPainter& p);
   void paint_flows(QPainter& p);
+  // A counter row: the value as a filled step curve on the scale shared by the
+  // trace's counters of that name (memory: at least the GPU's capacity, dashed).
+  void paint_counter(QPainter& p, const TraceModel& trace, const CounterTrack& counter, int y, int height);
   // Brings span into sight: unfolds its node, scrolls its row to a third of the
   // height; zoom: the span fills the middle third, else the view pans to centre it.
   void bring_into_view(int trace, int lane, std::int64_t span, bool zoom);

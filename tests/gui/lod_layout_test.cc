@@ -350,6 +350,44 @@ class LodLayoutTest : public QObject {
     QVERIFY(trace.flows_of(SpanRef{0, 2}).empty());
   }
 
+  // Counter events ("C") become one track per rank and name, in time order, the
+  // last of equal times holding; the layout puts a rank's counters under its lanes.
+  void counters_become_tracks_under_their_rank() {
+    const TraceModel trace = read_trace_text(
+        R"json({"traceEvents":[
+{"ph":"M","name":"process_name","pid":0,"args":{"name":"node 0 gpu 0 (rank 0)"}},
+{"ph":"M","name":"process_name","pid":1,"args":{"name":"node 0 gpu 1 (rank 1)"}},
+{"ph":"X","name":"fc1","cat":"gemm","pid":0,"tid":0,"ts":0,"dur":5},
+{"ph":"X","name":"ar","cat":"tp","pid":0,"tid":1,"ts":5,"dur":5},
+{"ph":"X","name":"fc1","cat":"gemm","pid":1,"tid":0,"ts":0,"dur":5},
+{"ph":"C","name":"memory","pid":1,"ts":0,"args":{"bytes":100}},
+{"ph":"C","name":"memory","pid":0,"ts":4,"args":{"bytes":300}},
+{"ph":"C","name":"memory","pid":0,"ts":0,"args":{"bytes":100}},
+{"ph":"C","name":"memory","pid":0,"ts":4,"args":{"bytes":250}},
+{"ph":"C","name":"memory","pid":0,"ts":9,"args":{"bytes":120}}],
+"otherData":{"strata":{"kind":"predicted","memory_capacity_bytes":1000}}})json",
+        "counters.json");
+    QCOMPARE(trace.counters.size(), std::size_t{2});
+    const CounterTrack& c0 = trace.counters[0];
+    QCOMPARE(c0.rank, 0);
+    QCOMPARE(c0.name, std::string("memory"));
+    QVERIFY(c0.is_bytes());
+    QCOMPARE(c0.t_ns, (std::vector<TimeNs>{0, 4000, 9000}));
+    QCOMPARE(c0.value, (std::vector<double>{100, 250, 120}));  // 250 written after 300 at 4 us
+    QCOMPARE(c0.max_value, 250.0);  // of the values that hold (300 was replaced at once)
+    QCOMPARE(c0.value_at(5000), 250.0);
+    QCOMPARE(c0.value_at(-1), 0.0);
+    QCOMPARE(trace.memory_capacity_bytes, 1000.0);
+    TimelineLayout layout;
+    layout.set_traces({&trace});
+    std::vector<std::string> labels;
+    for (const auto& row : layout.rows()) {
+      if (row.kind == RowKind::kLane || row.kind == RowKind::kCounter) labels.push_back(row.label);
+    }
+    QCOMPARE(labels, (std::vector<std::string>{"rank 0 compute", "rank 0 tp-comm", "rank 0 memory", "rank 1 compute",
+                                               "rank 1 memory"}));
+  }
+
   void layout_rows_and_folding() {
     const TraceModel trace = read_trace_file(testing::data_file("trace_small.json"));
     TimelineLayout layout;

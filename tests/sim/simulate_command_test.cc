@@ -419,6 +419,39 @@ TEST(SimulateCommand, ExposedLaneAddsUpToTheHeadline) {
   }
 }
 
+// Issue 20 item 5: each traced rank's "memory" counter rises and falls with the
+// micro-batches it holds and peaks at its stage's total in result.json's memory
+// (sim/memory_timeline.h), interleaved schedule included.
+TEST(SimulateCommand, MemoryCounterPeaksAtTheStagesTotal) {
+  TempDir dir;
+  const std::string plan = dir.write(
+      "plan.json", R"({"tp": 2, "pp": 2, "vpp": 2, "schedule": "interleaved-1f1b", "micro_batch_size": 1, "global_batch_size": 16})");
+  CommandResult r = run_strata({"simulate", "--model", "llama3-8b", "--plan", plan, "--cluster", "dgx-h100-1node",
+                                "--out", dir.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json result = read_json(dir.file("result.json"));
+  const json trace = read_json(dir.file("trace.json"));
+  std::map<int, int> stage_of;  // pid -> pipeline stage, from "(rank R: tp T dp D pp S)"
+  std::map<int, std::vector<double>> bytes;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") {
+      const std::string name = e["args"]["name"];
+      stage_of[e["pid"].get<int>()] = std::stoi(name.substr(name.rfind("pp ") + 3));
+    }
+    if (e["ph"] == "C" && e["name"] == "memory") bytes[e["pid"].get<int>()].push_back(e["args"]["bytes"].get<double>());
+  }
+  ASSERT_EQ(bytes.size(), 8u);  // every rank
+  for (const auto& [pid, series] : bytes) {
+    const json& stage = result["memory"]["stages"][stage_of.at(pid)];
+    const double peak = *std::max_element(series.begin(), series.end());
+    EXPECT_NEAR(peak, stage["total_bytes"].get<double>(), 1.0) << "pid " << pid;
+    // It rises and falls: the low holds no activations.
+    const double low = *std::min_element(series.begin(), series.end());
+    EXPECT_LT(low, peak - 0.5 * stage["activations_bytes"].get<double>()) << "pid " << pid;
+    EXPECT_GT(series.size(), 8u) << "pid " << pid;
+  }
+}
+
 // result.json echoes its inputs in the input formats: they read back as given.
 TEST(SimulateCommand, EchoedInputsReadBack) {
   for (const char* cluster : {"dgx-h100-8node", "dgx-a100-1node"}) {
