@@ -93,6 +93,49 @@ std::vector<LinkUse> link_usage(const topo::Topology& topology, const Workload& 
     u.utilization = step > 0 ? bytes[l] / (link.bandwidth_bytes_per_s * step) : 0.0;
     out.push_back(std::move(u));
   }
+  // The busiest links over time: each task's mean rate on them from its start to
+  // its end, summed.
+  std::vector<int> ids;  // link id of each entry of out
+  for (int l = 0; l < topology.num_links(); ++l) {
+    if (bytes[l] > 0.0) ids.push_back(l);
+  }
+  std::vector<int> order(out.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return out[a].utilization > out[b].utilization; });
+  order.resize(std::min<std::size_t>(order.size(), kBusiestLinksOverTime));
+  std::vector<int> slot_of_link(topology.num_links(), -1);
+  for (std::size_t k = 0; k < order.size(); ++k) slot_of_link[ids[order[k]]] = static_cast<int>(k);
+  std::vector<std::vector<std::pair<TimeNs, double>>> changes(order.size());  // (time, rate change)
+  for (TaskId t = 0; t < g.num_tasks(); ++t) {
+    const std::int32_t c = g.comm_of(t);
+    if (c < 0 || run.end_ns[t] <= run.start_ns[t]) continue;
+    const CommSpec& spec = g.comm(c);
+    const double seconds = ns_to_seconds(run.end_ns[t] - run.start_ns[t]);
+    for (std::size_t i = 0; i < spec.links.size(); ++i) {
+      const int k = slot_of_link[spec.links[i]];
+      if (k < 0) continue;
+      const double rate = spec.bytes * spec.link_weight(i) / seconds;
+      changes[k].emplace_back(run.start_ns[t], rate);
+      changes[k].emplace_back(run.end_ns[t], -rate);
+    }
+  }
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    LinkUse& u = out[order[k]];
+    std::sort(changes[k].begin(), changes[k].end());
+    double rate = 0.0;
+    u.utilization_over_time.emplace_back(0, 0.0);
+    for (std::size_t i = 0; i < changes[k].size();) {
+      const TimeNs at = changes[k][i].first;
+      for (; i < changes[k].size() && changes[k][i].first == at; ++i) rate += changes[k][i].second;
+      const double value = std::max(0.0, rate) / u.bandwidth_bytes_per_s;
+      if (u.utilization_over_time.back().first == at) {
+        u.utilization_over_time.back().second = value;
+      } else {
+        u.utilization_over_time.emplace_back(at, value);
+      }
+    }
+  }
   return out;
 }
 
@@ -347,6 +390,10 @@ std::string result_trace(const Scenario& s, const SimulationResult& r, const std
   // the blocks are written whole so the file stays openable.
   o.expand_ops = trace_event_count(w, o) <= 400000;
   o.memory = memory_timeline(w, r.run, r.memory, s.model, s.plan, device_memory(s.profile));
+  for (const LinkUse& u : r.links) {
+    if (u.utilization_over_time.empty()) continue;
+    o.links.push_back({fmt::format("{} → {} ({})", u.from, u.to, u.kind), u.utilization_over_time});
+  }
   nlohmann::ordered_json other;
   other["kind"] = "predicted";
   other["model"] = s.model.name;

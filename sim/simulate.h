@@ -79,7 +79,13 @@ struct LinkUse {
   double bandwidth_bytes_per_s = 0.0;
   double bytes = 0.0;
   double utilization = 0.0;  // bytes / (bandwidth * step time)
+  // The busiest links only (kBusiestLinksOverTime of them): utilization over the
+  // step, each point holding until the next. A transfer's bytes are spread evenly
+  // over its task's time on its links (its mean rate; under contention the rate
+  // varies within the task, which this smooths).
+  std::vector<std::pair<TimeNs, double>> utilization_over_time;
 };
+inline constexpr int kBusiestLinksOverTime = 4;
 
 struct SimulationResult {
   Fidelity fidelity = Fidelity::kFull;

@@ -188,6 +188,24 @@ std::string trace_json(const Workload& w, const RunResult& run, const TraceOptio
       out += fmt::format(",\"args\":{{\"bytes\":{:.0f}}}}}", m.bytes);
     }
   }
+  // The busiest links: counters of a process after the ranks.
+  if (!o.links.empty()) {
+    const int pid = g.num_ranks();
+    sep();
+    out += fmt::format("{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":\"busiest links\"}}}}", pid);
+    sep();
+    out += fmt::format("{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}", pid, pid);
+    for (const TraceOptions::LinkSeries& link : o.links) {
+      for (const auto& [t, u] : link.utilization) {
+        sep();
+        out += "{\"ph\":\"C\",\"name\":\"";
+        append_json_escaped(out, link.name);
+        out += fmt::format("\",\"pid\":{},\"ts\":", pid);
+        append_trace_us(out, t);
+        out += fmt::format(",\"args\":{{\"utilization\":{:.6f}}}}}", u);
+      }
+    }
+  }
   // Pipeline transfers as flows (Chrome trace format's "s" and "f", bound to
   // the enclosing slices): Perfetto draws an arrow from the sender's send to the
   // receiver's receive, to follow a micro-batch from stage to stage.

@@ -26,6 +26,13 @@ struct TraceOptions {
   // Per simulated rank, memory over the step (sim/memory_timeline.h), written as a
   // "memory" counter of each rank written; empty: none.
   std::vector<RankMemory> memory;
+  // The busiest links' utilization over the step (0..1), written as counters of
+  // a process of their own, "busiest links", after the ranks.
+  struct LinkSeries {
+    std::string name;  // "n0.nic0 → leaf0 (ib)"
+    std::vector<std::pair<TimeNs, double>> utilization;
+  };
+  std::vector<LinkSeries> links;
 };
 
 // The trace as a JSON document (a string ending in a newline).

@@ -100,6 +100,33 @@ void TimelineLayout::rebuild() {
       }
       i = j;
     }
+    // Counters of processes without lanes (the simulator's "busiest links"),
+    // after the ranks under one header row each.
+    std::set<int> lane_ranks;
+    for (const Lane& lane : lanes) lane_ranks.insert(lane.rank);
+    int header_rank = -1;
+    bool group_collapsed = false;
+    for (int c = 0; c < static_cast<int>(trace.counters.size()); ++c) {
+      const CounterTrack& counter = trace.counters[c];
+      if (lane_ranks.count(counter.rank) > 0) continue;
+      if (counter.rank != header_rank) {
+        header_rank = counter.rank;
+        Row group;
+        group.kind = RowKind::kNode;
+        group.trace = t;
+        group.node = counter_group_node(counter.rank);  // folds like a node
+        group.collapsed = group_collapsed = is_collapsed(t, group.node);
+        group.label = counter.process_label;
+        push(std::move(group), kHeaderHeightPx);
+      }
+      if (group_collapsed) continue;
+      Row counter_row;
+      counter_row.kind = RowKind::kCounter;
+      counter_row.trace = t;
+      counter_row.counter = c;
+      counter_row.label = counter.name;
+      push(std::move(counter_row), kCounterHeightPx);
+    }
   }
 }
 

@@ -24,6 +24,10 @@ inline constexpr int kCollapseAboveLanes = 48;
 // kCounter: a counter track of a rank (TraceModel::counters), under its lanes.
 enum class RowKind { kTrace, kNode, kLane, kCounter };
 
+// The node number of the header row over the counters of process pid when it has
+// no lanes (the simulator's "busiest links"): below every real node number.
+inline int counter_group_node(int pid) { return -1000 - pid; }
+
 struct Row {
   RowKind kind = RowKind::kLane;
   int trace = 0;                   // index into the layout's traces

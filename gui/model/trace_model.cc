@@ -117,8 +117,9 @@ void TraceModelBuilder::add_flow_end(std::int64_t id, bool start, int rank, int 
   flow_ends_.push_back(FlowEnd{id, start, rank, stream, ts_ns});
 }
 
-void TraceModelBuilder::add_counter_point(int rank, std::uint32_t name, TimeNs ts_ns, double value) {
-  counter_points_.push_back(CounterPoint{rank, name, ts_ns, value});
+void TraceModelBuilder::add_counter_point(int rank, std::uint32_t name, std::uint32_t series, TimeNs ts_ns,
+                                          double value) {
+  counter_points_.push_back(CounterPoint{rank, name, series, ts_ns, value});
 }
 
 double CounterTrack::value_at(TimeNs t) const {
@@ -156,6 +157,7 @@ void TraceModelBuilder::append(TraceModelBuilder&& other) {
   flow_ends_.insert(flow_ends_.end(), other.flow_ends_.begin(), other.flow_ends_.end());
   for (CounterPoint c : other.counter_points_) {
     c.name = name_map[c.name];
+    c.series = name_map[c.series];
     counter_points_.push_back(c);
   }
   last_key_ = ~0ull;
@@ -234,6 +236,9 @@ TraceModel TraceModelBuilder::finalize(TraceModel header) {
       CounterTrack track;
       track.rank = c.rank;
       track.name = names_[c.name];
+      track.series = names_[c.series];
+      auto label = process_labels_.find(c.rank);
+      track.process_label = label != process_labels_.end() ? label->second : "rank " + std::to_string(c.rank);
       header.counters.push_back(std::move(track));
     }
     CounterTrack& track = header.counters.back();

@@ -119,11 +119,14 @@ struct Flow {
 // time to the next — the simulator's "memory" (bytes per GPU over the step).
 struct CounterTrack {
   int rank = 0;      // Chrome trace pid
-  std::string name;  // "memory"
+  std::string name;  // "memory", "n0.nic0 → leaf0 (ib)"
+  std::string series;  // the args key: "bytes", "utilization" (a share, 0..1)
+  std::string process_label;  // its pid's process_name ("busiest links")
   std::vector<TimeNs> t_ns;
   std::vector<double> value;
   double max_value = 0.0;
-  bool is_bytes() const { return name == "memory"; }
+  bool is_bytes() const { return series == "bytes"; }
+  bool is_share() const { return series == "utilization"; }
   // The value at t (the last point at or before it); 0 before the first.
   double value_at(TimeNs t) const;
 };
@@ -179,8 +182,8 @@ class TraceModelBuilder {
   // Ends without a partner or an enclosing slice are dropped (Perfetto draws
   // nothing for them either).
   void add_flow_end(std::int64_t id, bool start, int rank, int stream, TimeNs ts_ns);
-  // One point of counter `name` (an interned name) of rank.
-  void add_counter_point(int rank, std::uint32_t name, TimeNs ts_ns, double value);
+  // One point of counter `name` (an interned name) of rank, its series (interned) the args key.
+  void add_counter_point(int rank, std::uint32_t name, std::uint32_t series, TimeNs ts_ns, double value);
 
   // Room for this many spans' details (the reader estimates it from the file size).
   void reserve(std::size_t spans);
@@ -215,6 +218,7 @@ class TraceModelBuilder {
   struct CounterPoint {
     int rank;
     std::uint32_t name;
+    std::uint32_t series;
     TimeNs ts_ns;
     double value;
   };

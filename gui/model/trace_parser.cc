@@ -112,6 +112,7 @@ struct PendingEvent {
   bool has_pid = false, has_tid = false, has_ts = false, has_dur = false, has_cat = false;
   bool cat_known = false, phase_known = true, has_sort_index = false, has_id = false, has_arg_number = false;
   double arg_number = 0.0;  // the last number in args (a counter's value)
+  std::string arg_key;      // a counter's series: the key of that number
   Meta meta = Meta::kNone;
   std::int64_t pid = 0, tid = 0, id = 0;
   double ts_us = 0.0, dur_us = 0.0;
@@ -125,6 +126,7 @@ struct PendingEvent {
     ph = 0;
     has_pid = has_tid = has_ts = has_dur = has_cat = cat_known = has_sort_index = has_id = has_arg_number = false;
     arg_number = 0.0;
+    arg_key.clear();
     phase_known = true;
     meta = Meta::kNone;
     pid = tid = id = 0;
@@ -309,6 +311,7 @@ bool TraceSax::key(std::string& k) {
       return true;
     case Where::kArgs:
       arg_field_ = arg_field_of(k);
+      if (ev_.ph == 'C') ev_.arg_key = k;  // a counter's series (the writer puts "ph" first)
       return true;
     case Where::kDom:
       dom_key_ = k;
@@ -456,7 +459,7 @@ bool TraceSax::finish_event() {
   if (ev_.ph == 'C') {
     // A counter's point: its name and its (one) value in args.
     if (ev_.has_pid && ev_.has_ts && ev_.has_arg_number && std::isfinite(ev_.ts_us) && ev_.detail.name != kNoName) {
-      builder_.add_counter_point(static_cast<int>(ev_.pid), ev_.detail.name,
+      builder_.add_counter_point(static_cast<int>(ev_.pid), ev_.detail.name, builder_.intern(ev_.arg_key),
                                  static_cast<TimeNs>(std::llround(ev_.ts_us * 1e3)), ev_.arg_number);
     }
     return true;

@@ -184,7 +184,9 @@ QString TimelineWidget::tooltip_at(QPoint pos) const {
     const TraceModel& trace = *traces_[row.trace];
     const CounterTrack& c = trace.counters[row.counter];
     const auto t = static_cast<TimeNs>(std::llround(view_.t_of(std::max(0, pos.x() - kGutterPx))));
-    auto shown = [&](double v) { return c.is_bytes() ? format_bytes(v) : fmt::format("{:.4g}", v); };
+    auto shown = [&](double v) {
+      return c.is_bytes() ? format_bytes(v) : c.is_share() ? fmt::format("{:.1f}%", 100.0 * v) : fmt::format("{:.4g}", v);
+    };
     std::string text = fmt::format("{}: {} at {}\npeak {}", row.label, shown(c.value_at(t)),
                                    format_time_ns(static_cast<double>(t)), shown(c.max_value));
     if (c.is_bytes() && trace.memory_capacity_bytes > 0.0) text += " of " + shown(trace.memory_capacity_bytes);
@@ -604,7 +606,7 @@ namespace {
 double counter_scale(const TraceModel& trace, const CounterTrack& counter) {
   // Every rank's counter of one name on one scale, so ranks compare; memory up
   // to the GPU's capacity at least, so the headroom shows.
-  double top = counter.is_bytes() ? trace.memory_capacity_bytes : 0.0;
+  double top = counter.is_bytes() ? trace.memory_capacity_bytes : counter.is_share() ? 1.0 : 0.0;
   for (const CounterTrack& c : trace.counters) {
     if (c.name == counter.name) top = std::max(top, c.max_value);
   }

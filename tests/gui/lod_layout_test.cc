@@ -364,10 +364,14 @@ class LodLayoutTest : public QObject {
 {"ph":"C","name":"memory","pid":0,"ts":4,"args":{"bytes":300}},
 {"ph":"C","name":"memory","pid":0,"ts":0,"args":{"bytes":100}},
 {"ph":"C","name":"memory","pid":0,"ts":4,"args":{"bytes":250}},
-{"ph":"C","name":"memory","pid":0,"ts":9,"args":{"bytes":120}}],
+{"ph":"C","name":"memory","pid":0,"ts":9,"args":{"bytes":120}},
+{"ph":"M","name":"process_name","pid":2,"args":{"name":"busiest links"}},
+{"ph":"C","name":"n0.nic0 → leaf0 (ib)","pid":2,"ts":0,"args":{"utilization":0.25}}],
 "otherData":{"strata":{"kind":"predicted","memory_capacity_bytes":1000}}})json",
         "counters.json");
-    QCOMPARE(trace.counters.size(), std::size_t{2});
+    QCOMPARE(trace.counters.size(), std::size_t{3});
+    QVERIFY(trace.counters[2].is_share());
+    QCOMPARE(trace.counters[2].process_label, std::string("busiest links"));
     const CounterTrack& c0 = trace.counters[0];
     QCOMPARE(c0.rank, 0);
     QCOMPARE(c0.name, std::string("memory"));
@@ -382,10 +386,15 @@ class LodLayoutTest : public QObject {
     layout.set_traces({&trace});
     std::vector<std::string> labels;
     for (const auto& row : layout.rows()) {
-      if (row.kind == RowKind::kLane || row.kind == RowKind::kCounter) labels.push_back(row.label);
+      if (row.kind != RowKind::kTrace) labels.push_back(row.label);
     }
-    QCOMPARE(labels, (std::vector<std::string>{"rank 0 compute", "rank 0 tp-comm", "rank 0 memory", "rank 1 compute",
-                                               "rank 1 memory"}));
+    // The links' process has no lanes: its counters come last, under its own header.
+    QCOMPARE(labels, (std::vector<std::string>{"node 0 · 2 ranks", "rank 0 compute", "rank 0 tp-comm", "rank 0 memory",
+                                               "rank 1 compute", "rank 1 memory", "busiest links",
+                                               "n0.nic0 → leaf0 (ib)"}));
+    // Its header folds it like a node.
+    layout.toggle(0, counter_group_node(2));
+    QCOMPARE(layout.rows().back().label, std::string("busiest links"));
   }
 
   void layout_rows_and_folding() {

@@ -205,6 +205,39 @@ class TimelineWidgetTest : public QObject {
     QCOMPARE(w.view().end_ns(), 120000.0 + 4000.0);
   }
 
+  // A counter row draws its curve and its hover gives the value at that time.
+  void counter_rows_show_their_value() {
+    TimelineWidget w;
+    prepare(w, {std::make_shared<const TraceModel>(read_trace_text(
+                   R"json({"traceEvents":[
+{"ph":"X","name":"fc1","cat":"gemm","pid":0,"tid":0,"ts":0,"dur":1000},
+{"ph":"C","name":"memory","pid":0,"ts":0,"args":{"bytes":1073741824}},
+{"ph":"C","name":"memory","pid":0,"ts":500,"args":{"bytes":3221225472}}],
+"otherData":{"strata":{"kind":"predicted","memory_capacity_bytes":4294967296}}})json",
+                   "counter.json"))});
+    w.set_view(0.0, 1e6);  // 1 us per px
+    int row = -1;
+    for (int i = 0; i < static_cast<int>(w.layout_model().rows().size()); ++i) {
+      if (w.layout_model().rows()[i].kind == RowKind::kCounter) row = i;
+    }
+    QVERIFY(row >= 0);
+    const QString early = w.tooltip_at(QPoint(kGutter + 100, row_y(w, row)));
+    const QString late = w.tooltip_at(QPoint(kGutter + 700, row_y(w, row)));
+    QVERIFY2(early.startsWith(QStringLiteral("rank 0 memory: 1.0 GiB at 100 µs")), qPrintable(early));
+    QVERIFY2(late.contains(QStringLiteral("3.0 GiB")) && late.contains(QStringLiteral("of 4.0 GiB")), qPrintable(late));
+    // The curve: 3 of 4 GiB fills three quarters of the row's height at 700 us, a quarter at 100 us.
+    const QImage img = w.grab().toImage();
+    const Row& r = w.layout_model().rows()[row];
+    auto filled = [&](int x) {
+      int n = 0;
+      for (int y = kRuler + r.y_px + 2; y < kRuler + r.y_px + r.height_px - 2; ++y) {
+        n += img.pixelColor(kGutter + x, y) == QColor(0x9e, 0xc5, 0xe8);  // the curve's fill
+      }
+      return n;
+    };
+    QVERIFY2(std::abs(filled(700) - 3 * filled(100)) <= 2, qPrintable(QString("%1 %2").arg(filled(700)).arg(filled(100))));
+  }
+
   void click_on_a_node_row_folds_it() {
     TimelineWidget w;
     prepare(w, {load("trace_small.json")});

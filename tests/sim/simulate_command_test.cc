@@ -162,9 +162,14 @@ TEST(SimulateCommand, TraceRanksLimitTheTrace) {
   CommandResult r = run_strata(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json trace = read_json(dir.file("trace.json"));
+  // The ranks asked for, and the busiest links' process after the 64 ranks.
   std::set<int> pids;
   for (const json& e : trace["traceEvents"]) pids.insert(e["pid"].get<int>());
-  EXPECT_EQ(pids, (std::set<int>{0, 9}));
+  EXPECT_EQ(pids, (std::set<int>{0, 9, 64}));
+  for (const json& e : trace["traceEvents"]) {
+    if (e["pid"] == 64 && e["ph"] == "M" && e["name"] == "process_name") EXPECT_EQ(e["args"]["name"], "busiest links");
+    if (e["pid"] == 64) EXPECT_TRUE(e["ph"] == "M" || e["ph"] == "C") << e.dump();
+  }
   EXPECT_EQ(trace["otherData"]["strata"]["kind"], "predicted");
   EXPECT_EQ(trace["otherData"]["strata"]["ranks"], json::array({0, 9}));
 }
@@ -436,6 +441,7 @@ TEST(SimulateCommand, MemoryCounterPeaksAtTheStagesTotal) {
   for (const json& e : trace["traceEvents"]) {
     if (e["ph"] == "M" && e["name"] == "process_name") {
       const std::string name = e["args"]["name"];
+      if (name.find("(rank ") == std::string::npos) continue;  // the busiest links' process
       stage_of[e["pid"].get<int>()] = std::stoi(name.substr(name.rfind("pp ") + 3));
     }
     if (e["ph"] == "C" && e["name"] == "memory") bytes[e["pid"].get<int>()].push_back(e["args"]["bytes"].get<double>());
@@ -449,6 +455,55 @@ TEST(SimulateCommand, MemoryCounterPeaksAtTheStagesTotal) {
     const double low = *std::min_element(series.begin(), series.end());
     EXPECT_LT(low, peak - 0.5 * stage["activations_bytes"].get<double>()) << "pid " << pid;
     EXPECT_GT(series.size(), 8u) << "pid " << pid;
+  }
+}
+
+// Issue 20 item 5: the busiest links' utilization over the step, as counters of a
+// "busiest links" process: each is one of result.json's link_utilization entries,
+// the four with the highest utilization, and carries its bytes (the integral of
+// utilization x bandwidth over the step is the link's bytes).
+TEST(SimulateCommand, BusiestLinksOverTimeCarryTheirBytes) {
+  TempDir dir;
+  const std::string plan = dir.write("plan.json", R"({"tp": 8, "pp": 1, "micro_batch_size": 1, "global_batch_size": 8})");
+  CommandResult r = run_strata({"simulate", "--model", "llama3-8b", "--plan", plan, "--cluster", "dgx-a100-2node",
+                                "--fidelity", "full", "--out", dir.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json result = read_json(dir.file("result.json"));
+  const json trace = read_json(dir.file("trace.json"));
+  int links_pid = -1;
+  std::map<std::string, std::vector<std::pair<double, double>>> series;  // name -> (ts us, utilization)
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name" && e["args"]["name"] == "busiest links") links_pid = e["pid"];
+  }
+  ASSERT_GE(links_pid, 0);
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] == "C" && e["pid"] == links_pid) {
+      series[e["name"]].emplace_back(e["ts"].get<double>(), e["args"]["utilization"].get<double>());
+    }
+  }
+  ASSERT_EQ(series.size(), 4u);
+  std::vector<double> utilizations;
+  for (const json& l : result["link_utilization"]) utilizations.push_back(l["utilization"].get<double>());
+  std::sort(utilizations.rbegin(), utilizations.rend());
+  const double step_us = result["step_time_s"].get<double>() * 1e6;
+  for (const auto& [name, points] : series) {
+    const json* link = nullptr;
+    for (const json& l : result["link_utilization"]) {
+      const std::string n = l["from"].get<std::string>() + " → " + l["to"].get<std::string>() + " (" +
+                            l["kind"].get<std::string>() + ")";
+      if (n == name) link = &l;
+    }
+    ASSERT_NE(link, nullptr) << name;
+    EXPECT_GE((*link)["utilization"].get<double>(), utilizations[3]) << name << ": one of the four busiest";
+    double byte_us = 0;  // integral of utilization over time, us
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      const double end = i + 1 < points.size() ? points[i + 1].first : step_us;
+      byte_us += points[i].second * (end - points[i].first);
+      EXPECT_LE(points[i].second, 1.0 + 1e-6) << name;
+    }
+    EXPECT_NEAR(byte_us * 1e-6 * (*link)["bandwidth_bytes_per_s"].get<double>() / (*link)["bytes"].get<double>(), 1.0,
+                1e-4)
+        << name;
   }
 }
 
