@@ -27,6 +27,13 @@ void TimelineLayout::set_collapsed(int trace, int node, bool collapsed) {
   rebuild();
 }
 
+void TimelineLayout::set_lane_height(int px) {
+  const int clamped = std::clamp(px, kMinLaneHeightPx, kMaxLaneHeightPx);
+  if (clamped == lane_height_px_) return;
+  lane_height_px_ = clamped;
+  rebuild();
+}
+
 bool TimelineLayout::is_collapsed(int trace, int node) const {
   return collapsed_.count({trace, node}) > 0;
 }
@@ -83,7 +90,7 @@ void TimelineLayout::rebuild() {
           lane_row.node = node;
           lane_row.lane = static_cast<int>(k);
           lane_row.label = fmt::format("rank {} {}", lanes[k].global_rank, lanes[k].stream_label);
-          push(std::move(lane_row), kLaneHeightPx);
+          push(std::move(lane_row), lane_height());
           // After a rank's last lane, its counters.
           if (k + 1 < j && lanes[k + 1].rank == lanes[k].rank) continue;
           for (int c = 0; c < static_cast<int>(trace.counters.size()); ++c) {
@@ -94,7 +101,7 @@ void TimelineLayout::rebuild() {
             counter_row.node = node;
             counter_row.counter = c;
             counter_row.label = fmt::format("rank {} {}", lanes[k].global_rank, trace.counters[c].name);
-            push(std::move(counter_row), kCounterHeightPx);
+            push(std::move(counter_row), counter_height());
           }
         }
       }
@@ -125,7 +132,7 @@ void TimelineLayout::rebuild() {
       counter_row.trace = t;
       counter_row.counter = c;
       counter_row.label = counter.name;
-      push(std::move(counter_row), kCounterHeightPx);
+      push(std::move(counter_row), counter_height());
     }
   }
 }

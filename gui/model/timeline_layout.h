@@ -15,8 +15,9 @@
 
 namespace strata::gui {
 
-inline constexpr int kLaneHeightPx = 18;
-inline constexpr int kCounterHeightPx = 36;
+inline constexpr int kLaneHeightPx = 18;  // the default; set_lane_height changes it
+inline constexpr int kMinLaneHeightPx = 10;
+inline constexpr int kMaxLaneHeightPx = 60;
 inline constexpr int kHeaderHeightPx = 20;
 // Traces with more lanes than this open with every node collapsed.
 inline constexpr int kCollapseAboveLanes = 48;
@@ -53,6 +54,12 @@ class TimelineLayout {
   void toggle(int trace, int node) { set_collapsed(trace, node, !is_collapsed(trace, node)); }
   bool is_collapsed(int trace, int node) const;
 
+  // A lane row's height, clamped to [kMinLaneHeightPx, kMaxLaneHeightPx]; a counter
+  // row is twice as tall. Headers keep theirs.
+  void set_lane_height(int px);
+  int lane_height() const { return lane_height_px_; }
+  int counter_height() const { return 2 * lane_height_px_; }
+
   const std::vector<Row>& rows() const { return rows_; }
   int total_height_px() const;
   // The row covering y (layout coordinates, 0 = top of the first row); -1 if none.
@@ -65,6 +72,7 @@ class TimelineLayout {
 
   std::vector<const TraceModel*> traces_;
   std::set<std::pair<int, int>> collapsed_;  // (trace, node)
+  int lane_height_px_ = kLaneHeightPx;
   std::vector<Row> rows_;
 };
 

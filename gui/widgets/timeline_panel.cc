@@ -1,9 +1,12 @@
 #include "gui/widgets/timeline_panel.h"
 
 #include <QCheckBox>
+#include <QGridLayout>
 #include <QHBoxLayout>
 #include <QKeyEvent>
 #include <QLineEdit>
+#include <QSignalBlocker>
+#include <QSpinBox>
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QPushButton>
@@ -16,6 +19,7 @@
 #include "gui/model/timeline_layout.h"
 #include "gui/model/trace_search.h"
 #include "gui/widgets/colors.h"
+#include "gui/widgets/overview_strip.h"
 #include "gui/widgets/timeline_widget.h"
 
 namespace strata::gui {
@@ -39,7 +43,8 @@ QString legend_html() {
 }
 
 const char* kHint =
-    "Click a task to see its details. Wheel: zoom at the cursor · Shift+wheel: scroll lanes · "
+    "Click a task to see its details. Wheel: zoom at the cursor · Shift+wheel: scroll lanes · Ctrl+wheel: "
+    "lane height · "
     "drag: pan · F: fit · click a node row to fold or unfold it, a merged mark to zoom to it · a "
     "selected pipeline send or receive shows its flow arrow, G follows it · Shift+drag: select a "
     "time range for its summary, Esc clears it.";
@@ -61,6 +66,12 @@ TimelinePanel::TimelinePanel(QWidget* parent) : QWidget(parent) {
   flows->setObjectName(QStringLiteral("show_flows"));
   flows->setToolTip(tr("Draw every pipeline transfer as an arrow from its send to its receive "
                        "(the selected task's always)"));
+  auto* lane_height = new QSpinBox(this);
+  lane_height->setObjectName(QStringLiteral("lane_height"));
+  lane_height->setRange(kMinLaneHeightPx, kMaxLaneHeightPx);
+  lane_height->setValue(kLaneHeightPx);
+  lane_height->setSuffix(tr(" px"));
+  lane_height->setToolTip(tr("Lane height (Ctrl+wheel over the lanes)"));
   auto* legend = new QLabel(legend_html(), this);
   legend->setTextFormat(Qt::RichText);
   // Ten categories do not fit beside the buttons of a narrow window: wrap.
@@ -71,6 +82,8 @@ TimelinePanel::TimelinePanel(QWidget* parent) : QWidget(parent) {
   tools->addWidget(expand);
   tools->addWidget(collapse);
   tools->addWidget(flows);
+  tools->addWidget(new QLabel(tr("Lanes"), this));
+  tools->addWidget(lane_height);
   tools->addSpacing(16);
   tools->addWidget(legend, 1);
 
@@ -93,12 +106,17 @@ TimelinePanel::TimelinePanel(QWidget* parent) : QWidget(parent) {
   find_row->addWidget(next);
   find_row->addWidget(find_status_);
 
+  overview_ = new OverviewStrip(timeline_, this);
   auto* view_row = new QWidget(this);
-  auto* view_layout = new QHBoxLayout(view_row);
+  auto* view_layout = new QGridLayout(view_row);
   view_layout->setContentsMargins(0, 0, 0, 0);
   view_layout->setSpacing(0);
-  view_layout->addWidget(timeline_, 1);
-  view_layout->addWidget(scroll_);
+  // The strip over the lanes only, so its columns line up with theirs.
+  view_layout->addWidget(overview_, 0, 0);
+  view_layout->addWidget(timeline_, 1, 0);
+  view_layout->addWidget(scroll_, 1, 1);
+  view_layout->setRowStretch(1, 1);
+  view_layout->setColumnStretch(0, 1);
 
   auto* split = new QSplitter(Qt::Vertical, this);
   split->addWidget(view_row);
@@ -116,6 +134,11 @@ TimelinePanel::TimelinePanel(QWidget* parent) : QWidget(parent) {
   connect(expand, &QPushButton::clicked, this, [this] { timeline_->set_all_collapsed(false); });
   connect(collapse, &QPushButton::clicked, this, [this] { timeline_->set_all_collapsed(true); });
   connect(flows, &QCheckBox::toggled, timeline_, &TimelineWidget::set_show_all_flows);
+  connect(lane_height, &QSpinBox::valueChanged, timeline_, &TimelineWidget::set_lane_height);
+  connect(timeline_, &TimelineWidget::laneHeightChanged, lane_height, [lane_height](int px) {
+    const QSignalBlocker block(lane_height);
+    lane_height->setValue(px);
+  });
   connect(timeline_, &TimelineWidget::contentHeightChanged, this, &TimelinePanel::sync_scroll_bar);
   connect(timeline_, &TimelineWidget::viewChanged, this, &TimelinePanel::sync_scroll_bar);
   connect(scroll_, &QScrollBar::valueChanged, timeline_, &TimelineWidget::set_scroll_y);
@@ -137,7 +160,7 @@ void TimelinePanel::sync_scroll_bar() {
   const QSignalBlocker block(scroll_);
   scroll_->setRange(0, timeline_->max_scroll_y());
   scroll_->setPageStep(timeline_->lanes_height_px());
-  scroll_->setSingleStep(kLaneHeightPx);
+  scroll_->setSingleStep(timeline_->layout_model().lane_height());
   scroll_->setValue(timeline_->scroll_y());
 }
 

@@ -17,6 +17,7 @@ class QPlainTextEdit;
 
 namespace strata::gui {
 
+class OverviewStrip;
 class TimelineWidget;
 
 class TimelinePanel : public QWidget {
@@ -25,6 +26,7 @@ class TimelinePanel : public QWidget {
  public:
   explicit TimelinePanel(QWidget* parent = nullptr);
   TimelineWidget* timeline() const { return timeline_; }
+  OverviewStrip* overview() const { return overview_; }
   // The details panel's text (the selected task, or a hint).
   QString details_text() const;
   // Ticks the Flows box: every pipeline transfer drawn as an arrow.
@@ -49,6 +51,7 @@ class TimelinePanel : public QWidget {
   void update_matches();
 
   TimelineWidget* timeline_;
+  OverviewStrip* overview_;
   QScrollBar* scroll_;
   QPlainTextEdit* details_;
   QCheckBox* flows_;

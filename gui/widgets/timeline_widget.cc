@@ -117,6 +117,18 @@ void TimelineWidget::set_scroll_y(int y) {
   update();
 }
 
+void TimelineWidget::set_lane_height(int px) {
+  // Keep the row at the top of the view in place as the rows above it grow.
+  const int row = layout_.first_row_below(scroll_y_);
+  const int offset = row < static_cast<int>(layout_.rows().size()) ? scroll_y_ - layout_.rows()[row].y_px : 0;
+  layout_.set_lane_height(px);
+  if (row < static_cast<int>(layout_.rows().size())) scroll_y_ = layout_.rows()[row].y_px + offset;
+  set_scroll_y(scroll_y_);
+  emit contentHeightChanged();
+  emit laneHeightChanged(layout_.lane_height());
+  update();
+}
+
 void TimelineWidget::set_all_collapsed(bool collapsed) {
   for (int t = 0; t < static_cast<int>(traces_.size()); ++t) {
     for (int node : traces_[t]->nodes()) layout_.set_collapsed(t, node, collapsed);
@@ -311,7 +323,10 @@ void TimelineWidget::wheelEvent(QWheelEvent* e) {
   if (e->modifiers() & Qt::ShiftModifier) {
     // Shift+wheel scrolls the lanes; some platforms report it as horizontal.
     const int notch = delta.y() != 0 ? delta.y() : delta.x();
-    set_scroll_y(scroll_y_ - notch * kLaneHeightPx * 3 / 120);
+    set_scroll_y(scroll_y_ - notch * layout_.lane_height() * 3 / 120);
+  } else if (e->modifiers() & Qt::ControlModifier) {
+    // Ctrl+wheel: taller or shorter lanes, 2 px a notch.
+    if (delta.y() != 0) set_lane_height(layout_.lane_height() + 2 * delta.y() / 120);
   } else if (delta.y() != 0) {
     zoom_at(wheel_zoom_factor(delta.y()), static_cast<int>(e->position().x()));
   } else if (delta.x() != 0) {

@@ -4,8 +4,9 @@
 // level-of-detail merging, gui/model/lod.h) and paints them as batched
 // rectangles, antialiasing off.
 //
-// Mouse: wheel zooms around the cursor, Shift+wheel scrolls lanes, drag pans,
-// click selects a task (or folds a node when on its header row); F fits.
+// Mouse: wheel zooms around the cursor, Shift+wheel scrolls lanes, Ctrl+wheel
+// makes lanes taller or shorter, drag pans, click selects a task (or folds a node
+// when on its header row), Shift+drag selects a time range; F fits.
 #pragma once
 
 #include <QRectF>
@@ -55,6 +56,9 @@ class TimelineWidget : public QWidget {
   int lanes_height_px() const { return height() - kRulerPx; }
 
   const TimelineLayout& layout_model() const { return layout_; }
+  // A lane's height in pixels (clamped to 10..60; counters are twice as tall);
+  // Ctrl+wheel changes it 2 px a notch.
+  void set_lane_height(int px);
   void set_all_collapsed(bool collapsed);
   // Folds or unfolds the node of a kNode row.
   void toggle_node_row(int row);
@@ -110,6 +114,7 @@ class TimelineWidget : public QWidget {
   void rangeChanged();
   void viewChanged();
   void contentHeightChanged();
+  void laneHeightChanged(int px);
 
  protected:
   bool event(QEvent* e) override;

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "gui/model/overview.h"
 #include "gui/model/trace_reader.h"
 #include "gui/widgets/timeline_widget.h"
 
@@ -167,6 +168,17 @@ BENCHMARK(BM_RepaintTimeline)
     ->ArgNames({"zoom_exp", "unfolded", "flows"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// The overview strip's columns for the whole step, 1,720 px wide (done once per
+// trace and width, on the strip's first paint after either changes).
+void BM_OverviewColumns(benchmark::State& state) {
+  const TraceModel& t = *shared_trace();
+  for (auto _ : state) {
+    auto cols = strata::gui::overview(t, t.begin_ns(), t.end_ns(), 1720);
+    benchmark::DoNotOptimize(cols.data());
+  }
+}
+BENCHMARK(BM_OverviewColumns)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

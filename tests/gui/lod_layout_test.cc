@@ -416,6 +416,13 @@ class LodLayoutTest : public QObject {
     QCOMPARE(layout.row_at(kHeaderHeightPx), 1);
     QCOMPARE(layout.row_at(layout.total_height_px() - 1), 6);
     QCOMPARE(layout.row_at(layout.total_height_px()), -1);
+    // Taller lanes (headers keep their height), clamped to the allowed range.
+    layout.set_lane_height(30);
+    QCOMPARE(layout.total_height_px(), 3 * kHeaderHeightPx + 4 * 30);
+    QCOMPARE(layout.counter_height(), 60);
+    layout.set_lane_height(3);
+    QCOMPARE(layout.lane_height(), kMinLaneHeightPx);
+    layout.set_lane_height(kLaneHeightPx);
 
     layout.toggle(0, 0);
     QCOMPARE(layout.rows().size(), std::size_t{5});

@@ -12,6 +12,7 @@
 #include <QTest>
 
 #include "core/error.h"
+#include "gui/model/overview.h"
 #include "gui/model/range_stats.h"
 #include "gui/model/trace_reader.h"
 #include "gui/model/trace_search.h"
@@ -111,6 +112,36 @@ class SearchRangeTest : public QObject {
     QCOMPARE(st.exposed_ns_per_rank[static_cast<int>(Category::kTp)], 3000.0);      // (4 + 2) / 2
     QCOMPARE(st.exposed_ns_per_rank[static_cast<int>(Category::kBubble)], 9000.0);  // 18 / 2
     QCOMPARE(st.category_ns[static_cast<int>(Category::kTp)], 0.0);  // waits are not tasks
+  }
+
+  // The overview's columns from the fixture, 50 us each over [0, 850 us]: the two
+  // compute lanes' mean busy share per column.
+  void overview_columns_against_the_fixture() {
+    const TraceModel t = read_trace_file(testing::data_file("trace_small.json"));
+    const auto cols = overview(t, 0, 850000, 17);
+    QCOMPARE(cols.size(), std::size_t{17});
+    QCOMPARE(cols[0].compute, 0.5);   // rank 0's fc1; rank 1 idle until 110 us
+    QCOMPARE(cols[2].compute, 0.9);   // [100, 150): rank 0 all, rank 1 from 110 (40 of 50)
+    QCOMPARE(cols[6].compute, 0.5);   // [300, 350): rank 1 busy (fc1, then attn_bwd), rank 0 in its bubble
+    QCOMPARE(cols[16].compute, 0.5);  // adam on rank 0
+    QCOMPARE(cols[0].exposed, 0.0);   // no exposed lanes in this trace
+  }
+
+  // Exposed lanes: waiting other than bubble, and bubble, as mean shares.
+  void overview_of_the_exposed_lanes() {
+    const TraceModel t = read_trace_text(
+        R"json({"traceEvents":[
+{"ph":"M","name":"thread_name","pid":0,"tid":8,"args":{"name":"exposed"}},
+{"ph":"M","name":"thread_name","pid":1,"tid":8,"args":{"name":"exposed"}},
+{"ph":"X","name":"fc1","cat":"gemm","pid":0,"tid":0,"ts":0,"dur":20},
+{"ph":"X","name":"exposed tp","cat":"tp","pid":0,"tid":8,"ts":0,"dur":5},
+{"ph":"X","name":"bubble","cat":"bubble","pid":1,"tid":8,"ts":0,"dur":10}]})json",
+        "exposed.json");
+    const auto cols = overview(t, 0, 20000, 2);  // 10 us a column
+    QCOMPARE(cols[0].exposed, 0.25);  // 5 of 10 us on one of two exposed lanes
+    QCOMPARE(cols[0].bubble, 0.5);
+    QCOMPARE(cols[1].bubble, 0.0);
+    QCOMPARE(cols[1].compute, 1.0);
   }
 };
 

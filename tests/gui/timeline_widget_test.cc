@@ -6,11 +6,13 @@
 
 #include <QImage>
 #include <QLineEdit>
+#include <QSpinBox>
 #include <QTest>
 #include <QWheelEvent>
 
 #include "gui/model/trace_reader.h"
 #include "gui/widgets/colors.h"
+#include "gui/widgets/overview_strip.h"
 #include "gui/widgets/timeline_panel.h"
 #include "gui_test_support.h"
 
@@ -236,6 +238,49 @@ class TimelineWidgetTest : public QObject {
       return n;
     };
     QVERIFY2(std::abs(filled(700) - 3 * filled(100)) <= 2, qPrintable(QString("%1 %2").arg(filled(700)).arg(filled(100))));
+  }
+
+  // The overview strip shows the whole step; a click there centres the timeline
+  // at that time, keeping its zoom.
+  void overview_strip_navigates() {
+    TimelinePanel panel;
+    panel.resize(kGutter + 1100, 600);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    TimelineWidget& w = *panel.timeline();
+    w.set_traces({load("trace_small.json")});
+    w.set_view(0.0, 1e5);  // 100 us
+    OverviewStrip* strip = panel.overview();
+    QCoreApplication::processEvents();
+    QCOMPARE(strip->begin_ns(), TimeNs{0});
+    QCOMPARE(strip->end_ns(), TimeNs{850000});
+    QCOMPARE(static_cast<int>(strip->columns().size()), strip->width() - kGutter);
+    const int x = kGutter + (strip->width() - kGutter) * 3 / 4;  // about 637 us
+    QTest::mouseClick(strip, Qt::LeftButton, {}, QPoint(x, strip->height() / 2));
+    QCOMPARE(w.view().span_ns(), 1e5);
+    QVERIFY(std::abs(0.5 * (w.view().start_ns() + w.view().end_ns()) - strip->t_of(x)) < 1.0);
+    QVERIFY(std::abs(strip->t_of(x) - 637500.0) < 2000.0);
+  }
+
+  // Ctrl+wheel makes lanes taller, 2 px a notch; the panel's box follows.
+  void ctrl_wheel_resizes_the_lanes() {
+    TimelinePanel panel;
+    panel.resize(kGutter + 1100, 600);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    TimelineWidget& w = *panel.timeline();
+    w.set_traces({load("trace_small.json")});
+    const int before = w.layout_model().total_height_px();
+    const QPointF at(kGutter + 500, 100);
+    QWheelEvent wheel(at, w.mapToGlobal(at), QPoint(), QPoint(0, 3 * 120), Qt::NoButton, Qt::ControlModifier,
+                      Qt::NoScrollPhase, false);
+    QApplication::sendEvent(&w, &wheel);
+    QCOMPARE(w.layout_model().lane_height(), kLaneHeightPx + 6);
+    QCOMPARE(w.layout_model().total_height_px(), before + 4 * 6);  // the fixture's four lanes
+    QCOMPARE(panel.findChild<QSpinBox*>(QStringLiteral("lane_height"))->value(), kLaneHeightPx + 6);
+    QCOMPARE(w.view().span_ns(), 884000.0);  // no zoom
+    panel.findChild<QSpinBox*>(QStringLiteral("lane_height"))->setValue(12);
+    QCOMPARE(w.layout_model().lane_height(), 12);
   }
 
   void click_on_a_node_row_folds_it() {
