@@ -25,16 +25,17 @@ int OverviewStrip::lane_width() const { return std::max(1, width() - TimelineWid
 
 void OverviewStrip::refresh() {
   const auto& traces = timeline_->traces();
-  const TraceModel* trace = traces.empty() ? nullptr : traces.front().get();
-  if (trace == trace_ && computed_width_ == lane_width()) return;
+  const std::shared_ptr<const TraceModel> trace = traces.empty() ? nullptr : traces.front();
+  const bool same = trace != nullptr ? trace == trace_.lock() : trace_.expired();
+  if (same && computed_width_ == lane_width()) return;
   trace_ = trace;
   computed_width_ = lane_width();
   columns_.clear();
   begin_ns_ = end_ns_ = 0;
-  if (trace_ == nullptr) return;
-  begin_ns_ = trace_->begin_ns();
-  end_ns_ = trace_->end_ns();
-  columns_ = overview(*trace_, begin_ns_, end_ns_, computed_width_);
+  if (trace == nullptr) return;
+  begin_ns_ = trace->begin_ns();
+  end_ns_ = trace->end_ns();
+  columns_ = overview(*trace, begin_ns_, end_ns_, computed_width_);
 }
 
 void OverviewStrip::resizeEvent(QResizeEvent*) { refresh(); }

@@ -43,7 +43,7 @@ class OverviewStrip : public QWidget {
   int lane_width() const;
 
   TimelineWidget* timeline_;
-  const TraceModel* trace_ = nullptr;
+  std::weak_ptr<const TraceModel> trace_;  // weak: a new trace at the old address is new
   int computed_width_ = -1;
   TimeNs begin_ns_ = 0, end_ns_ = 0;
   std::vector<OverviewColumn> columns_;

@@ -179,8 +179,9 @@ void TimelinePanel::show_selection() {
 void TimelinePanel::set_find_text(const QString& text) { find_->setText(text); }
 
 void TimelinePanel::update_matches() {
-  const TraceModel* trace = timeline_->traces().empty() ? nullptr : timeline_->traces().front().get();
-  if (trace == matched_trace_ && find_->text() == matched_query_) return;
+  const std::shared_ptr<const TraceModel> trace =
+      timeline_->traces().empty() ? nullptr : timeline_->traces().front();
+  if (trace == matched_trace_.lock() && !matched_trace_.expired() && find_->text() == matched_query_) return;
   matched_trace_ = trace;
   matched_query_ = find_->text();
   matches_.clear();

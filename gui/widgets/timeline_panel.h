@@ -5,6 +5,7 @@
 #pragma once
 
 #include <QWidget>
+#include <memory>
 #include <vector>
 
 #include "gui/model/trace_model.h"
@@ -58,7 +59,9 @@ class TimelinePanel : public QWidget {
   QLineEdit* find_;
   QLabel* find_status_;
   std::vector<SpanRef> matches_;
-  const TraceModel* matched_trace_ = nullptr;
+  // The trace the matches are of (weak: a new trace at the old one's address is
+  // still a new trace).
+  std::weak_ptr<const TraceModel> matched_trace_;
   QString matched_query_;
   QString find_error_;
 };
