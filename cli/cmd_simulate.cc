@@ -182,6 +182,10 @@ void print_summary(const Scenario& s, const sim::SimulationResult& r, double wal
   if (r.metrics.host_s > 0) {
     fmt::print("host dispatch    {} per GPU idle waiting for the host to issue kernels\n", seconds(r.metrics.host_s));
   }
+  if (r.metrics.peer_wait_s > 0) {
+    fmt::print("peer wait        {} per GPU idle waiting for a slower rank of its stage (stragglers, imbalance)\n",
+               seconds(r.metrics.peer_wait_s));
+  }
   fmt::print("memory           peak {} on stage {} of {}: {}\n", gib(r.memory.peak_bytes), r.memory.peak_stage,
              gib(r.memory.capacity_bytes), r.memory.fits ? "fits" : "DOES NOT FIT");
   if (!training.is_null()) {

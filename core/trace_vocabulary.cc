@@ -9,7 +9,7 @@ namespace {
 // In Category's order. string_views: a reader parses one per event, and comparing
 // views costs no strlen.
 constexpr std::string_view kCategoryNames[kNumCategories] = {
-    "gemm", "attention", "elementwise", "tp", "pp", "dp", "zero", "optimizer", "copy", "host", "cp", "ep", "bubble"};
+    "gemm", "attention", "elementwise", "tp", "pp", "dp", "zero", "optimizer", "copy", "host", "cp", "ep", "bubble", "wait"};
 // In Phase's order.
 constexpr std::string_view kPhaseNames[] = {"fwd", "bwd", "recompute", "step", "wgrad"};
 

@@ -12,14 +12,15 @@ namespace strata::trace {
 
 // kHost: the host (CPU) issuing kernels (the framework's per-kernel dispatch cost).
 // kCp: context parallelism's K/V exchanges (after kHost, so the others keep their values).
-// kBubble: a compute stream waiting for the other pipeline stages (the "exposed"
-// lane's account of idle time; no task of that category runs).
+// kBubble: a compute stream waiting for the other pipeline stages; kWait: waiting
+// for a slower rank of its own stage (a straggler, load imbalance) — the
+// "exposed" lane's account of idle time; no task of either category runs.
 enum class Category : std::uint8_t {
-  kGemm, kAttention, kElementwise, kTp, kPp, kDp, kZero, kOptimizer, kCopy, kHost, kCp, kEp, kBubble
+  kGemm, kAttention, kElementwise, kTp, kPp, kDp, kZero, kOptimizer, kCopy, kHost, kCp, kEp, kBubble, kWait
 };
-inline constexpr int kNumCategories = 13;
+inline constexpr int kNumCategories = 14;
 const char* to_string(Category c);
-// The category named s; false when s is not one of the thirteen names.
+// The category named s; false when s is not one of the fourteen names.
 bool parse_category(std::string_view s, Category* out);
 // Tensor-, context-, expert-, pipeline- and data-parallel traffic and ZeRO's
 // gathers (ep: the MoE layers' token all-to-alls and expert tensor-parallel

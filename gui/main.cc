@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   cli.add_option("--show-wait", args.show_wait,
                  "follow the headline's link: select and zoom to the longest exposed interval of this kind")
-      ->check(CLI::IsMember({"tp", "cp", "ep", "pp", "dp", "zero", "copy", "host", "bubble"}));
+      ->check(CLI::IsMember({"tp", "cp", "ep", "pp", "dp", "zero", "copy", "host", "bubble", "wait"}));
   cli.add_option("--range-ms", args.range_ms, "show this time range of the timeline: START END in ms")
       ->expected(2);
   cli.add_option("--select-range-ms", args.select_range_ms,

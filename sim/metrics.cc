@@ -100,6 +100,7 @@ StepMetrics account(const Workload& w, const RunResult& run, std::vector<std::ve
   out.step_time_s = ns_to_seconds(makespan);
 
   auto category = [&](TaskId t) { return notes.label_of_task(t).category; };
+  const bool one_stage = std::all_of(w.stage.begin(), w.stage.end(), [](int s) { return s == 0; });
   auto kind = [&](TaskId t) { return kind_of(category(t)); };
   auto comm_category = [](int k) {
     constexpr Category kCategoryOf[kNumCommKinds] = {Category::kTp,   Category::kPp, Category::kDp, Category::kZero,
@@ -115,6 +116,7 @@ StepMetrics account(const Workload& w, const RunResult& run, std::vector<std::ve
     // Attributes the gap [from, until) before a task blocked by `blocker`.
     auto attribute = [&](TimeNs from, TimeNs until, TaskId blocker) {
       bool pipeline = blocker < 0;
+      TaskId peer = -1;  // a slower rank of this stage's compute the chain ends at
       int last_kind = -1;
       TaskId last_blocker = -1;
       TaskId b = blocker;
@@ -129,9 +131,17 @@ StepMetrics account(const Workload& w, const RunResult& run, std::vector<std::ve
           break;
         }
         if (k < 0) {
-          // The chain ends at compute: another rank's (waiting for other stages is
-          // pipeline bubble) or this rank's own work on another stream.
-          if (!g.runs_on(b, r)) pipeline = true;
+          // The chain ends at compute: another rank's — of another stage (pipeline
+          // bubble), or of this stage, reached without a pipeline transfer (a
+          // slower peer) — or this rank's own work on another stream.
+          if (!g.runs_on(b, r)) {
+            const int other = g.rank_of_slot(*g.slots_begin(b));
+            if (!pipeline && w.stage[other] == w.stage[r]) {
+              peer = b;
+            } else {
+              pipeline = true;
+            }
+          }
           break;
         }
         if (k == static_cast<int>(CommKind::kPp)) pipeline = true;
@@ -147,7 +157,10 @@ StepMetrics account(const Workload& w, const RunResult& run, std::vector<std::ve
         if (b < 0) pipeline = true;  // the chain starts at the step's start
       }
       if (until > from) {
-        if (pipeline || last_kind < 0) {
+        if (peer >= 0) {
+          rm.peer_wait_s += ns_to_seconds(until - from);
+          record(from, until, Category::kWait, peer);
+        } else if (pipeline || last_kind < 0) {
           rm.bubble_s += ns_to_seconds(until - from);
           record(from, until, Category::kBubble, -1);
         } else {
@@ -194,9 +207,13 @@ StepMetrics account(const Workload& w, const RunResult& run, std::vector<std::ve
         bool operator<(const Busy& o) const { return std::tie(start, end, task) < std::tie(o.start, o.end, o.task); }
       };
       std::vector<Busy> busy[kNumCommKinds];
-      for (StreamKind s : {StreamKind::kTpComm, StreamKind::kDpComm, StreamKind::kPpSend, StreamKind::kCopy}) {
+      for (StreamKind s : {StreamKind::kTpComm, StreamKind::kDpComm, StreamKind::kPpSend, StreamKind::kCopy,
+                           StreamKind::kDpReduce}) {
         for (TaskId t : w.stream(r, s)) {
-          const int k = kind(t);
+          int k = kind(t);
+          // The copy lane's own work — an offloaded optimizer's step on the host —
+          // is offload too: the GPU waits for it.
+          if (k < 0 && s == StreamKind::kCopy) k = static_cast<int>(CommKind::kOffload);
           if (k < 0 || run.end_ns[t] <= cursor) continue;
           busy[k].push_back(Busy{std::max(cursor, run.start_ns[t]), run.end_ns[t], t});
         }
@@ -222,12 +239,14 @@ StepMetrics account(const Workload& w, const RunResult& run, std::vector<std::ve
           reach = a.end;
         }
       }
+      // The rest waits for the other ranks to end the step: the other stages'
+      // flush, or — with a single stage — slower peers.
       TimeNs flush = 0;
       claimed.for_each_free(cursor, window_end, [&](TimeNs p0, TimeNs p1) {
         flush += p1 - p0;
-        record(p0, p1, Category::kBubble, -1);
+        record(p0, p1, one_stage ? Category::kWait : Category::kBubble, -1);
       });
-      rm.bubble_s += ns_to_seconds(flush);
+      (one_stage ? rm.peer_wait_s : rm.bubble_s) += ns_to_seconds(flush);
     }
     if (waits) {
       auto& mine = (*waits)[r];
@@ -246,6 +265,7 @@ StepMetrics account(const Workload& w, const RunResult& run, std::vector<std::ve
     ++count[w.stage[r]];
     out.compute_s += out.ranks[r].compute_s / n;
     out.host_s += out.ranks[r].host_s / n;
+    out.peer_wait_s += out.ranks[r].peer_wait_s / n;
     for (int k = 0; k < kNumCommKinds; ++k) out.exposed_s[k] += out.ranks[r].exposed_s[k] / n;
   }
   for (int s = 0; s <= max_stage; ++s) {

@@ -432,6 +432,7 @@ nlohmann::ordered_json result_json(const Scenario& s, const SimulationResult& r)
   if (s.plan.moe.active) exposed["ep"] = r.metrics.exposed_s[static_cast<int>(CommKind::kEp)];
   j["exposed_comm_s"] = exposed;
   j["host_dispatch_s"] = r.metrics.host_s;
+  j["peer_wait_s"] = r.metrics.peer_wait_s;
   j["compute_s"] = r.metrics.compute_s;
   j["num_gpus"] = r.num_gpus;
   j["events"] = r.events;
@@ -451,6 +452,7 @@ nlohmann::ordered_json result_json(const Scenario& s, const SimulationResult& r)
       sum[st].compute_s += r.metrics.ranks[i].compute_s;
       sum[st].bubble_s += r.metrics.ranks[i].bubble_s;
       sum[st].host_s += r.metrics.ranks[i].host_s;
+      sum[st].peer_wait_s += r.metrics.ranks[i].peer_wait_s;
       for (int k = 0; k < kNumCommKinds; ++k) sum[st].exposed_s[k] += r.metrics.ranks[i].exposed_s[k];
       ++count[st];
     }
@@ -467,6 +469,7 @@ nlohmann::ordered_json result_json(const Scenario& s, const SimulationResult& r)
       }
       e["exposed_comm_s"] = ex;
       e["host_dispatch_s"] = sum[st].host_s / count[st];
+      e["peer_wait_s"] = sum[st].peer_wait_s / count[st];
       per_stage.push_back(e);
     }
   }

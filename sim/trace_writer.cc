@@ -155,12 +155,19 @@ std::string trace_json(const Workload& w, const RunResult& run, const TraceOptio
       }
       if (wait.why == Category::kBubble) {
         name = "bubble";
+      } else if (wait.why == Category::kWait && wait.blocker < 0) {
+        name = "waiting for slower ranks";  // the step's end, a single stage
+      } else if (wait.why == Category::kWait) {
+        const int other = g.rank_of_slot(*g.slots_begin(wait.blocker));
+        name = fmt::format("waiting for rank {}", other < static_cast<int>(w.global_rank.size()) ? w.global_rank[other] : other);
       } else if (wait.why == Category::kHost) {
         name = "host dispatch";
       } else {
         const TaskLabel& label = w.notes.label_of_task(wait.blocker);
         std::string_view what = label.name;
-        if (is_communication(label.category) || label.category == Category::kCopy) {
+        const bool block = label.category == Category::kGemm || label.category == Category::kAttention ||
+                           label.category == Category::kElementwise;
+        if (!block) {  // a transfer, or the copy lane's host optimizer step
           name = fmt::format("exposed {}: {}", to_string(wait.why), what);
         } else {  // a folded block: its collectives are ops of the block
           name = fmt::format("exposed {}", to_string(wait.why));

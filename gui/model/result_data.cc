@@ -69,6 +69,7 @@ ResultData read_result_object(const nlohmann::json& result, const std::string& f
   d.tokens_per_s = r.number_or("tokens_per_s", 0.0, 0.0, kInf);
   d.bubble_ratio = r.number_or("bubble_ratio", 0.0, 0.0, 1.0);
   d.bubble_ratio_analytic = r.number_or("bubble_ratio_analytic", 0.0, 0.0, 1.0);
+  d.peer_wait_s = r.number_or("peer_wait_s", 0.0, 0.0, kInf);
   if (r.has("bubble_ratio_per_stage")) {
     const nlohmann::json& per_stage = r.array("bubble_ratio_per_stage");
     for (std::size_t i = 0; i < per_stage.size(); ++i) {

@@ -39,6 +39,7 @@ struct ResultData {
   double bubble_ratio = 0.0, bubble_ratio_analytic = 0.0;
   std::vector<double> bubble_ratio_per_stage;
   ExposedComm exposed;
+  double peer_wait_s = 0.0;  // idle waiting for a slower rank of the stage (0 when absent)
   double compute_s = 0.0;
   int num_gpus = 0;
   std::int64_t events = 0;

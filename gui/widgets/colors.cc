@@ -34,6 +34,8 @@ QColor category_color(Category c) {
       return QColor(0xd3, 0x72, 0x95);
     case Category::kBubble:  // waiting for other stages: light and neutral, beside the warm exposed comm
       return QColor(0xd9, 0xd9, 0xd9);
+    case Category::kWait:  // waiting for a slower peer: neutral like the bubble, but a cool violet-grey
+      return QColor(0xb8, 0xa9, 0xc9);
   }
   return Qt::gray;
 }

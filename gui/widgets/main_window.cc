@@ -80,6 +80,7 @@ QString result_headline(const ResultData& r, bool links) {
           linked("zero", "ZeRO " + short_time(r.exposed.zero_s));
   if (r.exposed.cp_s >= 0) text += plain(", ") + linked("cp", "CP " + short_time(r.exposed.cp_s));
   if (r.exposed.ep_s >= 0) text += plain(", ") + linked("ep", "EP " + short_time(r.exposed.ep_s));
+  if (r.peer_wait_s > 0) text += plain(" · ") + linked("wait", "waiting for peers " + short_time(r.peer_wait_s));
   if (r.num_gpus > 0) text += plain(fmt::format(" · {} GPUs", r.num_gpus));
   if (!r.fidelity.empty()) text += plain(" · " + r.fidelity + " fidelity");
   return text;

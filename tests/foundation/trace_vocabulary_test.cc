@@ -13,7 +13,7 @@ namespace {
 TEST(TraceVocabulary, NamesAreTheDocumentedOnesAndParseBack) {
   const std::vector<std::string> categories = {"gemm", "attention", "elementwise", "tp",   "pp", "dp",
                                                "zero", "optimizer", "copy",        "host", "cp", "ep",
-                                               "bubble"};
+                                               "bubble", "wait"};
   ASSERT_EQ(static_cast<int>(categories.size()), kNumCategories);
   for (int i = 0; i < kNumCategories; ++i) {
     const Category c = static_cast<Category>(i);
@@ -42,13 +42,14 @@ TEST(TraceVocabulary, NamesAreTheDocumentedOnesAndParseBack) {
   EXPECT_FALSE(parse_phase("forward", &p));
   // The lists error messages show hold every name above, in order.
   EXPECT_EQ(phase_names(), "fwd, bwd, recompute, step, wgrad");
-  EXPECT_EQ(category_names(), "gemm, attention, elementwise, tp, pp, dp, zero, optimizer, copy, host, cp, ep, bubble");
+  EXPECT_EQ(category_names(), "gemm, attention, elementwise, tp, pp, dp, zero, optimizer, copy, host, cp, ep, bubble, wait");
   EXPECT_TRUE(is_communication(Category::kZero));
   EXPECT_TRUE(is_communication(Category::kCp));
   EXPECT_TRUE(is_communication(Category::kEp));
   EXPECT_FALSE(is_communication(Category::kCopy));
   EXPECT_FALSE(is_communication(Category::kHost));
   EXPECT_FALSE(is_communication(Category::kBubble));
+  EXPECT_FALSE(is_communication(Category::kWait));
 }
 
 }  // namespace

@@ -83,13 +83,14 @@ void expect_waits_add_up(const Workload& w, const RunResult& run) {
       sum[wait.why] += wait.end_ns - wait.start_ns;
       if (wait.why == Category::kBubble) {
         EXPECT_EQ(wait.blocker, -1);
-      } else {
+      } else if (wait.why != Category::kWait) {  // (the step's tail waits for no one task)
         EXPECT_GE(wait.blocker, 0);
       }
     }
     const RankMetrics& rm = metrics.ranks[r];
     EXPECT_NEAR(ns_to_seconds(sum[Category::kBubble]), rm.bubble_s, 1e-12) << "rank " << r;
     EXPECT_NEAR(ns_to_seconds(sum[Category::kHost]), rm.host_s, 1e-12) << "rank " << r;
+    EXPECT_NEAR(ns_to_seconds(sum[Category::kWait]), rm.peer_wait_s, 1e-12) << "rank " << r;
     const std::pair<CommKind, Category> kinds[] = {
         {CommKind::kTp, Category::kTp},     {CommKind::kPp, Category::kPp}, {CommKind::kDp, Category::kDp},
         {CommKind::kZero, Category::kZero}, {CommKind::kCp, Category::kCp}, {CommKind::kEp, Category::kEp},
@@ -100,7 +101,7 @@ void expect_waits_add_up(const Workload& w, const RunResult& run) {
     }
     // Compute, its waits and its folded collectives fill the step window.
     if (!w.ranks_start_next_step_alone) {
-      EXPECT_NEAR(rm.compute_s + rm.bubble_s + rm.host_s +
+      EXPECT_NEAR(rm.compute_s + rm.bubble_s + rm.host_s + rm.peer_wait_s +
                       [&] {
                         double s = 0;
                         for (double e : rm.exposed_s) s += e;
@@ -151,6 +152,39 @@ TEST(ComputeStreamWaits, AddUpUnderZero3) {
   RunResult run = run_task_graph(w.graph, nullptr);
   expect_waits_add_up(w, run);
   EXPECT_GT(step_metrics(w, run).exposed_s[static_cast<int>(CommKind::kZero)], 0.0);
+}
+
+// Two data-parallel replicas without a pipeline, one 25% slower: the fast one
+// waits for its peer at the gradient reduction before the optimizer step. That is
+// waiting for a slower peer, not a pipeline bubble (a plan with pp 1 has none),
+// and it is the slow one's extra compute time exactly (free communication).
+// (Tensor-parallel peers compute in lockstep: one task for the group, see
+// SlowRank.TensorParallelGroupWaitsForItsSlowestMember.)
+TEST(ComputeStreamWaits, WaitingForASlowerPeerIsNotBubble) {
+  ModelSpec m = strata::testing::small_gpt(2);
+  PlanSpec p = pipeline_plan(1, 1, 4, Schedule::kOneFOneB);
+  p.dp = 2;
+  GemmCountCosts costs(1000, m.vocab_size);
+  FreeComm comm;
+  Workload w = build_workload(m, p, costs, comm, Fidelity::kFull);
+  w.graph.scale_compute(stream_index(StreamKind::kCompute), {1.0, 1.25});
+  RunResult run = run_task_graph(w.graph, nullptr);
+  expect_waits_add_up(w, run);
+  const StepMetrics metrics = step_metrics(w, run);
+  EXPECT_EQ(metrics.bubble_ratio, 0.0);
+  const RankMetrics& fast = metrics.ranks[0];
+  const RankMetrics& slow = metrics.ranks[1];
+  EXPECT_NEAR(fast.peer_wait_s, slow.compute_s - fast.compute_s, 1e-9);
+  EXPECT_GT(fast.peer_wait_s, 0.0);
+  EXPECT_EQ(slow.peer_wait_s, 0.0);
+  const auto waits = compute_stream_waits(w, run);
+  int peer_waits = 0;
+  for (const ComputeWait& wait : waits[0]) {
+    if (wait.why != Category::kWait || wait.blocker < 0) continue;
+    ++peer_waits;
+    EXPECT_TRUE(w.graph.runs_on(wait.blocker, 1));  // the slow replica's compute
+  }
+  EXPECT_GT(peer_waits, 0);
 }
 
 }  // namespace

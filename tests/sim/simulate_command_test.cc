@@ -507,6 +507,56 @@ TEST(SimulateCommand, BusiestLinksOverTimeCarryTheirBytes) {
   }
 }
 
+// A slow GPU in a plan without a pipeline: the other replicas wait for it, and
+// that is waiting for a slower peer — not a pipeline bubble (pp 1 has none). The
+// exposed lanes name the rank waited for.
+TEST(SimulateCommand, WaitingForASlowRankIsPeerWaitNotBubble) {
+  TempDir dir;
+  CommandResult r = run_strata({"simulate", "--model", "llama3-8b", "--plan", "llama3-8b-8", "--cluster",
+                                "dgx-h100-1node", "--slow-rank", "3:1.5", "--out", dir.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json result = read_json(dir.file("result.json"));
+  ASSERT_EQ(result["inputs"]["plan"]["pp"], 1);
+  EXPECT_EQ(result["bubble_ratio"].get<double>(), 0.0);
+  EXPECT_GT(result["peer_wait_s"].get<double>(), 0.1 * result["step_time_s"].get<double>());
+  EXPECT_NE(r.out.find("peer wait"), std::string::npos) << r.out;
+  const json trace = read_json(dir.file("trace.json"));
+  int waits = 0;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] != "X" || e["tid"] != trace::kExposedLaneTid || e["cat"] != "wait") continue;
+    ++waits;
+    // Ranks 2 and 3 are the slow GPU's tensor-parallel pair (lockstep): the others wait for
+    // them, and at the step's end for the slower ranks to finish.
+    const std::string name = e["name"];
+    EXPECT_TRUE(name.rfind("waiting for rank ", 0) == 0 || name == "waiting for slower ranks") << e.dump();
+  }
+  EXPECT_GT(waits, 0);
+}
+
+// An offloaded optimizer steps on the host after the last backward: the GPU waits
+// for it. That is exposed offload — neither a pipeline bubble nor a slower peer.
+TEST(SimulateCommand, TheHostOptimizerStepIsExposedOffload) {
+  TempDir dir;
+  const std::string plan = dir.write("plan.json", R"({"tp": 1, "pp": 1, "micro_batch_size": 1, "global_batch_size": 16,
+                                                      "zero_stage": 3, "offload_optimizer": true})");
+  CommandResult r = run_strata({"simulate", "--model", "llama3-8b", "--plan", plan, "--cluster", "dgx-h100-1node",
+                                "--fidelity", "folded", "--out", dir.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json result = read_json(dir.file("result.json"));
+  EXPECT_EQ(result["bubble_ratio"].get<double>(), 0.0);
+  EXPECT_EQ(result["peer_wait_s"].get<double>(), 0.0);
+  // At least the host optimizer step's time, as the trace draws it.
+  double host_step_us = 0;
+  const json trace = read_json(dir.file("trace.json"));
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] == "X" && e["name"] == "host optimizer step" && e["tid"] != trace::kExposedLaneTid) {
+      host_step_us += e["dur"].get<double>();
+    }
+  }
+  ASSERT_GT(host_step_us, 0.0);
+  EXPECT_GE(result["exposed_comm_s"]["offload"].get<double>(), host_step_us * 1e-6 * 0.999);
+}
+
 // result.json echoes its inputs in the input formats: they read back as given.
 TEST(SimulateCommand, EchoedInputsReadBack) {
   for (const char* cluster : {"dgx-h100-8node", "dgx-a100-1node"}) {
