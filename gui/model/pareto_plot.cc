@@ -6,6 +6,10 @@
 #include <cmath>
 #include <set>
 
+#include "core/error.h"
+#include "plan/plan_spec.h"
+#include "sweep/plan_space.h"
+
 namespace strata::gui {
 namespace {
 
@@ -65,14 +69,12 @@ std::vector<double> nice_ticks(double lo, double hi, int max_ticks) {
 
 std::string describe_point(const SweepData& sweep, const ParetoPoint& p) {
   const SweepRow& row = sweep.rows[p.row];
+  // The plan as the sweep table and the memory view name it (one label, sim::plan_label).
   std::string plan;
-  for (const char* key : {"tp", "cp", "pp", "dp", "ep", "vpp", "micro_batch_size", "zero_stage"}) {
-    const int c = sweep.column(key);
-    if (c < 0 || row.cells[c].empty()) continue;
-    const std::string name = std::string(key) == "micro_batch_size" ? "mbs"
-                             : std::string(key) == "zero_stage"     ? "ZeRO"
-                                                                    : key;
-    plan += (plan.empty() ? "" : ", ") + name + " " + row.cells[c];
+  try {
+    plan = sim::plan_label(read_plan_spec(row.plan, sweep.file));
+  } catch (const InputError&) {
+    plan = row.plan.dump();  // not a plan the reader takes: as written
   }
   const int rank = sweep.column("rank");
   const std::string which = rank >= 0 && !row.cells[rank].empty() ? "plan " + row.cells[rank] : "a plan";

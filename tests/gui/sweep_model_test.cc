@@ -175,7 +175,10 @@ class SweepModelTest : public QObject {
     QCOMPARE(nice_ticks(0.0, 57000.0, 5), (std::vector<double>{0, 20000, 40000, 60000}));
     QCOMPARE(nice_ticks(0.0, 78.3, 9), (std::vector<double>{0, 10, 20, 30, 40, 50, 60, 70, 80}));
     QVERIFY(nice_ticks(1.0, 1.0, 5).empty());
-    QVERIFY(describe_point(*fixture(), d.points[2]).find("plan 3 · tp 2") == 0);
+    // The tooltip names the plan with the sweep table's label (sim::plan_label); 40e9 B = 37.25 GiB.
+    QCOMPARE(QString::fromStdString(describe_point(*fixture(), d.points[2])),
+             QString::fromUtf8("plan 3 · tp2 pp2 dp2 vpp1 mbs1 1f1b z1 none sp · 47662 tokens/s · 37.3 GiB peak"
+                               " · on the Pareto front"));
   }
 
   // A click on a point selects its plan in the table and asks for its timeline.

@@ -34,6 +34,14 @@ void prepare(TimelineWidget& w, std::vector<std::shared_ptr<const TraceModel>> t
   w.set_traces(std::move(traces));
 }
 
+// A panel (find box, overview strip, details) around a widget showing the fixture trace.
+void prepare(TimelinePanel& panel) {
+  panel.resize(kGutter + 1100, 600);
+  panel.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&panel));
+  panel.timeline()->set_traces({load("trace_small.json")});
+}
+
 // Rank 0's compute lane as a pipeline stage runs it: forward of micro-batch 0
 // (four 10-us GEMMs back to back, 0-40 us), its backward (four 20-us GEMMs,
 // 40-120 us), a bubble, then forward of micro-batch 1 with gaps (four 5-us GEMMs
@@ -110,11 +118,8 @@ class TimelineWidgetTest : public QObject {
 
   void click_selects_and_shows_details() {
     TimelinePanel panel;
-    panel.resize(kGutter + 1100, 600);
-    panel.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    prepare(panel);
     TimelineWidget& w = *panel.timeline();
-    w.set_traces({load("trace_small.json")});
     w.set_view(0.0, 1e6);
     const double ns_per_px = w.view().ns_per_px();
     const int x = kGutter + static_cast<int>(330000 / ns_per_px);
@@ -133,11 +138,8 @@ class TimelineWidgetTest : public QObject {
   // wrapping; the status counts; a bad query says why.
   void find_walks_the_matches() {
     TimelinePanel panel;
-    panel.resize(kGutter + 1100, 600);
-    panel.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    prepare(panel);
     TimelineWidget& w = *panel.timeline();
-    w.set_traces({load("trace_small.json")});
     w.set_view(0.0, 1e5);  // the first 100 us: 100 ns per px
     auto* find = panel.findChild<QLineEdit*>(QStringLiteral("find"));
     QVERIFY(find != nullptr);
@@ -171,11 +173,8 @@ class TimelineWidgetTest : public QObject {
   // themselves: search_range_test.cc); Esc clears it.
   void shift_drag_selects_a_range() {
     TimelinePanel panel;
-    panel.resize(kGutter + 1100, 600);
-    panel.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    prepare(panel);
     TimelineWidget& w = *panel.timeline();
-    w.set_traces({load("trace_small.json")});
     w.set_view(0.0, 1e6);  // 1 us per px over the 1000-px lane area
     const int y = row_y(w, 2);
     const auto x_of_us = [&](double us) { return kGutter + static_cast<int>(std::lround(w.view().x_of(us * 1e3))); };
@@ -244,11 +243,8 @@ class TimelineWidgetTest : public QObject {
   // at that time, keeping its zoom.
   void overview_strip_navigates() {
     TimelinePanel panel;
-    panel.resize(kGutter + 1100, 600);
-    panel.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    prepare(panel);
     TimelineWidget& w = *panel.timeline();
-    w.set_traces({load("trace_small.json")});
     w.set_view(0.0, 1e5);  // 100 us
     OverviewStrip* strip = panel.overview();
     QCoreApplication::processEvents();
@@ -265,11 +261,8 @@ class TimelineWidgetTest : public QObject {
   // Ctrl+wheel makes lanes taller, 2 px a notch; the panel's box follows.
   void ctrl_wheel_resizes_the_lanes() {
     TimelinePanel panel;
-    panel.resize(kGutter + 1100, 600);
-    panel.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    prepare(panel);
     TimelineWidget& w = *panel.timeline();
-    w.set_traces({load("trace_small.json")});
     const int before = w.layout_model().total_height_px();
     const QPointF at(kGutter + 500, 100);
     QWheelEvent wheel(at, w.mapToGlobal(at), QPoint(), QPoint(0, 3 * 120), Qt::NoButton, Qt::ControlModifier,

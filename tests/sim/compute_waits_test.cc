@@ -17,18 +17,7 @@ namespace {
 using testing::AlphaBetaComm;
 using testing::FreeComm;
 using testing::GemmCountCosts;
-
-PlanSpec pipeline_plan(int pp, int vpp, int m, Schedule s) {
-  PlanSpec p;
-  p.tp = 1;
-  p.pp = pp;
-  p.dp = 1;
-  p.vpp = vpp;
-  p.micro_batch_size = 1;
-  p.global_batch_size = m;
-  p.schedule = s;
-  return p;
-}
+using strata::testing::pipeline_plan;
 
 struct Gap {
   TimeNs start, end;

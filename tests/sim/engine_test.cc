@@ -16,20 +16,9 @@ namespace {
 using testing::AlphaBetaComm;
 using testing::FreeComm;
 using testing::GemmCountCosts;
+using strata::testing::pipeline_plan;
 
 ModelSpec small_model(int layers) { return strata::testing::small_gpt(layers); }
-
-PlanSpec pipeline_plan(int pp, int vpp, int m, Schedule s) {
-  PlanSpec p;
-  p.tp = 1;
-  p.pp = pp;
-  p.dp = 1;
-  p.vpp = vpp;
-  p.micro_batch_size = 1;
-  p.global_batch_size = m;
-  p.schedule = s;
-  return p;
-}
 
 // The compute tasks of one rank that run a layer's GEMMs, as (label, start) pairs.
 struct Span {

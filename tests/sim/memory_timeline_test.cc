@@ -19,6 +19,7 @@ namespace {
 
 using testing::FreeComm;
 using testing::GemmCountCosts;
+using strata::testing::pipeline_plan;
 
 struct Case {
   Schedule schedule;
@@ -32,14 +33,7 @@ class MemoryTimeline : public ::testing::TestWithParam<Case> {};
 TEST_P(MemoryTimeline, PeaksAtTheMemoryModelsTotal) {
   const Case c = GetParam();
   ModelSpec m = strata::testing::small_gpt(c.pp * c.vpp * 2);
-  PlanSpec p;
-  p.tp = 1;
-  p.dp = 1;
-  p.pp = c.pp;
-  p.vpp = c.vpp;
-  p.global_batch_size = c.m;
-  p.micro_batch_size = 1;
-  p.schedule = c.schedule;
+  const PlanSpec p = pipeline_plan(c.pp, c.vpp, c.m, c.schedule);
   GemmCountCosts costs(1000, m.vocab_size);
   FreeComm comm;
   Workload w = build_workload(m, p, costs, comm, Fidelity::kFull);
@@ -75,13 +69,7 @@ TEST(MemoryTimelineZeroBubble, PeaksAtTheMemoryModelsTotal) {
   for (Schedule s : {Schedule::kZbH1, Schedule::kZbH2}) {
     ModelSpec m = strata::testing::small_gpt(8);
     m.untie_embeddings_and_output_weights = true;
-    PlanSpec p;
-    p.tp = 1;
-    p.dp = 1;
-    p.pp = 4;
-    p.global_batch_size = 8;
-    p.micro_batch_size = 1;
-    p.schedule = s;
+    PlanSpec p = pipeline_plan(4, 1, 8, s);
     p.flash_attention = true;
     GemmCountCosts costs(1000, m.vocab_size);
     FreeComm comm;

@@ -64,6 +64,20 @@ inline PlanSpec plan(int tp, int pp, int dp, int mbs, int gbs) {
   return p;
 }
 
+// A pure pipeline (tp 1, dp 1) of `pp` stages, `vpp` chunks each, running `m`
+// micro-batches of one sample on schedule `s`.
+inline PlanSpec pipeline_plan(int pp, int vpp, int m, Schedule s) {
+  PlanSpec p;
+  p.tp = 1;
+  p.pp = pp;
+  p.dp = 1;
+  p.vpp = vpp;
+  p.micro_batch_size = 1;
+  p.global_batch_size = m;
+  p.schedule = s;
+  return p;
+}
+
 // Small models for unit tests, not published ones: shapes chosen to exercise
 // every code path and small enough that 8 ranks on 2 cores finish in seconds. A
 // GPT-shaped model (LayerNorm with biases, GeLU MLP, learned positions, tied
