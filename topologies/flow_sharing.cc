@@ -32,6 +32,7 @@ FlowSharing::FlowSharing(std::vector<double> capacities) : capacity_(std::move(c
   }
   load_.assign(capacity_.size(), 0.0);
   link_flows_.resize(capacity_.size());
+  link_flow_hop_.resize(capacity_.size());
   link_epoch_.assign(capacity_.size(), 0);
   link_local_.assign(capacity_.size(), -1);
 }
@@ -56,9 +57,10 @@ void FlowSharing::attach(int slot) {
   Flow& f = flows_[static_cast<std::size_t>(slot)];
   f.position.resize(f.path.size());
   for (std::size_t i = 0; i < f.path.size(); ++i) {
-    auto& list = link_flows_[static_cast<std::size_t>(f.path[i])];
-    f.position[i] = static_cast<int>(list.size());
-    list.push_back(slot);
+    const auto l = static_cast<std::size_t>(f.path[i]);
+    f.position[i] = static_cast<int>(link_flows_[l].size());
+    link_flows_[l].push_back(slot);
+    link_flow_hop_[l].push_back(static_cast<int>(i));
   }
 }
 
@@ -67,20 +69,14 @@ void FlowSharing::detach(int slot) {
   for (std::size_t i = 0; i < f.path.size(); ++i) {
     const LinkId l = f.path[i];
     auto& list = link_flows_[static_cast<std::size_t>(l)];
-    const int pos = f.position[i];
-    const int moved = list.back();
-    list[static_cast<std::size_t>(pos)] = moved;
+    auto& hops = link_flow_hop_[static_cast<std::size_t>(l)];
+    // The link's last entry takes this flow's place; its flow learns where.
+    const auto pos = static_cast<std::size_t>(f.position[i]);
+    list[pos] = list.back();
+    hops[pos] = hops.back();
+    flows_[static_cast<std::size_t>(list[pos])].position[static_cast<std::size_t>(hops[pos])] = static_cast<int>(pos);
     list.pop_back();
-    if (moved != slot || static_cast<std::size_t>(pos) != list.size()) {
-      // Update the moved flow's record of where it sits in this link's list.
-      Flow& m = flows_[static_cast<std::size_t>(moved)];
-      for (std::size_t j = 0; j < m.path.size(); ++j) {
-        if (m.path[j] == l && m.position[j] == static_cast<int>(list.size())) {
-          m.position[j] = pos;
-          break;
-        }
-      }
-    }
+    hops.pop_back();
     load_[static_cast<std::size_t>(l)] -= f.rate * f.w(i);
     if (list.empty()) load_[static_cast<std::size_t>(l)] = 0.0;
   }
@@ -337,10 +333,22 @@ void FlowSharing::resolve(const std::vector<int>& seed_flows) {
   // holds, touching only flows the change can move: a tensor-parallel
   // collective starting on one node does not re-solve the data-parallel rings
   // that cross the node, bottlenecked at their NICs.
+  //
+  // Each round works on classes of S's links (refine_classes): links that carry
+  // the same S flows with the same weights have the same S load before and after,
+  // so sums over S flows are taken once per class, not once per link.
   std::vector<int>& flows = scratch_flows_;
   std::vector<LinkId>& links = scratch_links_;  // every link of S's flows
+  // Per link of S, its capacity and load (fixed until the commit) and whether it
+  // is full, gathered once so that each round reads them in order.
+  std::vector<double>& capacity = scratch_capacity_;
+  std::vector<double>& load = scratch_load_;
+  std::vector<char>& full = scratch_full_;
   flows.clear();
   links.clear();
+  capacity.clear();
+  load.clear();
+  full.clear();
   auto add_flow = [&](int slot) {
     if (flow_epoch_[static_cast<std::size_t>(slot)] == epoch_) return;
     flow_epoch_[static_cast<std::size_t>(slot)] = epoch_;
@@ -351,46 +359,56 @@ void FlowSharing::resolve(const std::vector<int>& seed_flows) {
       link_epoch_[static_cast<std::size_t>(m)] = epoch_;
       link_local_[static_cast<std::size_t>(m)] = static_cast<int>(links.size());
       links.push_back(m);
+      capacity.push_back(capacity_[static_cast<std::size_t>(m)]);
+      load.push_back(load_[static_cast<std::size_t>(m)]);
+      full.push_back(saturated(m) ? 1 : 0);
     }
   };
   for (int slot : seed_flows) add_flow(slot);
+  classified_flows_ = 0;  // refine_classes starts afresh
 
   std::vector<double>& new_rate = scratch_rate_;
   std::vector<double>& avail = scratch_avail_;
-  std::vector<double>& in_s_old = scratch_old_;
-  std::vector<double>& in_s_new = scratch_new_;
+  std::vector<double>& in_s_old = scratch_old_;  // per class
+  std::vector<double>& in_s_new = scratch_new_;  // per class
   std::vector<int>& bottleneck = scratch_bottleneck_;
-  std::vector<double>& fastest_bound = scratch_fastest_bound_;
-  std::vector<double>& fastest_new = scratch_fastest_new_;
+  std::vector<double>& fastest_bound = scratch_fastest_bound_;  // per link
+  std::vector<double>& fastest_new = scratch_fastest_new_;      // per class
+  std::vector<double>& fastest_old = scratch_fastest_old_;      // per class
   last_rounds_ = 0;
   while (true) {
     ++last_rounds_;
+    refine_classes();
     const std::size_t nl = links.size();
+    const std::size_t nc = class_offset_.size() - 1;
     // Capacity left to S on each link: the capacity less the rates of flows outside S.
-    avail.assign(nl, 0.0);
-    in_s_old.assign(nl, 0.0);
-    for (int slot : flows) {
-      const Flow& f = flows_[static_cast<std::size_t>(slot)];
-      for (std::size_t j = 0; j < f.path.size(); ++j) {
-        in_s_old[static_cast<std::size_t>(link_local_[static_cast<std::size_t>(f.path[j])])] += f.rate * f.w(j);
+    in_s_old.assign(nc, 0.0);
+    fastest_old.assign(nc, 0.0);
+    for (std::size_t c = 0; c < nc; ++c) {
+      for (int m = class_offset_[c]; m < class_offset_[c + 1]; ++m) {
+        const Flow& f = flows_[static_cast<std::size_t>(flows[static_cast<std::size_t>(class_member_[static_cast<std::size_t>(m)])])];
+        in_s_old[c] += f.rate * class_member_weight_[static_cast<std::size_t>(m)];
+        fastest_old[c] = std::max(fastest_old[c], f.rate);
       }
     }
+    avail.resize(nl);
     for (std::size_t k = 0; k < nl; ++k) {
-      const double outside = std::max(0.0, load_[static_cast<std::size_t>(links[k])] - in_s_old[k]);
-      avail[k] = std::max(0.0, capacity_[static_cast<std::size_t>(links[k])] - outside);
+      const double outside = std::max(0.0, load[k] - in_s_old[static_cast<std::size_t>(link_class_[k])]);
+      avail[k] = std::max(0.0, capacity[k] - outside);
     }
     fill(avail, new_rate, bottleneck);
 
-    in_s_new.assign(nl, 0.0);
-    fastest_bound.assign(nl, -1.0);  // the fastest S flow bottlenecked on each link
-    fastest_new.assign(nl, 0.0);     // the fastest S flow on each link
-    for (std::size_t i = 0; i < flows.size(); ++i) {
-      const Flow& f = flows_[static_cast<std::size_t>(flows[i])];
-      for (std::size_t j = 0; j < f.path.size(); ++j) {
-        const auto k = static_cast<std::size_t>(link_local_[static_cast<std::size_t>(f.path[j])]);
-        in_s_new[k] += new_rate[i] * f.w(j);
-        fastest_new[k] = std::max(fastest_new[k], new_rate[i]);
+    in_s_new.assign(nc, 0.0);
+    fastest_new.assign(nc, 0.0);
+    for (std::size_t c = 0; c < nc; ++c) {
+      for (int m = class_offset_[c]; m < class_offset_[c + 1]; ++m) {
+        const double r = new_rate[static_cast<std::size_t>(class_member_[static_cast<std::size_t>(m)])];
+        in_s_new[c] += r * class_member_weight_[static_cast<std::size_t>(m)];
+        fastest_new[c] = std::max(fastest_new[c], r);
       }
+    }
+    fastest_bound.assign(nl, -1.0);  // the fastest S flow bottlenecked on each link
+    for (std::size_t i = 0; i < flows.size(); ++i) {
       if (bottleneck[i] >= 0) {
         double& b = fastest_bound[static_cast<std::size_t>(bottleneck[i])];
         b = std::max(b, new_rate[i]);
@@ -398,10 +416,11 @@ void FlowSharing::resolve(const std::vector<int>& seed_flows) {
     }
     bool widened = false;
     for (std::size_t k = 0; k < nl; ++k) {
+      if (fastest_bound[k] < 0.0 && !full[k]) continue;
       const LinkId l = links[k];
-      const double c = capacity_[static_cast<std::size_t>(l)];
+      const auto c = static_cast<std::size_t>(link_class_[k]);
       const auto& on_link = link_flows_[static_cast<std::size_t>(l)];
-      if (fastest_bound[k] >= 0.0 && in_s_new[k] >= avail[k] * (1.0 - kRelTol)) {
+      if (fastest_bound[k] >= 0.0 && in_s_new[c] >= avail[k] * (1.0 - kRelTol)) {
         // (a) full with S flows bottlenecked here: no outside flow may be faster.
         for (int slot : on_link) {
           if (flow_epoch_[static_cast<std::size_t>(slot)] == epoch_) continue;
@@ -411,13 +430,16 @@ void FlowSharing::resolve(const std::vector<int>& seed_flows) {
           }
         }
       }
-      if (saturated(l)) {
+      if (full[k]) {
         // (b) on a link that was full, the outside flows bottlenecked there (the
         // fastest) lose their certificate if S left room on it or an S flow on it
-        // is now faster than they are.
+        // is now faster than they are. The fastest flow there is at least S's
+        // fastest before, so S not outrunning that needs no look at the others.
+        const bool less = in_s_new[c] < in_s_old[c] - kRelTol * capacity[k];
+        if (!less && !(fastest_new[c] > fastest_old[c] * (1.0 + kRelTol))) continue;
         double fastest = 0.0;
         for (int slot : on_link) fastest = std::max(fastest, flows_[static_cast<std::size_t>(slot)].rate);
-        if (in_s_new[k] < in_s_old[k] - kRelTol * c || fastest_new[k] > fastest * (1.0 + kRelTol)) {
+        if (less || fastest_new[c] > fastest * (1.0 + kRelTol)) {
           for (int slot : on_link) {
             if (flow_epoch_[static_cast<std::size_t>(slot)] == epoch_) continue;
             if (flows_[static_cast<std::size_t>(slot)].rate >= fastest * (1.0 - kRelTol)) {
@@ -441,14 +463,95 @@ void FlowSharing::resolve(const std::vector<int>& seed_flows) {
   }
 }
 
+void FlowSharing::refine_classes() {
+  // Partition refinement: every link of S starts in the class of no flows, and
+  // each S flow in turn moves each of its links from its class C to the child of
+  // C for (this flow, its weight there). Links end in one class exactly when they
+  // carry the same S flows with the same weights. S only grows during a re-solve
+  // and new flows come last, so a round refines with the flows added since the
+  // last (classified_flows_) and gets the partition a fresh start would.
+  const std::vector<int>& flows = scratch_flows_;
+  const std::size_t nl = scratch_links_.size();
+  if (classified_flows_ == 0) {
+    classes_.assign(1, LinkClass{});  // the root: no flows
+    raw_class_of_link_.clear();
+  }
+  raw_class_of_link_.resize(nl, 0);  // links new to S start in the root
+  for (std::size_t i = classified_flows_; i < flows.size(); ++i) {
+    const Flow& f = flows_[static_cast<std::size_t>(flows[i])];
+    for (std::size_t j = 0; j < f.path.size(); ++j) {
+      int& c = raw_class_of_link_[static_cast<std::size_t>(link_local_[static_cast<std::size_t>(f.path[j])])];
+      const double w = f.w(j);
+      if (classes_[static_cast<std::size_t>(c)].split_flow != static_cast<int>(i)) {
+        classes_[static_cast<std::size_t>(c)].split_flow = static_cast<int>(i);
+        classes_[static_cast<std::size_t>(c)].first_child = -1;
+      }
+      int child = classes_[static_cast<std::size_t>(c)].first_child;
+      while (child >= 0 && classes_[static_cast<std::size_t>(child)].weight != w) {
+        child = classes_[static_cast<std::size_t>(child)].next_sibling;
+      }
+      if (child < 0) {
+        child = static_cast<int>(classes_.size());
+        LinkClass n;
+        n.parent = c;
+        n.flow = static_cast<int>(i);
+        n.weight = w;
+        n.next_sibling = classes_[static_cast<std::size_t>(c)].first_child;
+        classes_.push_back(n);
+        classes_[static_cast<std::size_t>(c)].first_child = child;
+      }
+      c = child;
+    }
+  }
+  classified_flows_ = flows.size();
+
+  // The classes that hold links, numbered in the order of their first links;
+  // each with its flows in flow order (its chain of parents lists them backwards).
+  std::vector<int>& compact = scratch_compact_;
+  compact.assign(classes_.size(), -1);
+  link_class_.resize(nl);
+  class_offset_.assign(1, 0);
+  class_member_.clear();
+  class_member_weight_.clear();
+  for (std::size_t k = 0; k < nl; ++k) {
+    const auto raw = static_cast<std::size_t>(raw_class_of_link_[k]);
+    if (compact[raw] < 0) {
+      compact[raw] = static_cast<int>(class_offset_.size() - 1);
+      const std::size_t first = class_member_.size();
+      for (auto at = static_cast<int>(raw); at > 0; at = classes_[static_cast<std::size_t>(at)].parent) {
+        class_member_.push_back(classes_[static_cast<std::size_t>(at)].flow);
+        class_member_weight_.push_back(classes_[static_cast<std::size_t>(at)].weight);
+      }
+      std::reverse(class_member_.begin() + static_cast<long>(first), class_member_.end());
+      std::reverse(class_member_weight_.begin() + static_cast<long>(first), class_member_weight_.end());
+      class_offset_.push_back(static_cast<int>(class_member_.size()));
+    }
+    link_class_[k] = compact[raw];
+  }
+  // Each flow's classes, with its weight there.
+  const std::size_t nc = class_offset_.size() - 1;
+  std::vector<int>& cursor = scratch_cursor_;
+  flow_class_offset_.assign(flows.size() + 1, 0);
+  for (int i : class_member_) ++flow_class_offset_[static_cast<std::size_t>(i) + 1];
+  for (std::size_t i = 0; i < flows.size(); ++i) flow_class_offset_[i + 1] += flow_class_offset_[i];
+  flow_class_.resize(class_member_.size());
+  flow_class_weight_.resize(class_member_.size());
+  cursor.assign(flow_class_offset_.begin(), flow_class_offset_.end() - 1);
+  for (std::size_t c = 0; c < nc; ++c) {
+    for (int m = class_offset_[c]; m < class_offset_[c + 1]; ++m) {
+      const auto i = static_cast<std::size_t>(class_member_[static_cast<std::size_t>(m)]);
+      const auto at = static_cast<std::size_t>(cursor[i]++);
+      flow_class_[at] = static_cast<int>(c);
+      flow_class_weight_[at] = class_member_weight_[static_cast<std::size_t>(m)];
+    }
+  }
+}
+
 void FlowSharing::fill(const std::vector<double>& avail, std::vector<double>& new_rate, std::vector<int>& bottleneck) {
   // Progressive filling over S. Unfrozen flows share one level x; link k fills when
   // frozen_k + unfrozen_weight_k · x = avail_k (frozen_k: the frozen flows' weighted
-  // rates; the weight sum is the unfrozen count for plain flows). Events sit in a heap with lazy deletion (a
-  // link's entry is current when its version matches).
+  // rates; the weight sum is the unfrozen count for plain flows).
   const std::vector<int>& flows = scratch_flows_;
-  const std::vector<LinkId>& links = scratch_links_;
-  const std::size_t nl = links.size();
   if (flows.size() == 1) {
     // One flow (most re-solves): its cap, or the tightest of its links' room.
     const Flow& f = flows_[static_cast<std::size_t>(flows.front())];
@@ -466,68 +569,67 @@ void FlowSharing::fill(const std::vector<double>& avail, std::vector<double>& ne
     bottleneck.assign(1, at);
     return;
   }
+  // The links of a class share frozen and the unfrozen weight, so the one with
+  // the least room (at a tie, the lower index, as events break ties) fills first
+  // and freezes all the class's flows; the others never fill while one of those
+  // is unfrozen. Only that tightest link of each class takes part: a
+  // data-parallel ring's part has hundreds of links, but S forms a few dozen
+  // classes (a part's own NIC, leaf and spine hops are one).
+  const std::size_t nc = class_offset_.size() - 1;
+  std::vector<int>& tightest = scratch_tightest_;
+  tightest.assign(nc, -1);
+  for (std::size_t k = 0; k < avail.size(); ++k) {
+    int& t = tightest[static_cast<std::size_t>(link_class_[k])];
+    if (t < 0 || avail[k] < avail[static_cast<std::size_t>(t)]) t = static_cast<int>(k);
+  }
   std::vector<double>& frozen = scratch_frozen_;
   std::vector<int>& unfrozen = scratch_unfrozen_;
   std::vector<double>& unfrozen_weight = scratch_unfrozen_weight_;
   std::vector<std::uint32_t>& version = scratch_version_;
   std::vector<char>& done = scratch_done_;
-  frozen.assign(nl, 0.0);
-  unfrozen.assign(nl, 0);
-  unfrozen_weight.assign(nl, 0.0);
-  version.assign(nl, 0);
+  frozen.assign(nc, 0.0);
+  unfrozen.assign(nc, 0);
+  unfrozen_weight.assign(nc, 0.0);
+  version.assign(nc, 0);
   done.assign(flows.size(), 0);
   new_rate.assign(flows.size(), 0.0);
   bottleneck.assign(flows.size(), -1);
   for (std::size_t i = 0; i < flows.size(); ++i) {
-    const Flow& f = flows_[static_cast<std::size_t>(flows[i])];
-    for (std::size_t j = 0; j < f.path.size(); ++j) {
-      const auto k = static_cast<std::size_t>(link_local_[static_cast<std::size_t>(f.path[j])]);
-      ++unfrozen[k];
-      unfrozen_weight[k] += f.w(j);
+    for (int m = flow_class_offset_[i]; m < flow_class_offset_[i + 1]; ++m) {
+      const auto c = static_cast<std::size_t>(flow_class_[static_cast<std::size_t>(m)]);
+      ++unfrozen[c];
+      unfrozen_weight[c] += flow_class_weight_[static_cast<std::size_t>(m)];
     }
   }
-  // S's flows per link (compressed rows), so a filling link visits only them.
-  std::vector<int>& offset = scratch_offset_;
-  std::vector<int>& members = scratch_members_;
-  offset.assign(nl + 1, 0);
-  for (std::size_t k = 0; k < nl; ++k) offset[k + 1] = offset[k] + unfrozen[k];
-  members.resize(static_cast<std::size_t>(offset[nl]));
-  {
-    std::vector<int>& cursor = scratch_cursor_;
-    cursor.assign(offset.begin(), offset.end() - 1);
-    for (std::size_t i = 0; i < flows.size(); ++i) {
-      for (LinkId l : flows_[static_cast<std::size_t>(flows[i])].path) {
-        members[static_cast<std::size_t>(cursor[static_cast<std::size_t>(link_local_[static_cast<std::size_t>(l)])]++)] =
-            static_cast<int>(i);
-      }
-    }
-  }
+  auto level_of = [&](std::size_t c) {
+    return (avail[static_cast<std::size_t>(tightest[c])] - frozen[c]) / unfrozen_weight[c];
+  };
 
   // The events in the order progressive filling meets them: the lowest level
   // first; at one level a link filling before a flow reaching its cap, then the
-  // lower index. A link's level is where it fills given the flows frozen so far,
-  // never below the level reached. Two ways find the next event and meet the
-  // same sequence, so the rates are bit-identical: a heap with lazy deletion (a
-  // link's entry is current while its version matches), or, for a few flows, a
-  // scan of the links that still carry an unfrozen flow. A few flows fill in a
-  // few rounds, so the scan wins when their paths are long (a data-parallel
-  // ring's hundreds of links), where the heap pushes and pops every link.
+  // lower link index (a class's event carries its tightest link's). A class's
+  // level is where it fills given the flows frozen so far, never below the level
+  // reached. Two ways find the next event and meet the same sequence, so the
+  // rates are bit-identical: a heap with lazy deletion (a class's entry is
+  // current while its version matches), or, for a few flows, a scan of the
+  // classes that still carry an unfrozen flow (a few flows fill in a few
+  // rounds, where the heap would push and pop every class).
   const bool scan = flows.size() <= static_cast<std::size_t>(scan_fill_max_flows_);
   std::vector<FillEvent>& heap = scratch_heap_;
-  std::vector<int>& active = scratch_active_;  // scan: the links with an unfrozen flow
+  std::vector<int>& active = scratch_active_;  // scan: the classes with an unfrozen flow
   heap.clear();
   active.clear();
   if (scan) {
-    for (std::size_t k = 0; k < nl; ++k) {
-      if (unfrozen[k] > 0) active.push_back(static_cast<int>(k));
+    for (std::size_t c = 0; c < nc; ++c) {
+      if (unfrozen[c] > 0) active.push_back(static_cast<int>(c));
     }
   } else {
     for (std::size_t i = 0; i < flows.size(); ++i) {
       const double cap = flows_[static_cast<std::size_t>(flows[i])].cap;
       if (!std::isinf(cap)) heap.push_back(FillEvent{cap, 1, static_cast<int>(i), 0});
     }
-    for (std::size_t k = 0; k < nl; ++k) {
-      if (unfrozen[k] > 0) heap.push_back(FillEvent{avail[k] / unfrozen_weight[k], 0, static_cast<int>(k), 0});
+    for (std::size_t c = 0; c < nc; ++c) {
+      if (unfrozen[c] > 0) heap.push_back(FillEvent{level_of(c), 0, tightest[c], 0});
     }
     std::make_heap(heap.begin(), heap.end(), std::greater<FillEvent>());
   }
@@ -536,16 +638,16 @@ void FlowSharing::fill(const std::vector<double>& avail, std::vector<double>& ne
     done[static_cast<std::size_t>(i)] = 1;
     new_rate[static_cast<std::size_t>(i)] = level;
     bottleneck[static_cast<std::size_t>(i)] = link;
-    const Flow& f = flows_[static_cast<std::size_t>(flows[static_cast<std::size_t>(i)])];
-    for (std::size_t j = 0; j < f.path.size(); ++j) {
-      const auto k = static_cast<std::size_t>(link_local_[static_cast<std::size_t>(f.path[j])]);
-      frozen[k] += level * f.w(j);
-      --unfrozen[k];
-      unfrozen_weight[k] -= f.w(j);
-      ++version[k];
-      if (!scan && unfrozen[k] > 0) {
-        const double x = (avail[k] - frozen[k]) / unfrozen_weight[k];
-        heap.push_back(FillEvent{std::max(x, level), 0, static_cast<int>(k), version[k]});
+    for (int m = flow_class_offset_[static_cast<std::size_t>(i)]; m < flow_class_offset_[static_cast<std::size_t>(i) + 1];
+         ++m) {
+      const auto c = static_cast<std::size_t>(flow_class_[static_cast<std::size_t>(m)]);
+      const double w = flow_class_weight_[static_cast<std::size_t>(m)];
+      frozen[c] += level * w;
+      --unfrozen[c];
+      unfrozen_weight[c] -= w;
+      ++version[c];
+      if (!scan && unfrozen[c] > 0) {
+        heap.push_back(FillEvent{std::max(level_of(c), level), 0, tightest[c], version[c]});
         std::push_heap(heap.begin(), heap.end(), std::greater<FillEvent>());
       }
     }
@@ -555,14 +657,13 @@ void FlowSharing::fill(const std::vector<double>& avail, std::vector<double>& ne
   auto next_by_scan = [&](FillEvent& next) {
     bool any = false;
     std::size_t kept = 0;
-    for (const int k : active) {
-      const auto kk = static_cast<std::size_t>(k);
-      if (unfrozen[kk] == 0) continue;
-      active[kept++] = k;
-      // Bit-equal to the link's current heap entry: frozen and the weight are as
+    for (const int c : active) {
+      const auto cc = static_cast<std::size_t>(c);
+      if (unfrozen[cc] == 0) continue;
+      active[kept++] = c;
+      // Bit-equal to the class's current heap entry: frozen and the weight are as
       // at its last update, and a level below the one reached pops at once.
-      const double x = (avail[kk] - frozen[kk]) / unfrozen_weight[kk];
-      const FillEvent candidate{std::max(x, level), 0, k, version[kk]};
+      const FillEvent candidate{std::max(level_of(cc), level), 0, tightest[cc], version[cc]};
       if (!any || next > candidate) next = candidate;
       any = true;
     }
@@ -591,12 +692,12 @@ void FlowSharing::fill(const std::vector<double>& avail, std::vector<double>& ne
       if (!done[static_cast<std::size_t>(e.index)]) freeze(e.index, e.level, -1);
       continue;
     }
-    const auto k = static_cast<std::size_t>(e.index);
-    if (e.version != version[k] || unfrozen[k] == 0) continue;
-    // Freeze every unfrozen S flow on this link at the level.
-    for (int m = offset[k]; m < offset[k + 1]; ++m) {
-      const int i = members[static_cast<std::size_t>(m)];
-      if (!done[static_cast<std::size_t>(i)]) freeze(i, e.level, static_cast<int>(k));
+    const auto c = static_cast<std::size_t>(link_class_[static_cast<std::size_t>(e.index)]);
+    if (e.version != version[c] || unfrozen[c] == 0) continue;
+    // Freeze every unfrozen S flow of this class at the level.
+    for (int m = class_offset_[c]; m < class_offset_[c + 1]; ++m) {
+      const int i = class_member_[static_cast<std::size_t>(m)];
+      if (!done[static_cast<std::size_t>(i)]) freeze(i, e.level, e.index);
     }
   }
 }

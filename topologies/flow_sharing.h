@@ -25,7 +25,11 @@
 // bottlenecked beside the removed one, widened to every outside flow whose
 // bottleneck the new solution disturbs (see resolve). Flows elsewhere keep their
 // rates. add_all() and remove_all() apply a whole collective's flows with one
-// re-solve instead of one per flow.
+// re-solve instead of one per flow. A re-solve works on classes of links that
+// carry the same re-solved flows with the same weights (a data-parallel ring's
+// part crosses hundreds of links, which fall into a few classes): sums are taken
+// per class and progressive filling visits each class's tightest link only,
+// with rates bit-identical to a per-link solve.
 //
 // Not thread-safe: one engine owns one FlowSharing.
 #pragma once
@@ -126,10 +130,16 @@ class FlowSharing {
   // Progressive filling of the affected flows over the capacity left to them; each
   // flow's bottleneck: the local link that froze it, or -1 (its cap).
   void fill(const std::vector<double>& avail, std::vector<double>& new_rate, std::vector<int>& bottleneck);
+  // Partitions S's links into classes that carry the same S flows with the same
+  // weights (see the .cc): link_class_ per local link, class_offset_/
+  // class_member_/class_member_weight_ (each class's flows, in flow order) and
+  // flow_class_offset_/flow_class_/flow_class_weight_ (each flow's classes).
+  void refine_classes();
 
   std::vector<double> capacity_;
   std::vector<double> load_;                     // sum of weight x rate per link
   std::vector<std::vector<int>> link_flows_;     // live flow slots per link
+  std::vector<std::vector<int>> link_flow_hop_;  // beside each: the link's index in that flow's path
   std::vector<Flow> flows_;
   std::vector<int> free_slots_;
   std::vector<int> changed_;
@@ -155,15 +165,35 @@ class FlowSharing {
   };
   std::vector<int> scratch_flows_;
   std::vector<LinkId> scratch_links_;
+  std::vector<double> scratch_capacity_, scratch_load_;
+  std::vector<char> scratch_full_;
   std::vector<double> scratch_rate_, scratch_avail_, scratch_old_, scratch_new_, scratch_frozen_;
-  std::vector<int> scratch_unfrozen_, scratch_offset_, scratch_members_, scratch_cursor_;
+  std::vector<int> scratch_unfrozen_, scratch_cursor_;
   std::vector<double> scratch_unfrozen_weight_;
   std::vector<int> scratch_bottleneck_;
-  std::vector<double> scratch_fastest_bound_, scratch_fastest_new_;
+  std::vector<double> scratch_fastest_bound_, scratch_fastest_new_, scratch_fastest_old_;
   std::vector<std::uint32_t> scratch_version_;
   std::vector<char> scratch_done_;
   std::vector<FillEvent> scratch_heap_;
   std::vector<int> scratch_active_;
+  std::vector<int> scratch_tightest_, scratch_compact_;
+  // refine_classes's partition of S's links: a class is its parent's links that the
+  // flow `flow` crosses with weight `weight` (the root, 0, has no flow).
+  struct LinkClass {
+    int parent = -1;
+    int flow = -1;
+    double weight = 0.0;
+    int split_flow = -1;   // the flow whose children first_child lists
+    int first_child = -1;
+    int next_sibling = -1;
+  };
+  std::vector<LinkClass> classes_;
+  std::vector<int> raw_class_of_link_;  // per local link: its class in classes_
+  std::size_t classified_flows_ = 0;    // S's flows that classes_ has seen
+  std::vector<int> link_class_, class_offset_, class_member_;
+  std::vector<double> class_member_weight_;
+  std::vector<int> flow_class_offset_, flow_class_;
+  std::vector<double> flow_class_weight_;
   int scan_fill_max_flows_ = kScanFillMaxFlows;
   std::uint32_t epoch_ = 0;
 };
