@@ -40,6 +40,19 @@ Boundaries collapse_boundaries(const WorkloadBuild& b, int stage);
 // contention already in the rate (TopologyCommCosts::folded).
 TimeNs collapsed_comm_ns(const CommSpec& spec);
 
+// One collapsed stretch: its time, bytes and kernels, its detail and label, and
+// the layers (of its chunk) and head it covers.
+struct CollapsedStretch {
+  TimeNs ns = 0;
+  double bytes = 0.0;
+  std::size_t kernels = 0;
+  std::int32_t detail = -1;
+  std::int32_t label = -1;
+  Phase phase = Phase::kForward;
+  std::vector<int> layers;
+  bool head = false;
+};
+
 // What collapsed stretches share: each block's summed time on a tensor-parallel
 // group, one detail per stretch shape, one label per layer range.
 class CollapsedStretches {

@@ -1,6 +1,8 @@
 #include "sim/workload/layer_program.h"
 
 #include <algorithm>
+#include <cstring>
+#include <map>
 #include <string>
 
 #include "plan/params.h"
@@ -13,7 +15,7 @@ namespace {
 std::string segment_name(const Segment& s) {
   if (s.is_comm) return to_string(s.op);
   if (s.ops.size() == 1) return s.ops.front().name;
-  return s.ops.front().name + ".." + s.ops.back().name;
+  return s.ops.front().name.str() + ".." + s.ops.back().name.str();
 }
 
 Category comm_category(const Segment& s) {
@@ -168,6 +170,11 @@ class OpEmitter {
   // The ops of the pending stretch, for its detail.
   std::vector<DetailOp> pending_ops() const {
     std::vector<DetailOp> ops;
+    std::size_t n = 0;
+    for (const PendingBlock& p : pending_) {
+      for (const Segment& s : *p.segments) n += s.is_comm ? 1 : s.ops.size();
+    }
+    ops.reserve(n);
     for (const PendingBlock& p : pending_) {
       for (const Segment& s : *p.segments) {
         if (s.is_comm) {
@@ -176,9 +183,9 @@ class OpEmitter {
                          StreamKind::kTpComm, p.layer});
           continue;
         }
-        for (DetailOp op : s.ops) {
-          op.layer_offset = p.layer;
-          ops.push_back(std::move(op));
+        for (const DetailOp& op : s.ops) {
+          ops.push_back(op);
+          ops.back().layer_offset = p.layer;
         }
       }
     }
@@ -192,7 +199,6 @@ class OpEmitter {
       stretch_first_ = -1;
       return;
     }
-    TaskInfo info = info_for(0);  // layer offsets count from the chunk's first layer
     // Same group, op shape and block range: the same ops (group < 2^24 GPUs,
     // blocks per op < 2^16). A model with dense and MoE layers keys the range by
     // its layers (blocks shifted by the chunk's first layer): within one shape
@@ -202,28 +208,24 @@ class OpEmitter {
                               static_cast<std::uint64_t>(shape_) << 32 |
                               static_cast<std::uint64_t>(stretch_first_ + shift) << 16 |
                               static_cast<std::uint64_t>(stretch_last_ + shift);
-    info.detail = stretches_.detail(key, [this] { return pending_ops(); });
-    info.bytes = pending_bytes_;
+    CollapsedStretch st;
+    st.detail = stretches_.detail(key, [this] { return pending_ops(); });
+    st.ns = pending_ns_;
+    st.bytes = pending_bytes_;
+    st.kernels = pending_kernels_;
     int first = -1, last = -1;
     if (!pending_layers_.empty()) {
       first = chunk_first_layer_ + std::min(pending_layers_.front(), pending_layers_.back());
       last = chunk_first_layer_ + std::max(pending_layers_.front(), pending_layers_.back());
     }
-    const Phase phase = op_.phase == PipelinePhase::kForward     ? Phase::kForward
-                        : op_.phase == PipelinePhase::kBackward ? Phase::kBackward
-                                                                : Phase::kWeightGrad;
-    const std::int32_t label = stretches_.label(phase, first, last);
-    TaskId t = b_.shared_compute(members_, Duration::from_ns(pending_ns_), label, info);
-    b_.issue(members_, t, pending_kernels_, phase);
-    prev_ = t;
-    prev_comm_ = false;
-    for (int member : members_) b_.op_marks[member][oi_].add(t);
-    for (int j : pending_layers_) {
-      for (int member : members_) b_.layer_marks[member][oi_ * b_.chunk_layers() + j].add(t);
-    }
-    if (pending_head_) {
-      for (int member : members_) b_.head_marks[member][oi_].add(t);
-    }
+    st.phase = op_.phase == PipelinePhase::kForward    ? Phase::kForward
+               : op_.phase == PipelinePhase::kBackward ? Phase::kBackward
+                                                        : Phase::kWeightGrad;
+    st.label = stretches_.label(st.phase, first, last);
+    st.layers = pending_layers_;
+    st.head = pending_head_;
+    emit(st);
+    if (record_ != nullptr) record_->push_back(std::move(st));
     pending_head_ = false;
     pending_.clear();
     pending_ns_ = 0;
@@ -233,6 +235,32 @@ class OpEmitter {
     stretch_first_ = -1;
   }
 
+ public:
+  // Collapsed ops of one group with the same chunk, phase and boundaries give the
+  // same stretches: the first such op records them (record), later ones only
+  // make their tasks (emit).
+  void record(std::vector<CollapsedStretch>* out) { record_ = out; }
+
+  // A collapsed stretch's tasks: one compute task on every member, its kernels'
+  // issue, and its marks.
+  void emit(const CollapsedStretch& st) {
+    TaskInfo info = info_for(0);  // layer offsets count from the chunk's first layer
+    info.detail = st.detail;
+    info.bytes = st.bytes;
+    TaskId t = b_.shared_compute(members_, Duration::from_ns(st.ns), st.label, info);
+    b_.issue(members_, t, st.kernels, st.phase);
+    prev_ = t;
+    prev_comm_ = false;
+    for (int member : members_) b_.op_marks[member][oi_].add(t);
+    for (int j : st.layers) {
+      for (int member : members_) b_.layer_marks[member][oi_ * b_.chunk_layers() + j].add(t);
+    }
+    if (st.head) {
+      for (int member : members_) b_.head_marks[member][oi_].add(t);
+    }
+  }
+
+ private:
   WorkloadBuild& b_;
   CollapsedStretches& stretches_;
   const std::vector<int>& members_;
@@ -256,6 +284,7 @@ class OpEmitter {
   int stretch_first_ = -1;     // the pending stretch's blocks
   int stretch_last_ = -1;
   bool backward_hooks_ = false;  // the current block's module hooks are backward hooks
+  std::vector<CollapsedStretch>* record_ = nullptr;
 };
 
 }  // namespace
@@ -396,6 +425,8 @@ void LayerProgram::emit_tp_group(int d, int r) {
   auto head_after = [&](std::size_t oi) { return collapse && bounds.head_after[oi] != 0; };
   const int last_vs = b_.num_virtual_stages() - 1;
   TaskId carried_comm = -1;
+  std::map<std::vector<char>, std::vector<CollapsedStretch>> collapsed_ops;  // see OpEmitter::record
+  std::vector<char> key;  // an op's key there, built in place
   for (std::size_t oi = 0; oi < program.size(); ++oi) {
     const PipelineOp& op = program[oi];
     const int vs = virtual_stage(p, r, op.chunk);
@@ -403,6 +434,24 @@ void LayerProgram::emit_tp_group(int d, int r) {
                       (op.phase == PipelinePhase::kWeightGrad ? 8 : 0);
     OpEmitter e(b_, stretches_, pending_blocks_, pending_layers_, members, group, cp_group, static_cast<int>(oi), op,
                 b_.first_layer_of(vs), shape, collapse, carried_comm);
+    std::vector<CollapsedStretch>* recorded = nullptr;
+    if (collapse) {
+      // The op's stretches depend on its virtual stage, phase and boundaries only.
+      key.assign(1, static_cast<char>(op.phase));
+      key.resize(1 + sizeof vs);
+      std::memcpy(key.data() + 1, &vs, sizeof vs);
+      key.insert(key.end(), bounds.before.begin() + static_cast<long>(oi * lc), bounds.before.begin() + static_cast<long>((oi + 1) * lc));
+      key.insert(key.end(), bounds.after.begin() + static_cast<long>(oi * lc), bounds.after.begin() + static_cast<long>((oi + 1) * lc));
+      key.push_back(bounds.head_before[oi]);
+      key.push_back(bounds.head_after[oi]);
+      if (auto it = collapsed_ops.find(key); it != collapsed_ops.end()) {
+        for (const CollapsedStretch& st : it->second) e.emit(st);
+        carried_comm = -1;  // a collapsed op ends with a compute task
+        continue;
+      }
+      recorded = &collapsed_ops[key];
+    }
+    e.record(recorded);
     const int layers = b_.layers_of(vs);
     // Layer j of this chunk: an MoE layer's blocks or the dense layer's.
     const int first_layer = b_.first_layer_of(vs);

@@ -1,8 +1,18 @@
 #include "sim/workload/task_annotations.h"
 
+#include <mutex>
+#include <unordered_set>
+
 #include "core/error.h"
 
 namespace strata::sim {
+
+const std::string* OpName::intern(const std::string& text) {
+  static std::mutex mutex;
+  static std::unordered_set<std::string> names;  // nodes never move: pointers stay valid
+  const std::lock_guard<std::mutex> lock(mutex);
+  return &*names.insert(text).first;
+}
 
 std::int32_t TaskAnnotations::add_label(TaskLabel label) {
   labels_.push_back(std::move(label));

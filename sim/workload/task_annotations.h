@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -46,11 +47,31 @@ struct TaskInfo {
   double bytes = 0.0;
 };
 
+// An op's name, kept once per process (a table that only grows, by the few
+// hundred names models have): copying it copies a pointer. A collapsed stretch's
+// detail copies thousands of ops, whose names would otherwise each be a string
+// allocated and freed per simulated plan.
+class OpName {
+ public:
+  OpName() : text_(intern(std::string())) {}
+  OpName(const std::string& text) : text_(intern(text)) {}  // NOLINT(google-explicit-constructor): names are built as strings
+  OpName(const char* text) : text_(intern(text)) {}         // NOLINT(google-explicit-constructor)
+  const std::string& str() const { return *text_; }
+  operator const std::string&() const { return *text_; }  // NOLINT(google-explicit-constructor)
+  bool operator==(const OpName& o) const { return text_ == o.text_; }
+  friend std::ostream& operator<<(std::ostream& os, const OpName& n) { return os << n.str(); }
+
+ private:
+  // The table's copy of `text`; thread-safe (sweeps build workloads on threads).
+  static const std::string* intern(const std::string& text);
+  const std::string* text_;
+};
+
 // Sub-steps of a task: the ops a compute block is made of, back to back. A
 // collapsed block (folded fidelity) also holds the tensor-parallel collectives
 // between its ops, on the tp-comm lane.
 struct DetailOp {
-  std::string name;
+  OpName name;
   Category category;
   TimeNs duration_ns;
   double flops;

@@ -82,7 +82,7 @@ void overlap_tp_collectives(std::vector<Segment>& segs, const TpOverlap& overlap
     }
     const TpComm comm = comm_ns(segs[k].op, segs[k].comm_bytes);
     gemm.duration_ns = overlapped_ns(it->second, gemm.duration_ns, comm.ns, tp, units, comm.channels);
-    gemm.name += std::string(" +") + to_string(segs[k].op);
+    gemm.name = gemm.name.str() + " +" + to_string(segs[k].op);
     gemm.bytes += segs[k].comm_bytes;
     // The collective is gone: the compute segments on either side become one.
     // Either way the next segment to look at is the one now at k.

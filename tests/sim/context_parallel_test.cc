@@ -58,7 +58,7 @@ TEST(ContextParallel, RingHasCpStepsAndCpMinusOneTransfers) {
   for (const sim::Segment* s : bwd) EXPECT_DOUBLE_EQ(s->comm_bytes, 2.0 * kv);
   int steps = 0;
   for (const sim::Segment& s : b.forward) {
-    for (const sim::DetailOp& op : s.ops) steps += op.name.find("cp step") != std::string::npos ? 1 : 0;
+    for (const sim::DetailOp& op : s.ops) steps += op.name.str().find("cp step") != std::string::npos ? 1 : 0;
   }
   EXPECT_EQ(steps, 4);
 }
