@@ -64,15 +64,21 @@ Boundaries collapse_boundaries(const WorkloadBuild& b, int r) {
     return bounds;
   }
   if (p.grad_replicas() == 1) return bounds;
+  // The ops that compute each chunk's weight gradients, in program order.
+  std::vector<std::vector<int>> weight_grad_ops;
+  for (int oi = 0; oi < static_cast<int>(program.size()); ++oi) {
+    const PipelineOp& op = program[oi];
+    if (!computes_weight_grads(op, p.schedule)) continue;
+    if (static_cast<int>(weight_grad_ops.size()) <= op.chunk) weight_grad_ops.resize(op.chunk + 1);
+    weight_grad_ops[op.chunk].push_back(oi);
+  }
   for (const GradBucket& bucket : b.buckets[r]) {
     const BlockRef& edge = bucket.blocks.back();  // first used in the forward, last final in the backward
     if (p.zero_stage >= 1 && p.overlap_param_gather) {
       set_boundary(bounds, true, b.block_slot(b.first_forward_op(r, bucket.chunk), edge));
     }
-    if (!p.overlap_grad_reduce) continue;
-    for (int oi = 0; oi < static_cast<int>(program.size()); ++oi) {
-      const PipelineOp& op = program[oi];
-      if (!computes_weight_grads(op, p.schedule) || op.chunk != bucket.chunk) continue;
+    if (!p.overlap_grad_reduce || bucket.chunk >= static_cast<int>(weight_grad_ops.size())) continue;
+    for (int oi : weight_grad_ops[bucket.chunk]) {
       if (p.zero_stage == 2 || oi == b.last_backward_op(r, bucket.chunk)) {
         set_boundary(bounds, false, b.block_slot(oi, edge));
       }
@@ -94,7 +100,8 @@ const CollapsedStretches::BlockSummary& CollapsedStretches::summary(const std::v
   BlockSummary sum;
   for (const Segment& s : segs) {
     if (s.is_comm) {
-      sum.ns += collapsed_comm_ns(b_.w.graph.comm(comm_of(s)));
+      sum.comms.push_back(comm_of(s));
+      sum.ns += collapsed_comm_ns(b_.w.graph.comm(sum.comms.back()));
       continue;
     }
     for (const DetailOp& op : s.ops) {

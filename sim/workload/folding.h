@@ -63,6 +63,7 @@ class CollapsedStretches {
     TimeNs ns = 0;
     double bytes = 0.0;
     std::size_t kernels = 0;  // compute ops (each one kernel the host issues)
+    std::vector<std::int32_t> comms;  // the comm id of each collective segment, in order
   };
   // A block's time and bytes with its collectives costed on their groups
   // (comm_of: a collective segment's comm id, on the tensor-parallel group, its

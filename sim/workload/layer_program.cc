@@ -1,6 +1,7 @@
 #include "sim/workload/layer_program.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <map>
 #include <string>
@@ -16,6 +17,17 @@ std::string segment_name(const Segment& s) {
   if (s.is_comm) return to_string(s.op);
   if (s.ops.size() == 1) return s.ops.front().name;
   return s.ops.front().name.str() + ".." + s.ops.back().name.str();
+}
+
+// A collective's name as a detail op's (one OpName per kind, made once).
+const OpName& op_name(CollectiveOp op) {
+  constexpr std::size_t kOps = static_cast<std::size_t>(CollectiveOp::kSendRecv) + 1;  // the last kind
+  static const std::array<OpName, kOps> names = [] {
+    std::array<OpName, kOps> out;
+    for (std::size_t i = 0; i < kOps; ++i) out[i] = OpName(to_string(static_cast<CollectiveOp>(i)));
+    return out;
+  }();
+  return names[static_cast<std::size_t>(op)];
 }
 
 Category comm_category(const Segment& s) {
@@ -161,7 +173,7 @@ class OpEmitter {
   void collect(const std::vector<Segment>& segs, int j) {
     const CollapsedStretches::BlockSummary& sum =
         stretches_.summary(segs, [this](const Segment& s) { return comm_of(s); });
-    pending_.push_back({&segs, j >= 0 ? j : -1});
+    pending_.push_back({&segs, j >= 0 ? j : -1, &sum.comms});
     pending_ns_ += sum.ns;
     pending_bytes_ += sum.bytes;
     pending_kernels_ += sum.kernels;
@@ -176,10 +188,11 @@ class OpEmitter {
     }
     ops.reserve(n);
     for (const PendingBlock& p : pending_) {
+      std::size_t comm = 0;
       for (const Segment& s : *p.segments) {
         if (s.is_comm) {
-          const CommSpec& spec = b_.w.graph.comm(comm_of(s));
-          ops.push_back({to_string(s.op), comm_category(s), collapsed_comm_ns(spec), 0.0, s.comm_bytes,
+          const CommSpec& spec = b_.w.graph.comm((*p.comms)[comm++]);
+          ops.push_back({op_name(s.op), comm_category(s), collapsed_comm_ns(spec), 0.0, s.comm_bytes,
                          StreamKind::kTpComm, p.layer});
           continue;
         }

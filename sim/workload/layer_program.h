@@ -40,6 +40,7 @@ class LayerProgram {
   struct PendingBlock {
     const std::vector<Segment>* segments;
     int layer;
+    const std::vector<std::int32_t>* comms;  // its collectives' comm ids (CollapsedStretches::BlockSummary)
   };
 
  private:
