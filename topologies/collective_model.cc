@@ -314,12 +314,25 @@ const CollectiveModel::Plan& CollectiveModel::plan(CollectiveOp op, const std::v
       p->direct_latency_us = base + (static_cast<double>(max_local) - 1.0) * intra_lat +
                              (s.node_count() - 1) * inter_lat;
     }
-    std::stable_sort(load.begin(), load.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-    for (std::size_t i = 0; i < load.size();) {
-      const LinkId l = load[i].first;
-      double bytes = 0.0;
-      for (; i < load.size() && load[i].first == l; ++i) bytes += load[i].second;
-      p->direct_seconds_per_byte = std::max(p->direct_seconds_per_byte, bytes / capacity(op, l));
+    // Per link, the bytes summed in the order loaded (the same sums, bit for bit, as
+    // a stable sort by link would give), then the busiest link's time.
+    // Scratch per thread, as long as the topology's link list, left all zero.
+    thread_local std::vector<double> bytes_on;
+    thread_local std::vector<char> seen;
+    bytes_on.resize(static_cast<std::size_t>(topology_.num_links()), 0.0);
+    seen.resize(bytes_on.size(), 0);
+    std::vector<LinkId> loaded;
+    for (const auto& [l, bytes] : load) {
+      if (!seen[static_cast<std::size_t>(l)]) {
+        seen[static_cast<std::size_t>(l)] = 1;
+        loaded.push_back(l);
+      }
+      bytes_on[static_cast<std::size_t>(l)] += bytes;
+    }
+    for (LinkId l : loaded) {
+      p->direct_seconds_per_byte = std::max(p->direct_seconds_per_byte, bytes_on[static_cast<std::size_t>(l)] / capacity(op, l));
+      bytes_on[static_cast<std::size_t>(l)] = 0.0;
+      seen[static_cast<std::size_t>(l)] = 0;
     }
     p->unit_flows = acc.take();
   }
