@@ -11,14 +11,13 @@
 namespace strata::sim {
 namespace {
 
-enum class EventType : std::uint8_t { kTaskDone, kFlowDone };
-
+// A task's end, or a flow's (version > 0): 24 bytes, as the queue moves them a lot.
 struct Event {
   TimeNs time;
   std::uint64_t seq;
-  std::int32_t id;         // the task (kTaskDone) or the flow's slot (kFlowDone)
-  std::uint32_t version;   // kFlowDone: the slot's version when it was scheduled
-  EventType type;
+  std::int32_t id;         // the task, or the flow's slot
+  std::uint32_t version;   // 0: a task's end; else the flow slot's version when it was scheduled
+  bool flow() const { return version != 0; }
 };
 
 struct Later {
@@ -87,7 +86,7 @@ class Engine {
         if (++result_.events % kEngineProgressEvents == 0 && progress_) {
           progress_(tasks_done_, g_.num_tasks(), result_.events);
         }
-        if (e.type == EventType::kFlowDone) {
+        if (e.flow()) {
           flow_done(e.id);
         } else {
           task_done(e.id);
@@ -108,7 +107,7 @@ class Engine {
 
  private:
   bool stale(const Event& e) const {
-    return e.type == EventType::kFlowDone && e.version != flow_version_[static_cast<std::size_t>(e.id)];
+    return e.flow() && e.version != flow_version_[static_cast<std::size_t>(e.id)];
   }
 
   // One of the task's conditions is met: `by` (a dependency, or the task before it
@@ -175,10 +174,15 @@ class Engine {
     return slot;
   }
 
-  void schedule_task_done(TaskId t, TimeNs at) { queue_.push({at, seq_++, t, 0, EventType::kTaskDone}); }
+  void schedule_task_done(TaskId t, TimeNs at) { queue_.push({at, seq_++, t, 0}); }
 
-  void schedule_flow_done(std::int32_t slot, TimeNs at) {
-    queue_.push({at, seq_++, slot, ++flow_version_[static_cast<std::size_t>(slot)], EventType::kFlowDone});
+  void schedule_flow_done(std::int32_t slot, TimeNs at) { queue_.push({at, seq_++, slot, next_version(slot)}); }
+
+  // A flow slot's next version: never 0, which marks a task's end.
+  std::uint32_t next_version(std::int32_t slot) {
+    std::uint32_t& v = flow_version_[static_cast<std::size_t>(slot)];
+    if (++v == 0) ++v;
+    return v;
   }
 
   void start(TaskId t) {
@@ -224,7 +228,7 @@ class Engine {
     const TaskId t = f.task;
     ending_.push_back(f.id);  // removed with the instant's other flows (flush_ready)
     slot_of_flow_.erase(f.id);
-    ++flow_version_[static_cast<std::size_t>(slot)];  // no event of the old flow stays valid
+    next_version(slot);  // no event of the old flow stays valid
     free_flow_slots_.push_back(slot);
     auto left = parts_left_.find(t);
     if (--left->second > 0) return;

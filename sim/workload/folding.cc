@@ -118,8 +118,10 @@ std::int32_t CollapsedStretches::label(Phase phase, int first, int last) {
   auto it = stretch_label_ids_.find(key);
   if (it != stretch_label_ids_.end()) return it->second;
   const char* what = phase == Phase::kForward ? "forward" : phase == Phase::kBackward ? "backward" : "weight grads";
-  const std::string name = first < 0 ? std::string(what) : fmt::format("{} layers {}-{}", what, first, last);
-  const std::int32_t id = b_.label(name, Category::kGemm, phase);
+  std::string name = first < 0 ? std::string(what) : fmt::format("{} layers {}-{}", what, first, last);
+  // Only collapsed stretches make these names, and this map already keeps one per
+  // (phase, layers): straight to the annotations.
+  const std::int32_t id = b_.w.notes.add_label({std::move(name), Category::kGemm, phase});
   stretch_label_ids_.emplace(key, id);
   return id;
 }

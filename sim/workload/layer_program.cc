@@ -450,13 +450,20 @@ void LayerProgram::emit_tp_group(int d, int r) {
     std::vector<CollapsedStretch>* recorded = nullptr;
     if (collapse) {
       // The op's stretches depend on its virtual stage, phase and boundaries only.
+      // (Most ops have no boundary: their key is the phase and stage alone.)
       key.assign(1, static_cast<char>(op.phase));
       key.resize(1 + sizeof vs);
       std::memcpy(key.data() + 1, &vs, sizeof vs);
-      key.insert(key.end(), bounds.before.begin() + static_cast<long>(oi * lc), bounds.before.begin() + static_cast<long>((oi + 1) * lc));
-      key.insert(key.end(), bounds.after.begin() + static_cast<long>(oi * lc), bounds.after.begin() + static_cast<long>((oi + 1) * lc));
-      key.push_back(bounds.head_before[oi]);
-      key.push_back(bounds.head_after[oi]);
+      const auto from = static_cast<long>(oi * lc), to = static_cast<long>((oi + 1) * lc);
+      const bool bounded = bounds.head_before[oi] != 0 || bounds.head_after[oi] != 0 ||
+                           std::any_of(bounds.before.begin() + from, bounds.before.begin() + to, [](char c) { return c != 0; }) ||
+                           std::any_of(bounds.after.begin() + from, bounds.after.begin() + to, [](char c) { return c != 0; });
+      if (bounded) {
+        key.insert(key.end(), bounds.before.begin() + from, bounds.before.begin() + to);
+        key.insert(key.end(), bounds.after.begin() + from, bounds.after.begin() + to);
+        key.push_back(bounds.head_before[oi]);
+        key.push_back(bounds.head_after[oi]);
+      }
       if (auto it = collapsed_ops.find(key); it != collapsed_ops.end()) {
         for (const CollapsedStretch& st : it->second) e.emit(st);
         carried_comm = -1;  // a collapsed op ends with a compute task
