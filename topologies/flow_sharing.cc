@@ -99,6 +99,13 @@ void FlowSharing::set_rate(int slot, double rate) {
 
 void FlowSharing::check_new_flow(const std::vector<LinkId>& path, double cap,
                                  const std::vector<double>& weights) const {
+  // Every flow of a step passes here: one branch-free pass first, the messages only
+  // when it finds something wrong.
+  bool bad = !(cap > 0.0) || (!weights.empty() && weights.size() != path.size()) || (path.empty() && std::isinf(cap));
+  const auto links = static_cast<std::uint64_t>(capacity_.size());
+  for (LinkId l : path) bad |= static_cast<std::uint64_t>(static_cast<std::int64_t>(l)) >= links;
+  for (double w : weights) bad |= !(w > 0.0) | (w == std::numeric_limits<double>::infinity());
+  if (!bad) return;
   if (!(cap > 0.0)) throw InternalError("FlowSharing::add: the rate cap must be > 0");
   if (!weights.empty() && weights.size() != path.size()) {
     throw InternalError(fmt::format("FlowSharing::add: {} weights for a path of {} links", weights.size(),
