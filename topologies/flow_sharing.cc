@@ -486,9 +486,17 @@ void FlowSharing::refine_classes() {
   raw_class_of_link_.resize(nl, 0);  // links new to S start in the root
   for (std::size_t i = classified_flows_; i < flows.size(); ++i) {
     const Flow& f = flows_[static_cast<std::size_t>(flows[i])];
+    int last_parent = -1, last_child = -1;  // a path's links mostly come in runs of one class
+    double last_w = 0.0;
     for (std::size_t j = 0; j < f.path.size(); ++j) {
       int& c = raw_class_of_link_[static_cast<std::size_t>(link_local_[static_cast<std::size_t>(f.path[j])])];
       const double w = f.w(j);
+      if (c == last_parent && w == last_w) {
+        c = last_child;
+        continue;
+      }
+      last_parent = c;
+      last_w = w;
       if (classes_[static_cast<std::size_t>(c)].split_flow != static_cast<int>(i)) {
         classes_[static_cast<std::size_t>(c)].split_flow = static_cast<int>(i);
         classes_[static_cast<std::size_t>(c)].first_child = -1;
@@ -508,6 +516,7 @@ void FlowSharing::refine_classes() {
         classes_[static_cast<std::size_t>(c)].first_child = child;
       }
       c = child;
+      last_child = child;
     }
   }
   classified_flows_ = flows.size();
