@@ -32,7 +32,6 @@ FlowSharing::FlowSharing(std::vector<double> capacities) : capacity_(std::move(c
   }
   load_.assign(capacity_.size(), 0.0);
   link_flows_.resize(capacity_.size());
-  link_flow_hop_.resize(capacity_.size());
   link_epoch_.assign(capacity_.size(), 0);
   link_local_.assign(capacity_.size(), -1);
 }
@@ -59,8 +58,7 @@ void FlowSharing::attach(int slot) {
   for (std::size_t i = 0; i < f.path.size(); ++i) {
     const auto l = static_cast<std::size_t>(f.path[i]);
     f.position[i] = static_cast<int>(link_flows_[l].size());
-    link_flows_[l].push_back(slot);
-    link_flow_hop_[l].push_back(static_cast<int>(i));
+    link_flows_[l].push_back({slot, static_cast<int>(i)});
   }
 }
 
@@ -69,14 +67,12 @@ void FlowSharing::detach(int slot) {
   for (std::size_t i = 0; i < f.path.size(); ++i) {
     const LinkId l = f.path[i];
     auto& list = link_flows_[static_cast<std::size_t>(l)];
-    auto& hops = link_flow_hop_[static_cast<std::size_t>(l)];
     // The link's last entry takes this flow's place; its flow learns where.
     const auto pos = static_cast<std::size_t>(f.position[i]);
     list[pos] = list.back();
-    hops[pos] = hops.back();
-    flows_[static_cast<std::size_t>(list[pos])].position[static_cast<std::size_t>(hops[pos])] = static_cast<int>(pos);
+    flows_[static_cast<std::size_t>(list[pos].slot)].position[static_cast<std::size_t>(list[pos].hop)] =
+        static_cast<int>(pos);
     list.pop_back();
-    hops.pop_back();
     load_[static_cast<std::size_t>(l)] -= f.rate * f.w(i);
     if (list.empty()) load_[static_cast<std::size_t>(l)] = 0.0;
   }
@@ -216,8 +212,8 @@ FlowSharing::FlowId FlowSharing::add(const std::vector<LinkId>& path, double cap
       const LinkId l = path[i];
       const double res = room(i);
       if (res > residual + kRelTol * capacity_[static_cast<std::size_t>(l)] / f.w(i)) continue;
-      for (int other : link_flows_[static_cast<std::size_t>(l)]) {
-        if (flows_[static_cast<std::size_t>(other)].rate > residual * (1.0 + kRelTol)) fast = false;
+      for (const OnLink& other : link_flows_[static_cast<std::size_t>(l)]) {
+        if (flows_[static_cast<std::size_t>(other.slot)].rate > residual * (1.0 + kRelTol)) fast = false;
       }
     }
   }
@@ -299,8 +295,9 @@ std::vector<int> FlowSharing::bottlenecked_beside(const std::vector<int>& leavin
       link_epoch_[static_cast<std::size_t>(l)] = epoch_;
       const auto& on_link = link_flows_[static_cast<std::size_t>(l)];
       double fastest = 0.0;
-      for (int other : on_link) fastest = std::max(fastest, flows_[static_cast<std::size_t>(other)].rate);
-      for (int other : on_link) {
+      for (const OnLink& e : on_link) fastest = std::max(fastest, flows_[static_cast<std::size_t>(e.slot)].rate);
+      for (const OnLink& e : on_link) {
+        const int other = e.slot;
         if (flow_epoch_[static_cast<std::size_t>(other)] == epoch_) continue;
         if (flows_[static_cast<std::size_t>(other)].rate >= fastest * (1.0 - kRelTol)) {
           flow_epoch_[static_cast<std::size_t>(other)] = epoch_;
@@ -429,7 +426,8 @@ void FlowSharing::resolve(const std::vector<int>& seed_flows) {
       const auto& on_link = link_flows_[static_cast<std::size_t>(l)];
       if (fastest_bound[k] >= 0.0 && in_s_new[c] >= avail[k] * (1.0 - kRelTol)) {
         // (a) full with S flows bottlenecked here: no outside flow may be faster.
-        for (int slot : on_link) {
+        for (const OnLink& e : on_link) {
+          const int slot = e.slot;
           if (flow_epoch_[static_cast<std::size_t>(slot)] == epoch_) continue;
           if (flows_[static_cast<std::size_t>(slot)].rate > fastest_bound[k] * (1.0 + kRelTol)) {
             add_flow(slot);
@@ -445,9 +443,10 @@ void FlowSharing::resolve(const std::vector<int>& seed_flows) {
         const bool less = in_s_new[c] < in_s_old[c] - kRelTol * capacity[k];
         if (!less && !(fastest_new[c] > fastest_old[c] * (1.0 + kRelTol))) continue;
         double fastest = 0.0;
-        for (int slot : on_link) fastest = std::max(fastest, flows_[static_cast<std::size_t>(slot)].rate);
+        for (const OnLink& e : on_link) fastest = std::max(fastest, flows_[static_cast<std::size_t>(e.slot)].rate);
         if (less || fastest_new[c] > fastest * (1.0 + kRelTol)) {
-          for (int slot : on_link) {
+          for (const OnLink& e : on_link) {
+            const int slot = e.slot;
             if (flow_epoch_[static_cast<std::size_t>(slot)] == epoch_) continue;
             if (flows_[static_cast<std::size_t>(slot)].rate >= fastest * (1.0 - kRelTol)) {
               add_flow(slot);

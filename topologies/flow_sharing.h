@@ -101,7 +101,7 @@ class FlowSharing {
     std::vector<LinkId> path;
     std::vector<double> weight;  // per link of path; empty: all 1
     double w(std::size_t i) const { return weight.empty() ? 1.0 : weight[i]; }
-    std::vector<int> position;  // index of this flow in link_flows_[path[i]]
+    std::vector<int> position;  // index of this flow's entry in link_flows_[path[i]]
     double cap = kNoCap;
     double rate = 0.0;
     std::uint32_t generation = 0;
@@ -138,8 +138,13 @@ class FlowSharing {
 
   std::vector<double> capacity_;
   std::vector<double> load_;                     // sum of weight x rate per link
-  std::vector<std::vector<int>> link_flows_;     // live flow slots per link
-  std::vector<std::vector<int>> link_flow_hop_;  // beside each: the link's index in that flow's path
+  // Per link, its live flows: the slot, and the link's index in that flow's path
+  // (so that a detach updates the entry it moves in O(1)).
+  struct OnLink {
+    int slot;
+    int hop;
+  };
+  std::vector<std::vector<OnLink>> link_flows_;
   std::vector<Flow> flows_;
   std::vector<int> free_slots_;
   std::vector<int> changed_;
