@@ -372,34 +372,18 @@ void FlowSharing::resolve(const std::vector<int>& seed_flows) {
   classified_flows_ = 0;  // refine_classes starts afresh
 
   std::vector<double>& new_rate = scratch_rate_;
-  std::vector<double>& avail = scratch_avail_;
-  std::vector<double>& in_s_old = scratch_old_;  // per class
+  std::vector<double>& avail = scratch_avail_;  // per link: the capacity left to S (refine_classes)
   std::vector<double>& in_s_new = scratch_new_;  // per class
   std::vector<int>& bottleneck = scratch_bottleneck_;
-  std::vector<double>& fastest_bound = scratch_fastest_bound_;  // per link
+  std::vector<double>& fastest_bound = scratch_fastest_bound_;  // per link, -1 where no S flow is bound
   std::vector<double>& fastest_new = scratch_fastest_new_;      // per class
-  std::vector<double>& fastest_old = scratch_fastest_old_;      // per class
+  std::vector<int>& candidates = scratch_candidates_;
   last_rounds_ = 0;
   while (true) {
     ++last_rounds_;
     refine_classes();
     const std::size_t nl = links.size();
     const std::size_t nc = class_offset_.size() - 1;
-    // Capacity left to S on each link: the capacity less the rates of flows outside S.
-    in_s_old.assign(nc, 0.0);
-    fastest_old.assign(nc, 0.0);
-    for (std::size_t c = 0; c < nc; ++c) {
-      for (int m = class_offset_[c]; m < class_offset_[c + 1]; ++m) {
-        const Flow& f = flows_[static_cast<std::size_t>(flows[static_cast<std::size_t>(class_member_[static_cast<std::size_t>(m)])])];
-        in_s_old[c] += f.rate * class_member_weight_[static_cast<std::size_t>(m)];
-        fastest_old[c] = std::max(fastest_old[c], f.rate);
-      }
-    }
-    avail.resize(nl);
-    for (std::size_t k = 0; k < nl; ++k) {
-      const double outside = std::max(0.0, load[k] - in_s_old[static_cast<std::size_t>(link_class_[k])]);
-      avail[k] = std::max(0.0, capacity[k] - outside);
-    }
     fill(avail, new_rate, bottleneck);
 
     in_s_new.assign(nc, 0.0);
@@ -411,18 +395,33 @@ void FlowSharing::resolve(const std::vector<int>& seed_flows) {
         fastest_new[c] = std::max(fastest_new[c], r);
       }
     }
-    fastest_bound.assign(nl, -1.0);  // the fastest S flow bottlenecked on each link
+    // The links a rule below can act on, in link order: those where an S flow is
+    // bottlenecked (a), and the full links of classes whose S load fell or whose
+    // fastest S flow got faster (b; the fastest flow on a link is at least S's
+    // fastest before, so S not outrunning that needs no look at the others).
+    fastest_bound.resize(nl, -1.0);
+    candidates.clear();
     for (std::size_t i = 0; i < flows.size(); ++i) {
       if (bottleneck[i] >= 0) {
         double& b = fastest_bound[static_cast<std::size_t>(bottleneck[i])];
+        if (b < 0.0) candidates.push_back(bottleneck[i]);
         b = std::max(b, new_rate[i]);
       }
     }
+    for (std::size_t c = 0; c < nc; ++c) {
+      const bool less = in_s_new[c] < class_in_s_old_[c] - kRelTol * class_min_capacity_[c];
+      if (!less && !(fastest_new[c] > class_fastest_old_[c] * (1.0 + kRelTol))) continue;
+      for (int k = classes_[static_cast<std::size_t>(class_raw_[c])].head; k >= 0; k = link_next_[static_cast<std::size_t>(k)]) {
+        if (full[static_cast<std::size_t>(k)]) candidates.push_back(k);
+      }
+    }
+    std::sort(candidates.begin(), candidates.end());
+    candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
     bool widened = false;
-    for (std::size_t k = 0; k < nl; ++k) {
-      if (fastest_bound[k] < 0.0 && !full[k]) continue;
+    for (const int kk : candidates) {
+      const auto k = static_cast<std::size_t>(kk);
       const LinkId l = links[k];
-      const auto c = static_cast<std::size_t>(link_class_[k]);
+      const auto c = static_cast<std::size_t>(compact_of_raw_[static_cast<std::size_t>(raw_class_of_link_[k])]);
       const auto& on_link = link_flows_[static_cast<std::size_t>(l)];
       if (fastest_bound[k] >= 0.0 && in_s_new[c] >= avail[k] * (1.0 - kRelTol)) {
         // (a) full with S flows bottlenecked here: no outside flow may be faster.
@@ -438,10 +437,9 @@ void FlowSharing::resolve(const std::vector<int>& seed_flows) {
       if (full[k]) {
         // (b) on a link that was full, the outside flows bottlenecked there (the
         // fastest) lose their certificate if S left room on it or an S flow on it
-        // is now faster than they are. The fastest flow there is at least S's
-        // fastest before, so S not outrunning that needs no look at the others.
-        const bool less = in_s_new[c] < in_s_old[c] - kRelTol * capacity[k];
-        if (!less && !(fastest_new[c] > fastest_old[c] * (1.0 + kRelTol))) continue;
+        // is now faster than they are.
+        const bool less = in_s_new[c] < class_in_s_old_[c] - kRelTol * capacity[k];
+        if (!less && !(fastest_new[c] > class_fastest_old_[c] * (1.0 + kRelTol))) continue;
         double fastest = 0.0;
         for (const OnLink& e : on_link) fastest = std::max(fastest, flows_[static_cast<std::size_t>(e.slot)].rate);
         if (less || fastest_new[c] > fastest * (1.0 + kRelTol)) {
@@ -455,6 +453,9 @@ void FlowSharing::resolve(const std::vector<int>& seed_flows) {
           }
         }
       }
+    }
+    for (std::size_t i = 0; i < flows.size() && i < bottleneck.size(); ++i) {
+      if (bottleneck[i] >= 0) fastest_bound[static_cast<std::size_t>(bottleneck[i])] = -1.0;
     }
     if (!widened) break;
   }
@@ -475,76 +476,150 @@ void FlowSharing::refine_classes() {
   // C for (this flow, its weight there). Links end in one class exactly when they
   // carry the same S flows with the same weights. S only grows during a re-solve
   // and new flows come last, so a round refines with the flows added since the
-  // last (classified_flows_) and gets the partition a fresh start would.
+  // last (classified_flows_) and gets the partition a fresh start would; only
+  // the links those flows cross change class, and only theirs are looked at.
+  //
+  // A class's S load before the re-solve (its flows' rates times their weights,
+  // summed in flow order) is its parent's plus its own flow's: the same sum, bit
+  // for bit, as summing its flows afresh. A link's room (avail) depends only on
+  // its class's S load, so it changes only when the link moves; a class's
+  // tightest link changes only when it is new or its tightest moved out.
   const std::vector<int>& flows = scratch_flows_;
+  const std::vector<double>& capacity = scratch_capacity_;
+  const std::vector<double>& load = scratch_load_;
+  std::vector<double>& avail = scratch_avail_;
   const std::size_t nl = scratch_links_.size();
   if (classified_flows_ == 0) {
-    classes_.assign(1, LinkClass{});  // the root: no flows
+    classes_.assign(1, LinkClass{});  // the root: no flows, holds no listed links
+    class_pool_flow_.clear();
+    class_pool_weight_.clear();
     raw_class_of_link_.clear();
+    link_next_.clear();
+    link_prev_.clear();
+    avail.clear();
   }
   raw_class_of_link_.resize(nl, 0);  // links new to S start in the root
+  link_next_.resize(nl, -1);
+  link_prev_.resize(nl, -1);
+  avail.resize(nl, 0.0);
+  std::vector<int>& rescan = scratch_rescan_;  // classes whose tightest link left
+  rescan.clear();
+  auto unlink = [&](int k) {
+    LinkClass& c = classes_[static_cast<std::size_t>(raw_class_of_link_[static_cast<std::size_t>(k)])];
+    const int prev = link_prev_[static_cast<std::size_t>(k)], next = link_next_[static_cast<std::size_t>(k)];
+    if (prev >= 0) link_next_[static_cast<std::size_t>(prev)] = next; else c.head = next;
+    if (next >= 0) link_prev_[static_cast<std::size_t>(next)] = prev;
+    --c.links;
+    if (c.tightest == k) {
+      c.tightest = -1;
+      rescan.push_back(raw_class_of_link_[static_cast<std::size_t>(k)]);
+    }
+  };
+  // Keeps the class's tightest link: the least room, at a tie the lower index.
+  auto offer = [&](LinkClass& cl, int k) {
+    const auto kk = static_cast<std::size_t>(k);
+    if (cl.tightest < 0 || avail[kk] < avail[static_cast<std::size_t>(cl.tightest)] ||
+        (avail[kk] == avail[static_cast<std::size_t>(cl.tightest)] && k < cl.tightest)) {
+      cl.tightest = k;
+    }
+  };
   for (std::size_t i = classified_flows_; i < flows.size(); ++i) {
     const Flow& f = flows_[static_cast<std::size_t>(flows[i])];
     int last_parent = -1, last_child = -1;  // a path's links mostly come in runs of one class
     double last_w = 0.0;
     for (std::size_t j = 0; j < f.path.size(); ++j) {
-      int& c = raw_class_of_link_[static_cast<std::size_t>(link_local_[static_cast<std::size_t>(f.path[j])])];
+      const int k = link_local_[static_cast<std::size_t>(f.path[j])];
+      const int c = raw_class_of_link_[static_cast<std::size_t>(k)];
       const double w = f.w(j);
+      int child;
       if (c == last_parent && w == last_w) {
-        c = last_child;
-        continue;
+        child = last_child;
+      } else {
+        if (classes_[static_cast<std::size_t>(c)].split_flow != static_cast<int>(i)) {
+          classes_[static_cast<std::size_t>(c)].split_flow = static_cast<int>(i);
+          classes_[static_cast<std::size_t>(c)].first_child = -1;
+        }
+        child = classes_[static_cast<std::size_t>(c)].first_child;
+        while (child >= 0 && classes_[static_cast<std::size_t>(child)].weight != w) {
+          child = classes_[static_cast<std::size_t>(child)].next_sibling;
+        }
+        if (child < 0) {
+          child = static_cast<int>(classes_.size());
+          const LinkClass& parent = classes_[static_cast<std::size_t>(c)];
+          LinkClass n;
+          n.parent = c;
+          n.flow = static_cast<int>(i);
+          n.weight = w;
+          n.next_sibling = parent.first_child;
+          n.in_s_old = parent.in_s_old + f.rate * w;
+          n.fastest_old = std::max(parent.fastest_old, f.rate);
+          n.members_begin = static_cast<int>(class_pool_flow_.size());
+          n.members = parent.members + 1;
+          for (int m = 0; m < parent.members; ++m) {  // the parent's flows, then this one
+            class_pool_flow_.push_back(class_pool_flow_[static_cast<std::size_t>(parent.members_begin + m)]);
+            class_pool_weight_.push_back(class_pool_weight_[static_cast<std::size_t>(parent.members_begin + m)]);
+          }
+          class_pool_flow_.push_back(static_cast<int>(i));
+          class_pool_weight_.push_back(w);
+          classes_[static_cast<std::size_t>(c)].first_child = child;
+          classes_.push_back(n);
+        }
+        last_parent = c;
+        last_w = w;
+        last_child = child;
       }
-      last_parent = c;
-      last_w = w;
-      if (classes_[static_cast<std::size_t>(c)].split_flow != static_cast<int>(i)) {
-        classes_[static_cast<std::size_t>(c)].split_flow = static_cast<int>(i);
-        classes_[static_cast<std::size_t>(c)].first_child = -1;
-      }
-      int child = classes_[static_cast<std::size_t>(c)].first_child;
-      while (child >= 0 && classes_[static_cast<std::size_t>(child)].weight != w) {
-        child = classes_[static_cast<std::size_t>(child)].next_sibling;
-      }
-      if (child < 0) {
-        child = static_cast<int>(classes_.size());
-        LinkClass n;
-        n.parent = c;
-        n.flow = static_cast<int>(i);
-        n.weight = w;
-        n.next_sibling = classes_[static_cast<std::size_t>(c)].first_child;
-        classes_.push_back(n);
-        classes_[static_cast<std::size_t>(c)].first_child = child;
-      }
-      c = child;
-      last_child = child;
+      if (c != 0) unlink(k);
+      LinkClass& to = classes_[static_cast<std::size_t>(child)];
+      link_prev_[static_cast<std::size_t>(k)] = -1;
+      link_next_[static_cast<std::size_t>(k)] = to.head;
+      if (to.head >= 0) link_prev_[static_cast<std::size_t>(to.head)] = k;
+      to.head = k;
+      ++to.links;
+      raw_class_of_link_[static_cast<std::size_t>(k)] = child;
+      // Its room in the new class: the capacity less the rates of flows outside S.
+      const auto kk = static_cast<std::size_t>(k);
+      avail[kk] = std::max(0.0, capacity[kk] - std::max(0.0, load[kk] - to.in_s_old));
+      to.min_capacity = to.links == 1 ? capacity[kk] : std::min(to.min_capacity, capacity[kk]);
+      offer(to, k);
     }
   }
   classified_flows_ = flows.size();
+  // A class whose tightest link left finds its new one among those it kept.
+  for (int c : rescan) {
+    LinkClass& cl = classes_[static_cast<std::size_t>(c)];
+    if (cl.links == 0 || cl.tightest >= 0) continue;
+    for (int k = cl.head; k >= 0; k = link_next_[static_cast<std::size_t>(k)]) offer(cl, k);
+  }
 
-  // The classes that hold links, numbered in the order of their first links;
-  // each with its flows in flow order (its chain of parents lists them backwards).
-  std::vector<int>& compact = scratch_compact_;
-  compact.assign(classes_.size(), -1);
-  link_class_.resize(nl);
+  // The classes that hold links, numbered afresh each round (the numbering does
+  // not enter the solve: events order by their tightest links), each with its
+  // flows in flow order.
+  compact_of_raw_.assign(classes_.size(), -1);
+  class_raw_.clear();
   class_offset_.assign(1, 0);
   class_member_.clear();
   class_member_weight_.clear();
-  for (std::size_t k = 0; k < nl; ++k) {
-    const auto raw = static_cast<std::size_t>(raw_class_of_link_[k]);
-    if (compact[raw] < 0) {
-      compact[raw] = static_cast<int>(class_offset_.size() - 1);
-      const std::size_t first = class_member_.size();
-      for (auto at = static_cast<int>(raw); at > 0; at = classes_[static_cast<std::size_t>(at)].parent) {
-        class_member_.push_back(classes_[static_cast<std::size_t>(at)].flow);
-        class_member_weight_.push_back(classes_[static_cast<std::size_t>(at)].weight);
-      }
-      std::reverse(class_member_.begin() + static_cast<long>(first), class_member_.end());
-      std::reverse(class_member_weight_.begin() + static_cast<long>(first), class_member_weight_.end());
-      class_offset_.push_back(static_cast<int>(class_member_.size()));
-    }
-    link_class_[k] = compact[raw];
+  class_tightest_.clear();
+  class_in_s_old_.clear();
+  class_fastest_old_.clear();
+  class_min_capacity_.clear();
+  for (std::size_t c = 1; c < classes_.size(); ++c) {
+    const LinkClass& cl = classes_[c];
+    if (cl.links == 0) continue;
+    compact_of_raw_[c] = static_cast<int>(class_raw_.size());
+    class_raw_.push_back(static_cast<int>(c));
+    class_member_.insert(class_member_.end(), class_pool_flow_.begin() + cl.members_begin,
+                         class_pool_flow_.begin() + cl.members_begin + cl.members);
+    class_member_weight_.insert(class_member_weight_.end(), class_pool_weight_.begin() + cl.members_begin,
+                                class_pool_weight_.begin() + cl.members_begin + cl.members);
+    class_offset_.push_back(static_cast<int>(class_member_.size()));
+    class_tightest_.push_back(cl.tightest);
+    class_in_s_old_.push_back(cl.in_s_old);
+    class_fastest_old_.push_back(cl.fastest_old);
+    class_min_capacity_.push_back(cl.min_capacity);
   }
   // Each flow's classes, with its weight there.
-  const std::size_t nc = class_offset_.size() - 1;
+  const std::size_t nc = class_raw_.size();
   std::vector<int>& cursor = scratch_cursor_;
   flow_class_offset_.assign(flows.size() + 1, 0);
   for (int i : class_member_) ++flow_class_offset_[static_cast<std::size_t>(i) + 1];
@@ -591,12 +666,7 @@ void FlowSharing::fill(const std::vector<double>& avail, std::vector<double>& ne
   // data-parallel ring's part has hundreds of links, but S forms a few dozen
   // classes (a part's own NIC, leaf and spine hops are one).
   const std::size_t nc = class_offset_.size() - 1;
-  std::vector<int>& tightest = scratch_tightest_;
-  tightest.assign(nc, -1);
-  for (std::size_t k = 0; k < avail.size(); ++k) {
-    int& t = tightest[static_cast<std::size_t>(link_class_[k])];
-    if (t < 0 || avail[k] < avail[static_cast<std::size_t>(t)]) t = static_cast<int>(k);
-  }
+  const std::vector<int>& tightest = class_tightest_;
   std::vector<double>& frozen = scratch_frozen_;
   std::vector<int>& unfrozen = scratch_unfrozen_;
   std::vector<double>& unfrozen_weight = scratch_unfrozen_weight_;
@@ -707,7 +777,8 @@ void FlowSharing::fill(const std::vector<double>& avail, std::vector<double>& ne
       if (!done[static_cast<std::size_t>(e.index)]) freeze(e.index, e.level, -1);
       continue;
     }
-    const auto c = static_cast<std::size_t>(link_class_[static_cast<std::size_t>(e.index)]);
+    const auto c = static_cast<std::size_t>(
+        compact_of_raw_[static_cast<std::size_t>(raw_class_of_link_[static_cast<std::size_t>(e.index)])]);
     if (e.version != version[c] || unfrozen[c] == 0) continue;
     // Freeze every unfrozen S flow of this class at the level.
     for (int m = class_offset_[c]; m < class_offset_[c + 1]; ++m) {

@@ -131,7 +131,7 @@ class FlowSharing {
   // flow's bottleneck: the local link that froze it, or -1 (its cap).
   void fill(const std::vector<double>& avail, std::vector<double>& new_rate, std::vector<int>& bottleneck);
   // Partitions S's links into classes that carry the same S flows with the same
-  // weights (see the .cc): link_class_ per local link, class_offset_/
+  // weights (see the .cc): raw_class_of_link_ per local link, class_offset_/
   // class_member_/class_member_weight_ (each class's flows, in flow order) and
   // flow_class_offset_/flow_class_/flow_class_weight_ (each flow's classes).
   void refine_classes();
@@ -172,18 +172,19 @@ class FlowSharing {
   std::vector<LinkId> scratch_links_;
   std::vector<double> scratch_capacity_, scratch_load_;
   std::vector<char> scratch_full_;
-  std::vector<double> scratch_rate_, scratch_avail_, scratch_old_, scratch_new_, scratch_frozen_;
+  std::vector<double> scratch_rate_, scratch_avail_, scratch_new_, scratch_frozen_;
   std::vector<int> scratch_unfrozen_, scratch_cursor_;
   std::vector<double> scratch_unfrozen_weight_;
   std::vector<int> scratch_bottleneck_;
-  std::vector<double> scratch_fastest_bound_, scratch_fastest_new_, scratch_fastest_old_;
+  std::vector<double> scratch_fastest_bound_, scratch_fastest_new_;
   std::vector<std::uint32_t> scratch_version_;
   std::vector<char> scratch_done_;
   std::vector<FillEvent> scratch_heap_;
   std::vector<int> scratch_active_;
-  std::vector<int> scratch_tightest_, scratch_compact_;
   // refine_classes's partition of S's links: a class is its parent's links that the
-  // flow `flow` crosses with weight `weight` (the root, 0, has no flow).
+  // flow `flow` crosses with weight `weight` (the root, 0, has no flow). Per class:
+  // its links (a list through link_next_/link_prev_), the tightest of them, its
+  // flows (members_begin.. in class_pool_*) and their S load before the re-solve.
   struct LinkClass {
     int parent = -1;
     int flow = -1;
@@ -191,12 +192,27 @@ class FlowSharing {
     int split_flow = -1;   // the flow whose children first_child lists
     int first_child = -1;
     int next_sibling = -1;
+    int head = -1;         // its first link
+    int links = 0;
+    int tightest = -1;
+    double min_capacity = 0.0;  // the least capacity among its links
+    int members_begin = 0;
+    int members = 0;
+    double in_s_old = 0.0;
+    double fastest_old = 0.0;
   };
   std::vector<LinkClass> classes_;
+  std::vector<int> class_pool_flow_;
+  std::vector<double> class_pool_weight_;
   std::vector<int> raw_class_of_link_;  // per local link: its class in classes_
+  std::vector<int> link_next_, link_prev_;
   std::size_t classified_flows_ = 0;    // S's flows that classes_ has seen
-  std::vector<int> link_class_, class_offset_, class_member_;
-  std::vector<double> class_member_weight_;
+  std::vector<int> scratch_rescan_, scratch_candidates_;
+  // This round's classes (those holding links), numbered 0..: each one's raw id,
+  // flows and weights (class_offset_/class_member_/class_member_weight_), tightest
+  // link and S load before; each flow's classes (flow_class_offset_/...).
+  std::vector<int> compact_of_raw_, class_raw_, class_offset_, class_member_, class_tightest_;
+  std::vector<double> class_member_weight_, class_in_s_old_, class_fastest_old_, class_min_capacity_;
   std::vector<int> flow_class_offset_, flow_class_;
   std::vector<double> flow_class_weight_;
   int scan_fill_max_flows_ = kScanFillMaxFlows;
