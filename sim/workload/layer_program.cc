@@ -101,6 +101,30 @@ class OpEmitter {
   // the rank's next compute waits for; -1 if it ended with compute.
   TaskId trailing_comm() const { return prev_comm_ ? prev_ : -1; }
 
+  // Collapsed ops of one group with the same chunk, phase and boundaries give the
+  // same stretches: the first such op records them (record), later ones only
+  // make their tasks (emit).
+  void record(std::vector<CollapsedStretch>* out) { record_ = out; }
+
+  // A collapsed stretch's tasks: one compute task on every member, its kernels'
+  // issue, and its marks.
+  void emit(const CollapsedStretch& st) {
+    TaskInfo info = info_for(0);  // layer offsets count from the chunk's first layer
+    info.detail = st.detail;
+    info.bytes = st.bytes;
+    TaskId t = b_.shared_compute(members_, Duration::from_ns(st.ns), st.label, info);
+    b_.issue(members_, t, st.kernels, st.phase);
+    prev_ = t;
+    prev_comm_ = false;
+    for (int member : members_) b_.op_marks[member][oi_].add(t);
+    for (int j : st.layers) {
+      for (int member : members_) b_.layer_marks[member][oi_ * b_.chunk_layers() + j].add(t);
+    }
+    if (st.head) {
+      for (int member : members_) b_.head_marks[member][oi_].add(t);
+    }
+  }
+
  private:
   TaskInfo info_for(int j) const {
     TaskInfo info;
@@ -248,32 +272,6 @@ class OpEmitter {
     stretch_first_ = -1;
   }
 
- public:
-  // Collapsed ops of one group with the same chunk, phase and boundaries give the
-  // same stretches: the first such op records them (record), later ones only
-  // make their tasks (emit).
-  void record(std::vector<CollapsedStretch>* out) { record_ = out; }
-
-  // A collapsed stretch's tasks: one compute task on every member, its kernels'
-  // issue, and its marks.
-  void emit(const CollapsedStretch& st) {
-    TaskInfo info = info_for(0);  // layer offsets count from the chunk's first layer
-    info.detail = st.detail;
-    info.bytes = st.bytes;
-    TaskId t = b_.shared_compute(members_, Duration::from_ns(st.ns), st.label, info);
-    b_.issue(members_, t, st.kernels, st.phase);
-    prev_ = t;
-    prev_comm_ = false;
-    for (int member : members_) b_.op_marks[member][oi_].add(t);
-    for (int j : st.layers) {
-      for (int member : members_) b_.layer_marks[member][oi_ * b_.chunk_layers() + j].add(t);
-    }
-    if (st.head) {
-      for (int member : members_) b_.head_marks[member][oi_].add(t);
-    }
-  }
-
- private:
   WorkloadBuild& b_;
   CollapsedStretches& stretches_;
   const std::vector<int>& members_;
