@@ -131,9 +131,11 @@ class FlowSharing {
   // flow's bottleneck: the local link that froze it, or -1 (its cap).
   void fill(const std::vector<double>& avail, std::vector<double>& new_rate, std::vector<int>& bottleneck);
   // Partitions S's links into classes that carry the same S flows with the same
-  // weights (see the .cc): raw_class_of_link_ per local link, class_offset_/
-  // class_member_/class_member_weight_ (each class's flows, in flow order) and
-  // flow_class_offset_/flow_class_/flow_class_weight_ (each flow's classes).
+  // weights, refining with the flows added since the last round (see the .cc):
+  // raw_class_of_link_ and the room (scratch_avail_) of each link that moved, each
+  // class's tightest link; then this round's numbering of the classes that hold
+  // links (class_raw_, class_offset_/class_member_/class_member_weight_, their
+  // tightest links and S loads) and each flow's classes (flow_class_offset_/...).
   void refine_classes();
 
   std::vector<double> capacity_;

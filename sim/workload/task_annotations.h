@@ -53,7 +53,7 @@ struct TaskInfo {
 // allocated and freed per simulated plan.
 class OpName {
  public:
-  OpName() : text_(intern(std::string())) {}
+  OpName() : text_(empty()) {}
   OpName(const std::string& text) : text_(intern(text)) {}  // NOLINT(google-explicit-constructor): names are built as strings
   OpName(const char* text) : text_(intern(text)) {}         // NOLINT(google-explicit-constructor)
   const std::string& str() const { return *text_; }
@@ -64,6 +64,11 @@ class OpName {
  private:
   // The table's copy of `text`; thread-safe (sweeps build workloads on threads).
   static const std::string* intern(const std::string& text);
+  // The empty name, looked up once (default-made ops need no lock).
+  static const std::string* empty() {
+    static const std::string* const text = intern(std::string());
+    return text;
+  }
   const std::string* text_;
 };
 
