@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <queue>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -15,6 +17,24 @@ namespace {
 // modelled effect, far above the rounding of a few additions.
 constexpr double kRelTol = 1e-9;
 
+// Group signatures: a sum of hashed (flow, weight) pairs over a hashed capacity,
+// so that adding or removing a flow is one addition or subtraction.
+std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+std::uint64_t bits_of(double v) {
+  std::uint64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+std::uint64_t capacity_sig(double capacity) { return mix(bits_of(capacity) ^ 0x5bd1e9955bd1e995ULL); }
+std::uint64_t member_sig(std::int64_t flow_id, double weight) {
+  return mix(static_cast<std::uint64_t>(flow_id) ^ mix(bits_of(weight)));
+}
+
 std::vector<double> capacities_of(const Topology& t) {
   std::vector<double> c;
   c.reserve(static_cast<std::size_t>(t.num_links()));
@@ -26,14 +46,11 @@ std::vector<double> capacities_of(const Topology& t) {
 
 FlowSharing::FlowSharing(const Topology& topology) : FlowSharing(capacities_of(topology)) {}
 
-FlowSharing::FlowSharing(std::vector<double> capacities) : capacity_(std::move(capacities)) {
-  for (double c : capacity_) {
+FlowSharing::FlowSharing(std::vector<double> capacities) : link_capacity_(std::move(capacities)) {
+  for (double c : link_capacity_) {
     if (!(c > 0.0)) throw InternalError("FlowSharing: link capacities must be > 0");
   }
-  load_.assign(capacity_.size(), 0.0);
-  link_flows_.resize(capacity_.size());
-  link_epoch_.assign(capacity_.size(), 0);
-  link_local_.assign(capacity_.size(), -1);
+  group_of_link_.assign(link_capacity_.size(), -1);
 }
 
 int FlowSharing::slot_of(FlowId id) const {
@@ -52,35 +69,278 @@ FlowSharing::FlowId FlowSharing::id_of(int slot) const {
                              static_cast<std::uint64_t>(slot));
 }
 
-void FlowSharing::attach(int slot) {
-  Flow& f = flows_[static_cast<std::size_t>(slot)];
-  f.position.resize(f.path.size());
-  for (std::size_t i = 0; i < f.path.size(); ++i) {
-    const auto l = static_cast<std::size_t>(f.path[i]);
-    f.position[i] = static_cast<int>(link_flows_[l].size());
-    link_flows_[l].push_back({slot, static_cast<int>(i)});
+int* FlowSharing::SigTable::find(std::uint64_t sig) {
+  if (size_ == 0) return nullptr;
+  for (std::size_t i = home(sig);; i = (i + 1) & mask_) {
+    if (group_[i] < 0) return nullptr;
+    if (sig_[i] == sig) return &group_[i];
   }
+}
+
+void FlowSharing::SigTable::insert(std::uint64_t sig, int group) {
+  if (2 * (size_ + 1) > group_.size()) {  // at most half full
+    std::vector<std::uint64_t> old_sig = std::move(sig_);
+    std::vector<int> old_group = std::move(group_);
+    const std::size_t n = std::max<std::size_t>(64, 2 * old_group.size());
+    sig_.assign(n, 0);
+    group_.assign(n, -1);
+    mask_ = n - 1;
+    size_ = 0;
+    for (std::size_t i = 0; i < old_group.size(); ++i) {
+      if (old_group[i] >= 0) insert(old_sig[i], old_group[i]);
+    }
+  }
+  std::size_t i = home(sig);
+  while (group_[i] >= 0) i = (i + 1) & mask_;
+  sig_[i] = sig;
+  group_[i] = group;
+  ++size_;
+}
+
+void FlowSharing::SigTable::erase(std::uint64_t sig) {
+  std::size_t i = home(sig);
+  while (sig_[i] != sig || group_[i] < 0) i = (i + 1) & mask_;
+  // Backward shift: each later entry of the run that may sit at i moves there.
+  for (std::size_t j = (i + 1) & mask_; group_[j] >= 0; j = (j + 1) & mask_) {
+    if (((j - home(sig_[j])) & mask_) >= ((j - i) & mask_)) {
+      sig_[i] = sig_[j];
+      group_[i] = group_[j];
+      i = j;
+    }
+  }
+  group_[i] = -1;
+  --size_;
+}
+
+int FlowSharing::new_group(double capacity, std::uint64_t sig, double load) {
+  int g;
+  if (!free_groups_.empty()) {
+    g = free_groups_.back();
+    free_groups_.pop_back();
+  } else {
+    g = static_cast<int>(capacity_.size());
+    capacity_.push_back(0.0);
+    load_.push_back(0.0);
+    link_flows_.emplace_back();
+    group_links_.push_back(0);
+    group_sig_.push_back(0);
+    group_next_same_sig_.push_back(-1);
+    split_epoch_.push_back(0);
+    split_head_.push_back(-1);
+    link_epoch_.push_back(0);
+    link_local_.push_back(-1);
+    group_made_by_.push_back(-1);
+    group_parent_.push_back(-1);
+    group_serial_.push_back(0);
+    group_parent_serial_.push_back(0);
+  }
+  group_made_by_[static_cast<std::size_t>(g)] = -1;
+  group_serial_[static_cast<std::size_t>(g)] = ++next_serial_;
+  const auto gg = static_cast<std::size_t>(g);
+  capacity_[gg] = capacity;
+  load_[gg] = load;
+  group_links_[gg] = 0;
+  group_sig_[gg] = sig;
+  if (int* first = group_by_sig_.find(sig)) {
+    group_next_same_sig_[gg] = std::exchange(*first, g);
+  } else {
+    group_next_same_sig_[gg] = -1;
+    group_by_sig_.insert(sig, g);
+  }
+  return g;
+}
+
+void FlowSharing::join(int group, int slot, double weight) {
+  Flow& f = flows_[static_cast<std::size_t>(slot)];
+  auto& on = link_flows_[static_cast<std::size_t>(group)];
+  f.path.push_back(group);
+  f.weight.push_back(weight);
+  f.position.push_back(static_cast<int>(on.size()));
+  on.push_back({slot, static_cast<int>(f.path.size()) - 1});
+}
+
+void FlowSharing::destroy_group(int group) {
+  const auto gg = static_cast<std::size_t>(group);
+  for (const OnLink& e : link_flows_[gg]) {
+    // The flow's last path entry takes this group's place; its group learns where.
+    Flow& f = flows_[static_cast<std::size_t>(e.slot)];
+    const auto hop = static_cast<std::size_t>(e.hop);
+    const std::size_t last = f.path.size() - 1;
+    if (hop != last) {
+      f.path[hop] = f.path[last];
+      f.weight[hop] = f.weight[last];
+      f.position[hop] = f.position[last];
+      link_flows_[static_cast<std::size_t>(f.path[hop])][static_cast<std::size_t>(f.position[hop])].hop =
+          static_cast<int>(hop);
+    }
+    f.path.pop_back();
+    f.weight.pop_back();
+    f.position.pop_back();
+  }
+  link_flows_[gg].clear();
+  // Off its signature's chain.
+  int* first = group_by_sig_.find(group_sig_[gg]);
+  if (*first == group) {
+    if (group_next_same_sig_[gg] < 0) {
+      group_by_sig_.erase(group_sig_[gg]);
+    } else {
+      *first = group_next_same_sig_[gg];
+    }
+  } else {
+    int g = *first;
+    while (group_next_same_sig_[static_cast<std::size_t>(g)] != group) g = group_next_same_sig_[static_cast<std::size_t>(g)];
+    group_next_same_sig_[static_cast<std::size_t>(g)] = group_next_same_sig_[gg];
+  }
+  group_serial_[gg] = 0;  // no parent link to it holds any more
+  free_groups_.push_back(group);
+}
+
+int FlowSharing::find_group(std::uint64_t sig, double capacity, int group, int slot) {
+  const int* first = group_by_sig_.find(sig);
+  if (first == nullptr) return -1;
+  const auto& want = link_flows_[static_cast<std::size_t>(group)];
+  if (++member_stamp_ == 0) {
+    std::fill(member_mark_.begin(), member_mark_.end(), 0);
+    member_stamp_ = 1;
+  }
+  member_mark_.resize(flows_.size(), 0);
+  member_weight_.resize(flows_.size(), 0.0);
+  for (const OnLink& e : want) {
+    if (e.slot == slot) continue;
+    member_mark_[static_cast<std::size_t>(e.slot)] = member_stamp_;
+    member_weight_[static_cast<std::size_t>(e.slot)] = flows_[static_cast<std::size_t>(e.slot)].weight[static_cast<std::size_t>(e.hop)];
+  }
+  for (int g = *first; g >= 0; g = group_next_same_sig_[static_cast<std::size_t>(g)]) {
+    const auto& on = link_flows_[static_cast<std::size_t>(g)];
+    if (capacity_[static_cast<std::size_t>(g)] != capacity || on.size() + 1 != want.size()) continue;
+    bool same = true;
+    for (const OnLink& e : on) {
+      const auto x = static_cast<std::size_t>(e.slot);
+      same = same && member_mark_[x] == member_stamp_ &&
+             member_weight_[x] == flows_[x].weight[static_cast<std::size_t>(e.hop)];
+    }
+    if (same) return g;
+  }
+  return -1;
+}
+
+void FlowSharing::attach(int slot) {
+  // Each link moves from its group G to G plus this flow: a new group (no live one
+  // holds this flow yet), one per (G, weight) and, for links without flows, per
+  // (capacity, weight). Groups left without links go at the end, so that no id is
+  // reused while this call still looks them up.
+  const FlowId id = id_of(slot);
+  if (++split_stamp_ == 0) {
+    std::fill(split_epoch_.begin(), split_epoch_.end(), 0);
+    split_stamp_ = 1;
+  }
+  splits_.clear();
+  emptied_groups_.clear();
+  int none_head = -1;  // the splits of links without flows
+  int last = -1;       // a path's links mostly come in runs of one group
+  const std::size_t n = flows_[static_cast<std::size_t>(slot)].links.size();
+  for (std::size_t j = 0; j < n; ++j) {
+    const Flow& f = flows_[static_cast<std::size_t>(slot)];
+    const auto l = static_cast<std::size_t>(f.links[j]);
+    const double w = f.link_weight.empty() ? 1.0 : f.link_weight[j];
+    const double cap = link_capacity_[l];
+    const int from = group_of_link_[l];
+    int to = -1;
+    if (last >= 0 && splits_[static_cast<std::size_t>(last)].from == from &&
+        splits_[static_cast<std::size_t>(last)].weight == w && splits_[static_cast<std::size_t>(last)].capacity == cap) {
+      to = splits_[static_cast<std::size_t>(last)].to;
+    } else {
+      int head = from < 0 ? none_head
+                          : (split_epoch_[static_cast<std::size_t>(from)] == split_stamp_ ? split_head_[static_cast<std::size_t>(from)] : -1);
+      for (int k = head; k >= 0; k = splits_[static_cast<std::size_t>(k)].next) {
+        const Split& sp = splits_[static_cast<std::size_t>(k)];
+        if (sp.weight == w && sp.capacity == cap) {
+          to = sp.to;
+          last = k;
+          break;
+        }
+      }
+      if (to < 0) {
+        const std::uint64_t base = from < 0 ? capacity_sig(cap) : group_sig_[static_cast<std::size_t>(from)];
+        to = new_group(cap, base + member_sig(id, w), from < 0 ? 0.0 : load_[static_cast<std::size_t>(from)]);
+        if (from >= 0) {
+          group_made_by_[static_cast<std::size_t>(to)] = id;
+          group_parent_[static_cast<std::size_t>(to)] = from;
+          group_parent_serial_[static_cast<std::size_t>(to)] = group_serial_[static_cast<std::size_t>(from)];
+          for (std::size_t m = 0; m < link_flows_[static_cast<std::size_t>(from)].size(); ++m) {
+            const OnLink e = link_flows_[static_cast<std::size_t>(from)][m];
+            join(to, e.slot, flows_[static_cast<std::size_t>(e.slot)].weight[static_cast<std::size_t>(e.hop)]);
+          }
+        }
+        join(to, slot, w);
+        last = static_cast<int>(splits_.size());
+        if (from < 0) {
+          splits_.push_back({from, w, cap, to, none_head});
+          none_head = last;
+        } else {
+          splits_.push_back({from, w, cap, to, head});
+          split_epoch_[static_cast<std::size_t>(from)] = split_stamp_;
+          split_head_[static_cast<std::size_t>(from)] = last;
+        }
+      }
+    }
+    if (from >= 0 && --group_links_[static_cast<std::size_t>(from)] == 0) emptied_groups_.push_back(from);
+    ++group_links_[static_cast<std::size_t>(to)];
+    group_of_link_[l] = to;
+  }
+  for (int g : emptied_groups_) destroy_group(g);
 }
 
 void FlowSharing::detach(int slot) {
-  Flow& f = flows_[static_cast<std::size_t>(slot)];
-  for (std::size_t i = 0; i < f.path.size(); ++i) {
-    const LinkId l = f.path[i];
-    auto& list = link_flows_[static_cast<std::size_t>(l)];
-    // The link's last entry takes this flow's place; its flow learns where.
-    const auto pos = static_cast<std::size_t>(f.position[i]);
-    list[pos] = list.back();
-    flows_[static_cast<std::size_t>(list[pos].slot)].position[static_cast<std::size_t>(list[pos].hop)] =
-        static_cast<int>(pos);
-    list.pop_back();
-    load_[static_cast<std::size_t>(l)] -= f.rate * f.w(i);
-    if (list.empty()) load_[static_cast<std::size_t>(l)] = 0.0;
+  // Each link moves from its group G to G less this flow: the live group with
+  // those flows if there is one, else a new one carrying G's load less this
+  // flow's; a link left without flows joins no group. The flow's groups all end
+  // without links and go.
+  const Flow& f = flows_[static_cast<std::size_t>(slot)];
+  const FlowId id = id_of(slot);
+  if (++split_stamp_ == 0) {
+    std::fill(split_epoch_.begin(), split_epoch_.end(), 0);
+    split_stamp_ = 1;
   }
+  emptied_groups_.clear();
+  for (std::size_t j = 0; j < f.links.size(); ++j) {
+    const auto l = static_cast<std::size_t>(f.links[j]);
+    const int from = group_of_link_[l];
+    const auto ff = static_cast<std::size_t>(from);
+    int to;
+    if (split_epoch_[ff] == split_stamp_) {
+      to = split_head_[ff];
+    } else {
+      to = -1;
+      const int parent = group_parent_[ff];
+      if (group_made_by_[ff] == id && group_serial_[static_cast<std::size_t>(parent)] == group_parent_serial_[ff] &&
+          group_links_[static_cast<std::size_t>(parent)] > 0) {
+        to = parent;  // the group this flow's attach split it from
+      } else if (link_flows_[ff].size() > 1) {
+        const double w = f.link_weight.empty() ? 1.0 : f.link_weight[j];
+        const std::uint64_t sig = group_sig_[ff] - member_sig(id, w);
+        to = find_group(sig, capacity_[ff], from, slot);
+        if (to < 0) {
+          to = new_group(capacity_[ff], sig, load_[ff] - f.rate * w);
+          for (std::size_t m = 0; m < link_flows_[ff].size(); ++m) {
+            const OnLink e = link_flows_[ff][m];
+            if (e.slot != slot) join(to, e.slot, flows_[static_cast<std::size_t>(e.slot)].weight[static_cast<std::size_t>(e.hop)]);
+          }
+        }
+      }
+      split_epoch_[ff] = split_stamp_;
+      split_head_[ff] = to;
+    }
+    if (--group_links_[ff] == 0) emptied_groups_.push_back(from);
+    if (to >= 0) ++group_links_[static_cast<std::size_t>(to)];
+    group_of_link_[l] = to;
+  }
+  for (int g : emptied_groups_) destroy_group(g);
 }
 
-bool FlowSharing::saturated(LinkId l) const {
-  const double c = capacity_[static_cast<std::size_t>(l)];
-  return load_[static_cast<std::size_t>(l)] >= c * (1.0 - kRelTol);
+bool FlowSharing::saturated(int group) const {
+  const double c = capacity_[static_cast<std::size_t>(group)];
+  return load_[static_cast<std::size_t>(group)] >= c * (1.0 - kRelTol);
 }
 
 void FlowSharing::set_rate(int slot, double rate) {
@@ -93,15 +353,26 @@ void FlowSharing::set_rate(int slot, double rate) {
   }
 }
 
-void FlowSharing::check_new_flow(const std::vector<LinkId>& path, double cap,
-                                 const std::vector<double>& weights) const {
+void FlowSharing::check_new_flow(const std::vector<LinkId>& path, double cap, const std::vector<double>& weights) {
   // Every flow of a step passes here: one branch-free pass first, the messages only
   // when it finds something wrong.
   bool bad = !(cap > 0.0) || (!weights.empty() && weights.size() != path.size()) || (path.empty() && std::isinf(cap));
-  const auto links = static_cast<std::uint64_t>(capacity_.size());
+  const auto links = static_cast<std::uint64_t>(link_capacity_.size());
   for (LinkId l : path) bad |= static_cast<std::uint64_t>(static_cast<std::int64_t>(l)) >= links;
   for (double w : weights) bad |= !(w > 0.0) | (w == std::numeric_limits<double>::infinity());
-  if (!bad) return;
+  bool repeats = false;  // a link twice (the groups hold each flow once)
+  if (!bad) {
+    if (++seen_stamp_ == 0) {
+      std::fill(link_seen_.begin(), link_seen_.end(), 0);
+      seen_stamp_ = 1;
+    }
+    link_seen_.resize(link_capacity_.size(), 0);
+    for (LinkId l : path) {
+      repeats |= link_seen_[static_cast<std::size_t>(l)] == seen_stamp_;
+      link_seen_[static_cast<std::size_t>(l)] = seen_stamp_;
+    }
+    if (!repeats) return;
+  }
   if (!(cap > 0.0)) throw InternalError("FlowSharing::add: the rate cap must be > 0");
   if (!weights.empty() && weights.size() != path.size()) {
     throw InternalError(fmt::format("FlowSharing::add: {} weights for a path of {} links", weights.size(),
@@ -114,10 +385,11 @@ void FlowSharing::check_new_flow(const std::vector<LinkId>& path, double cap,
     throw InternalError("FlowSharing::add: a flow needs links or a finite rate cap");
   }
   for (LinkId l : path) {
-    if (l < 0 || static_cast<std::size_t>(l) >= capacity_.size()) {
+    if (l < 0 || static_cast<std::size_t>(l) >= link_capacity_.size()) {
       throw InternalError(fmt::format("FlowSharing::add: link {} out of range", l));
     }
   }
+  throw InternalError("FlowSharing::add: a link repeats in the path");
 }
 
 int FlowSharing::start_flow(const std::vector<LinkId>& path, double cap, const std::vector<double>& weights) {
@@ -130,8 +402,11 @@ int FlowSharing::start_flow(const std::vector<LinkId>& path, double cap, const s
     flows_.emplace_back();
   }
   Flow& f = flows_[static_cast<std::size_t>(slot)];
-  f.path = path;
-  f.weight = weights;
+  f.links = path;
+  f.link_weight = weights;
+  f.path.clear();
+  f.weight.clear();
+  f.position.clear();
   f.cap = cap;
   f.rate = 0.0;
   f.live = true;
@@ -199,17 +474,17 @@ FlowSharing::FlowId FlowSharing::add(const std::vector<LinkId>& path, double cap
   // Fast path: the flow's fair rate needs nobody else to move. On each link it
   // may take the residual over its weight there.
   auto room = [&](std::size_t i) {
-    const auto l = static_cast<std::size_t>(path[i]);
-    return (capacity_[l] - load_[l]) / f.w(i);
+    const auto g = static_cast<std::size_t>(f.path[i]);
+    return (capacity_[g] - load_[g]) / f.w(i);
   };
   double residual = cap;
-  for (std::size_t i = 0; i < path.size(); ++i) residual = std::min(residual, room(i));
+  for (std::size_t i = 0; i < f.path.size(); ++i) residual = std::min(residual, room(i));
   bool fast = residual > 0.0;
   if (fast && residual < cap) {
-    // The flow fills the links where the residual is smallest; it is fair there only
-    // if no flow already on them is faster.
-    for (std::size_t i = 0; i < path.size(); ++i) {
-      const LinkId l = path[i];
+    // The flow fills the groups where the residual is smallest; it is fair there
+    // only if no flow already on them is faster.
+    for (std::size_t i = 0; i < f.path.size(); ++i) {
+      const int l = f.path[i];
       const double res = room(i);
       if (res > residual + kRelTol * capacity_[static_cast<std::size_t>(l)] / f.w(i)) continue;
       for (const OnLink& other : link_flows_[static_cast<std::size_t>(l)]) {
@@ -219,7 +494,7 @@ FlowSharing::FlowId FlowSharing::add(const std::vector<LinkId>& path, double cap
   }
   if (fast) {
     f.rate = residual;
-    for (std::size_t i = 0; i < path.size(); ++i) load_[static_cast<std::size_t>(path[i])] += residual * f.w(i);
+    for (std::size_t i = 0; i < f.path.size(); ++i) load_[static_cast<std::size_t>(f.path[i])] += residual * f.w(i);
     last_resolved_ = 0;
   } else {
     resolve({slot});
@@ -231,7 +506,10 @@ void FlowSharing::end_flow(int slot) {
   Flow& f = flows_[static_cast<std::size_t>(slot)];
   detach(slot);
   f.live = false;
+  f.links.clear();
+  f.link_weight.clear();
   f.path.clear();
+  f.weight.clear();
   f.position.clear();
   f.changed = false;
   --live_;

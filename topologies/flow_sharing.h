@@ -31,6 +31,14 @@
 // per class and progressive filling visits each class's tightest link only,
 // with rates bit-identical to a per-link solve.
 //
+// Link groups: the links that carry exactly the same live flows with the same
+// weights, and have the same capacity, carry the same load and fill together, so
+// the solver works on such groups, never on single links: a flow's path is the
+// list of groups its links fall in, kept as flows start and end (a data-parallel
+// ring's part crosses hundreds of links but, at any moment, a few dozen groups).
+// A group stands for its links exactly: the same load, the same room, full when
+// they are.
+//
 // Not thread-safe: one engine owns one FlowSharing.
 #pragma once
 
@@ -90,6 +98,8 @@ class FlowSharing {
   void set_scan_fill_max_flows(int flows) { scan_fill_max_flows_ = flows; }
 
   int live_flows() const { return live_; }
+  // The link groups that carry flows now (see "Link groups" above).
+  int live_groups() const { return static_cast<int>(capacity_.size() - free_groups_.size()); }
   // Flows re-solved by the last add/remove (0 when a fast path applied): a measure
   // of how local the incremental update was.
   int last_resolved_flows() const { return last_resolved_; }
@@ -98,9 +108,13 @@ class FlowSharing {
 
  private:
   struct Flow {
-    std::vector<LinkId> path;
-    std::vector<double> weight;  // per link of path; empty: all 1
-    double w(std::size_t i) const { return weight.empty() ? 1.0 : weight[i]; }
+    std::vector<LinkId> links;        // the links it crosses, as given
+    std::vector<double> link_weight;  // per link; empty: all 1
+    // The groups its links fall in (see "Link groups" above), each once, with the
+    // flow's weight there; the solver's view of its path.
+    std::vector<int> path;
+    std::vector<double> weight;
+    double w(std::size_t i) const { return weight[i]; }
     std::vector<int> position;  // index of this flow's entry in link_flows_[path[i]]
     double cap = kNoCap;
     double rate = 0.0;
@@ -110,15 +124,28 @@ class FlowSharing {
   };
 
   int slot_of(FlowId id) const;
-  void check_new_flow(const std::vector<LinkId>& path, double cap, const std::vector<double>& weights) const;
+  // Throws InternalError for a bad flow, before anything changes (a link twice
+  // included: a group holds each flow once).
+  void check_new_flow(const std::vector<LinkId>& path, double cap, const std::vector<double>& weights);
   // Takes a slot for a new flow at rate 0 and attaches it to its links.
   int start_flow(const std::vector<LinkId>& path, double cap, const std::vector<double>& weights);
   // Detaches a live flow and frees its slot.
   void end_flow(int slot);
   FlowId id_of(int slot) const;
+  // Moves the flow's links into the groups that now hold them (attach: each link's
+  // group plus this flow; detach: less it) and fixes the paths of the flows there.
   void attach(int slot);
   void detach(int slot);
-  bool saturated(LinkId l) const;
+  // A new group of one capacity, registered under its signature (sig).
+  int new_group(double capacity, std::uint64_t sig, double load);
+  // Adds the flow to the group, at the end of its path.
+  void join(int group, int slot, double weight);
+  // Drops a group that holds no links from its flows' paths and frees its id.
+  void destroy_group(int group);
+  // The live group with this signature, capacity and flows (those of `group` less
+  // `slot`), or -1.
+  int find_group(std::uint64_t sig, double capacity, int group, int slot);
+  bool saturated(int group) const;
   void set_rate(int slot, double rate);
   // Re-solves from these flows, widening to every flow the change can move (see the .cc).
   void resolve(const std::vector<int>& seed_flows);
@@ -138,15 +165,62 @@ class FlowSharing {
   // tightest links and S loads) and each flow's classes (flow_class_offset_/...).
   void refine_classes();
 
+  std::vector<double> link_capacity_;  // per LinkId
+  std::vector<int> group_of_link_;     // per LinkId: its group, -1 while it carries no flow
+  // Per group (the solver's "links"; ids reused): its capacity, its load (sum of
+  // weight x rate), its flows (the slot and the group's index in that flow's path,
+  // so that moving an entry updates it in O(1)), how many links it holds, and its
+  // signature (capacity and flows hashed; equal sets, equal signatures).
   std::vector<double> capacity_;
-  std::vector<double> load_;                     // sum of weight x rate per link
-  // Per link, its live flows: the slot, and the link's index in that flow's path
-  // (so that a detach updates the entry it moves in O(1)).
+  std::vector<double> load_;
   struct OnLink {
     int slot;
     int hop;
   };
   std::vector<std::vector<OnLink>> link_flows_;
+  std::vector<int> group_links_;
+  std::vector<std::uint64_t> group_sig_;
+  std::vector<int> free_groups_;
+  // Signature -> the first group with it: open addressing with linear probing (a
+  // group is made and dropped for most flows' starts and ends, so no node per entry).
+  class SigTable {
+   public:
+    int* find(std::uint64_t sig);
+    void insert(std::uint64_t sig, int group);  // sig not present
+    void erase(std::uint64_t sig);              // sig present
+   private:
+    std::size_t home(std::uint64_t sig) const { return static_cast<std::size_t>(sig) & mask_; }
+    std::vector<std::uint64_t> sig_;
+    std::vector<int> group_;  // -1: empty
+    std::size_t size_ = 0, mask_ = 0;
+  };
+  SigTable group_by_sig_;
+  std::vector<int> group_next_same_sig_;                 // then the others (a hash collision)
+  // A group made by a flow's attach is its parent plus that flow; the flow's detach
+  // then finds the parent at once while it lives (the serial tells a reused id).
+  std::vector<FlowId> group_made_by_;
+  std::vector<int> group_parent_;
+  std::vector<std::uint64_t> group_serial_, group_parent_serial_;
+  std::uint64_t next_serial_ = 0;
+  // attach/detach scratch: per group stamped this call, where its links go (for
+  // attach, a list per weight and, for links without flows, per capacity).
+  struct Split {
+    int from;
+    double weight;
+    double capacity;
+    int to;
+    int next;
+  };
+  std::vector<Split> splits_;
+  std::vector<std::uint32_t> split_epoch_;
+  std::vector<int> split_head_;
+  std::uint32_t split_stamp_ = 0;
+  std::vector<int> emptied_groups_;
+  std::vector<std::uint32_t> link_seen_;  // check_new_flow's repeat check
+  std::uint32_t seen_stamp_ = 0;
+  std::vector<std::uint32_t> member_mark_;  // per slot, for find_group
+  std::vector<double> member_weight_;
+  std::uint32_t member_stamp_ = 0;
   std::vector<Flow> flows_;
   std::vector<int> free_slots_;
   std::vector<int> changed_;

@@ -97,6 +97,52 @@ TEST(FlowSharing, BadArgumentsAreInternalErrors) {
   EXPECT_THROW(s.add({0}, 0.0), InternalError);
   EXPECT_THROW(s.add({}, FlowSharing::kNoCap), InternalError);
   EXPECT_THROW(s.rate(12345), InternalError);
+  // A link twice in one path, refused before anything changes.
+  EXPECT_THROW(s.add({0, 0}, FlowSharing::kNoCap), InternalError);
+  EXPECT_THROW(s.add_all({{0}, {0, 0}}, {FlowSharing::kNoCap, FlowSharing::kNoCap}), InternalError);
+  EXPECT_EQ(s.live_flows(), 0);
+  EXPECT_EQ(s.rate(s.add({0}, FlowSharing::kNoCap)), 10.0);
+}
+
+// Links that carry the same flows with the same weights and have the same capacity
+// form one group; groups split as flows start on some of their links and merge
+// back as those end, whether or not the group they split from still lives.
+TEST(FlowSharing, LinkGroupsSplitAndMerge) {
+  FlowSharing s(std::vector<double>{10.0, 10.0, 10.0, 4.0});
+  const FlowId a = s.add({0, 1, 2}, FlowSharing::kNoCap);
+  EXPECT_EQ(s.live_groups(), 1);
+  const FlowId b = s.add({1}, FlowSharing::kNoCap);  // {a} on 0 and 2, {a, b} on 1
+  EXPECT_EQ(s.live_groups(), 2);
+  EXPECT_EQ(s.rate(a), 5.0);
+  const FlowId c = s.add({2}, FlowSharing::kNoCap);  // {a}, {a, b}, {a, c}
+  EXPECT_EQ(s.live_groups(), 3);
+  s.remove(b);  // link 1 back with link 0, its group's parent
+  EXPECT_EQ(s.live_groups(), 2);
+  EXPECT_EQ(s.rate(a), 5.0);
+  EXPECT_EQ(s.rate(c), 5.0);
+  s.remove(c);
+  EXPECT_EQ(s.live_groups(), 1);
+  EXPECT_EQ(s.rate(a), 10.0);
+  s.remove(a);
+  EXPECT_EQ(s.live_groups(), 0);
+
+  // The parent gone: d's group on 0 and 1 splits wholly into {d, e} and {d, f};
+  // e's end makes {d} afresh for link 0, f's end finds it for link 1.
+  const FlowId d = s.add({0, 1}, FlowSharing::kNoCap);
+  const FlowId e = s.add({0}, FlowSharing::kNoCap);
+  const FlowId f = s.add({1}, FlowSharing::kNoCap);
+  EXPECT_EQ(s.live_groups(), 2);
+  s.remove(e);
+  EXPECT_EQ(s.live_groups(), 2);
+  s.remove(f);
+  EXPECT_EQ(s.live_groups(), 1);
+  EXPECT_EQ(s.rate(d), 10.0);
+  s.remove(d);
+
+  // Another capacity or another weight: another group.
+  const FlowId g = s.add({0, 1, 2, 3}, FlowSharing::kNoCap, {1.0, 1.0, 2.0, 1.0});
+  EXPECT_EQ(s.live_groups(), 3);
+  EXPECT_EQ(s.rate(g), 4.0);  // link 3 (4.0) binds, below link 2's 10 / 2
 }
 
 // A flow as the from-scratch reference sees it: its links, a weight per link, its cap.
