@@ -361,7 +361,9 @@ void FlowSharing::check_new_flow(const std::vector<LinkId>& path, double cap, co
   for (LinkId l : path) bad |= static_cast<std::uint64_t>(static_cast<std::int64_t>(l)) >= links;
   for (double w : weights) bad |= !(w > 0.0) | (w == std::numeric_limits<double>::infinity());
   bool repeats = false;  // a link twice (the groups hold each flow once)
-  if (!bad) {
+  bool ascending = true;  // then no link repeats (a collective's links come sorted)
+  for (std::size_t i = 1; i < path.size(); ++i) ascending &= path[i - 1] < path[i];
+  if (!bad && !ascending) {
     if (++seen_stamp_ == 0) {
       std::fill(link_seen_.begin(), link_seen_.end(), 0);
       seen_stamp_ = 1;
@@ -371,8 +373,8 @@ void FlowSharing::check_new_flow(const std::vector<LinkId>& path, double cap, co
       repeats |= link_seen_[static_cast<std::size_t>(l)] == seen_stamp_;
       link_seen_[static_cast<std::size_t>(l)] = seen_stamp_;
     }
-    if (!repeats) return;
   }
+  if (!bad && !repeats) return;
   if (!(cap > 0.0)) throw InternalError("FlowSharing::add: the rate cap must be > 0");
   if (!weights.empty() && weights.size() != path.size()) {
     throw InternalError(fmt::format("FlowSharing::add: {} weights for a path of {} links", weights.size(),
