@@ -69,49 +69,6 @@ FlowSharing::FlowId FlowSharing::id_of(int slot) const {
                              static_cast<std::uint64_t>(slot));
 }
 
-int* FlowSharing::SigTable::find(std::uint64_t sig) {
-  if (size_ == 0) return nullptr;
-  for (std::size_t i = home(sig);; i = (i + 1) & mask_) {
-    if (group_[i] < 0) return nullptr;
-    if (sig_[i] == sig) return &group_[i];
-  }
-}
-
-void FlowSharing::SigTable::insert(std::uint64_t sig, int group) {
-  if (2 * (size_ + 1) > group_.size()) {  // at most half full
-    std::vector<std::uint64_t> old_sig = std::move(sig_);
-    std::vector<int> old_group = std::move(group_);
-    const std::size_t n = std::max<std::size_t>(64, 2 * old_group.size());
-    sig_.assign(n, 0);
-    group_.assign(n, -1);
-    mask_ = n - 1;
-    size_ = 0;
-    for (std::size_t i = 0; i < old_group.size(); ++i) {
-      if (old_group[i] >= 0) insert(old_sig[i], old_group[i]);
-    }
-  }
-  std::size_t i = home(sig);
-  while (group_[i] >= 0) i = (i + 1) & mask_;
-  sig_[i] = sig;
-  group_[i] = group;
-  ++size_;
-}
-
-void FlowSharing::SigTable::erase(std::uint64_t sig) {
-  std::size_t i = home(sig);
-  while (sig_[i] != sig || group_[i] < 0) i = (i + 1) & mask_;
-  // Backward shift: each later entry of the run that may sit at i moves there.
-  for (std::size_t j = (i + 1) & mask_; group_[j] >= 0; j = (j + 1) & mask_) {
-    if (((j - home(sig_[j])) & mask_) >= ((j - i) & mask_)) {
-      sig_[i] = sig_[j];
-      group_[i] = group_[j];
-      i = j;
-    }
-  }
-  group_[i] = -1;
-  --size_;
-}
-
 int FlowSharing::new_group(double capacity, std::uint64_t sig, double load) {
   int g;
   if (!free_groups_.empty()) {

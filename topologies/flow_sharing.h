@@ -46,6 +46,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/flat_id_map.h"
 #include "topologies/topology.h"
 
 namespace strata::topo {
@@ -181,20 +182,7 @@ class FlowSharing {
   std::vector<int> group_links_;
   std::vector<std::uint64_t> group_sig_;
   std::vector<int> free_groups_;
-  // Signature -> the first group with it: open addressing with linear probing (a
-  // group is made and dropped for most flows' starts and ends, so no node per entry).
-  class SigTable {
-   public:
-    int* find(std::uint64_t sig);
-    void insert(std::uint64_t sig, int group);  // sig not present
-    void erase(std::uint64_t sig);              // sig present
-   private:
-    std::size_t home(std::uint64_t sig) const { return static_cast<std::size_t>(sig) & mask_; }
-    std::vector<std::uint64_t> sig_;
-    std::vector<int> group_;  // -1: empty
-    std::size_t size_ = 0, mask_ = 0;
-  };
-  SigTable group_by_sig_;
+  FlatIdMap group_by_sig_;  // signature -> the first group with it
   std::vector<int> group_next_same_sig_;                 // then the others (a hash collision)
   // A group made by a flow's attach is its parent plus that flow; the flow's detach
   // then finds the parent at once while it lives (the serial tells a reused id).

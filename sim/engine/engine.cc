@@ -2,11 +2,11 @@
 
 #include <cmath>
 #include <queue>
-#include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/flat_id_map.h"
 
 namespace strata::sim {
 namespace {
@@ -155,7 +155,7 @@ class Engine {
         f.remaining_bytes = s.part < 0 ? comm.bytes : comm.bytes * comm.parts[static_cast<std::size_t>(s.part)].share;
         f.since = now_;
         f.task = s.task;
-        slot_of_flow_.emplace(f.id, take_flow_slot(f));
+        slot_of_flow_.insert(static_cast<std::uint64_t>(f.id), take_flow_slot(f));
       }
       starting_.clear();
     }
@@ -199,10 +199,10 @@ class Engine {
       schedule_task_done(t, now_ + comm.fixed.ns() + transfer_ns(comm.bytes, comm.rate_cap_bytes_per_s));
     } else if (comm.parts.size() < 2) {
       starting_.push_back({t, -1});  // added with the instant's other flows (flush_ready)
-      parts_left_.emplace(t, 1);
+      state_[t].pending = 1;
     } else {
       for (std::size_t p = 0; p < comm.parts.size(); ++p) starting_.push_back({t, static_cast<int>(p)});
-      parts_left_.emplace(t, static_cast<int>(comm.parts.size()));
+      state_[t].pending = static_cast<std::int32_t>(comm.parts.size());
     }
   }
 
@@ -210,15 +210,15 @@ class Engine {
   void apply_rate_changes() {
     if (net_ == nullptr) return;
     for (FlowModel::FlowId id : net_->take_changed()) {
-      auto it = slot_of_flow_.find(id);
-      if (it == slot_of_flow_.end()) continue;  // already finished
-      ActiveFlow& f = flow_slots_[static_cast<std::size_t>(it->second)];
+      const int* slot = slot_of_flow_.find(static_cast<std::uint64_t>(id));
+      if (slot == nullptr) continue;  // already finished
+      ActiveFlow& f = flow_slots_[static_cast<std::size_t>(*slot)];
       f.remaining_bytes -= f.rate * ns_to_seconds(now_ - f.since);
       if (f.remaining_bytes < 0.0) f.remaining_bytes = 0.0;
       f.since = now_;
       f.rate = net_->rate(id);
       if (!(f.rate > 0.0)) throw InternalError("event engine: a flow was given no bandwidth");
-      schedule_flow_done(it->second, now_ + transfer_ns(f.remaining_bytes, f.rate));
+      schedule_flow_done(*slot, now_ + transfer_ns(f.remaining_bytes, f.rate));
     }
   }
 
@@ -227,12 +227,10 @@ class Engine {
     const ActiveFlow& f = flow_slots_[static_cast<std::size_t>(slot)];
     const TaskId t = f.task;
     ending_.push_back(f.id);  // removed with the instant's other flows (flush_ready)
-    slot_of_flow_.erase(f.id);
+    slot_of_flow_.erase(static_cast<std::uint64_t>(f.id));
     next_version(slot);  // no event of the old flow stays valid
     free_flow_slots_.push_back(slot);
-    auto left = parts_left_.find(t);
-    if (--left->second > 0) return;
-    parts_left_.erase(left);
+    if (--state_[t].pending > 0) return;
     schedule_task_done(t, now_ + g_.comm(g_.comm_of(t)).fixed.ns());
   }
 
@@ -256,7 +254,8 @@ class Engine {
   // Per task, together: release() touches both, one cache line instead of two
   // (the engine's time is mostly misses on per-task arrays).
   struct TaskState {
-    std::int32_t pending = 0;  // conditions not yet met
+    // Conditions not yet met; then, while its transfer runs, its flows not yet done.
+    std::int32_t pending = 0;
     TaskId blocker = -1;       // the last one met
   };
   std::vector<TaskState> state_;
@@ -266,8 +265,7 @@ class Engine {
   std::vector<ActiveFlow> flow_slots_;
   std::vector<std::uint32_t> flow_version_;
   std::vector<std::int32_t> free_flow_slots_;
-  std::unordered_map<FlowModel::FlowId, std::int32_t> slot_of_flow_;
-  std::unordered_map<TaskId, int> parts_left_;  // per transfer in flight: flows not yet done
+  FlatIdMap slot_of_flow_;  // FlowId -> its slot
   std::vector<TaskId> ready_;
   std::vector<StartingFlow> starting_;      // flows that start at this instant
   std::vector<FlowModel::FlowId> ending_;   // flows that ended at this instant
