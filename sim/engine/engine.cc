@@ -55,10 +55,22 @@ class Engine {
     result_.start_ns.assign(n, -1);
     result_.end_ns.assign(n, -1);
     state_.resize(n);
+    blocker_.assign(n, -1);
     head_.assign(g_.num_slots(), 0);
+    const std::int32_t* slots = g_.num_slot_entries() > 0 ? g_.slots_begin(0) : nullptr;
+    const TaskId* successors = g_.num_dependencies_total() > 0 ? g_.successors_begin(0) : nullptr;
     for (TaskId t = 0; t < n; ++t) {
-      state_[t].pending = g_.num_dependencies(t) + static_cast<int>(g_.slots_end(t) - g_.slots_begin(t));
+      TaskState& st = state_[t];
+      st.slot_begin = static_cast<std::int32_t>(g_.slots_begin(t) - slots);
+      st.slot_end = static_cast<std::int32_t>(g_.slots_end(t) - slots);
+      st.succ_begin = static_cast<std::int32_t>(g_.successors_begin(t) - successors);
+      st.succ_end = static_cast<std::int32_t>(g_.successors_end(t) - successors);
+      st.comm = g_.comm_of(t);
+      st.duration_ns = g_.duration_ns(t);
+      st.pending = g_.num_dependencies(t) + (st.slot_end - st.slot_begin);
     }
+    slots_ = slots;
+    successors_ = successors;
   }
 
   RunResult run() {
@@ -100,8 +112,7 @@ class Engine {
       }
     }
     result_.makespan_ns = now_;
-    result_.blocker.resize(state_.size());
-    for (std::size_t t = 0; t < state_.size(); ++t) result_.blocker[t] = state_[t].blocker;
+    result_.blocker = std::move(blocker_);
     return std::move(result_);
   }
 
@@ -113,9 +124,8 @@ class Engine {
   // One of the task's conditions is met: `by` (a dependency, or the task before it
   // on one of its streams) finished; -1 at the step's start.
   void release(TaskId t, TaskId by) {
-    TaskState& st = state_[t];
-    st.blocker = by;
-    if (--st.pending == 0) ready_.push_back(t);
+    blocker_[t] = by;
+    if (--state_[t].pending == 0) ready_.push_back(t);
   }
 
   // Starts tasks in the order they became ready (deterministic).
@@ -134,7 +144,7 @@ class Engine {
       caps.clear();
       weights.clear();
       for (const StartingFlow& s : starting_) {
-        const CommSpec& comm = g_.comm(g_.comm_of(s.task));
+        const CommSpec& comm = g_.comm(state_[s.task].comm);
         if (s.part < 0) {
           links.push_back(&comm.links);
           caps.push_back(comm.rate_cap_bytes_per_s);
@@ -149,7 +159,7 @@ class Engine {
       const std::vector<FlowModel::FlowId> ids = net_->add_all(links, caps, weights);
       for (std::size_t i = 0; i < starting_.size(); ++i) {
         const StartingFlow& s = starting_[i];
-        const CommSpec& comm = g_.comm(g_.comm_of(s.task));
+        const CommSpec& comm = g_.comm(state_[s.task].comm);
         ActiveFlow f;
         f.id = ids[i];
         f.remaining_bytes = s.part < 0 ? comm.bytes : comm.bytes * comm.parts[static_cast<std::size_t>(s.part)].share;
@@ -187,9 +197,10 @@ class Engine {
 
   void start(TaskId t) {
     result_.start_ns[t] = now_;
-    const std::int32_t c = g_.comm_of(t);
+    const TaskState& st = state_[t];
+    const std::int32_t c = st.comm;
     if (c < 0) {
-      schedule_task_done(t, now_ + g_.duration_ns(t));
+      schedule_task_done(t, now_ + st.duration_ns);
       return;
     }
     const CommSpec& comm = g_.comm(c);
@@ -231,19 +242,20 @@ class Engine {
     next_version(slot);  // no event of the old flow stays valid
     free_flow_slots_.push_back(slot);
     if (--state_[t].pending > 0) return;
-    schedule_task_done(t, now_ + g_.comm(g_.comm_of(t)).fixed.ns());
+    schedule_task_done(t, now_ + g_.comm(state_[t].comm).fixed.ns());
   }
 
   void task_done(TaskId t) {
     result_.end_ns[t] = now_;
     ++tasks_done_;
-    for (const std::int32_t* s = g_.slots_begin(t); s != g_.slots_end(t); ++s) {
+    const TaskState& st = state_[t];
+    for (const std::int32_t* s = slots_ + st.slot_begin; s != slots_ + st.slot_end; ++s) {
       const auto tasks = g_.stream_by_slot(*s);
       std::int32_t& h = head_[*s];
       ++h;
       if (h < static_cast<std::int32_t>(tasks.size())) release(tasks[h], t);
     }
-    for (const TaskId* s = g_.successors_begin(t); s != g_.successors_end(t); ++s) release(*s, t);
+    for (const TaskId* s = successors_ + st.succ_begin; s != successors_ + st.succ_end; ++s) release(*s, t);
   }
 
   const TaskGraph& g_;
@@ -251,14 +263,21 @@ class Engine {
   const EngineProgress& progress_;
   std::int64_t tasks_done_ = 0;
   RunResult result_;
-  // Per task, together: release() touches both, one cache line instead of two
-  // (the engine's time is mostly misses on per-task arrays).
-  struct TaskState {
+  // What the engine reads of a task, in one 32-byte record (one cache line, not
+  // one per array of the graph: the engine's time is mostly misses on per-task
+  // data), copied from the graph up front.
+  struct alignas(32) TaskState {
     // Conditions not yet met; then, while its transfer runs, its flows not yet done.
     std::int32_t pending = 0;
-    TaskId blocker = -1;       // the last one met
+    std::int32_t comm = -1;
+    TimeNs duration_ns = 0;
+    std::int32_t slot_begin = 0, slot_end = 0;  // into slots_
+    std::int32_t succ_begin = 0, succ_end = 0;  // into successors_
   };
   std::vector<TaskState> state_;
+  std::vector<TaskId> blocker_;  // per task: the last condition met (written, read at the end)
+  const std::int32_t* slots_ = nullptr;
+  const TaskId* successors_ = nullptr;
   std::vector<std::int32_t> head_;
   // Only the flows in flight (a handful per rank), not one slot per task: slots
   // reused as flows end, each with a version that outdates its pending events.
