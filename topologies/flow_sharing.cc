@@ -315,11 +315,15 @@ void FlowSharing::check_new_flow(const std::vector<LinkId>& path, double cap, co
   // when it finds something wrong.
   bool bad = !(cap > 0.0) || (!weights.empty() && weights.size() != path.size()) || (path.empty() && std::isinf(cap));
   const auto links = static_cast<std::uint64_t>(link_capacity_.size());
-  for (LinkId l : path) bad |= static_cast<std::uint64_t>(static_cast<std::int64_t>(l)) >= links;
+  bool ascending = true;  // then no link repeats (a collective's links come sorted)
+  std::int64_t previous = -1;
+  for (LinkId l : path) {
+    bad |= static_cast<std::uint64_t>(static_cast<std::int64_t>(l)) >= links;
+    ascending &= previous < l;
+    previous = l;
+  }
   for (double w : weights) bad |= !(w > 0.0) | (w == std::numeric_limits<double>::infinity());
   bool repeats = false;  // a link twice (the groups hold each flow once)
-  bool ascending = true;  // then no link repeats (a collective's links come sorted)
-  for (std::size_t i = 1; i < path.size(); ++i) ascending &= path[i - 1] < path[i];
   if (!bad && !ascending) {
     if (++seen_stamp_ == 0) {
       std::fill(link_seen_.begin(), link_seen_.end(), 0);
