@@ -54,7 +54,7 @@ class Engine {
     const int n = g_.num_tasks();
     result_.start_ns.assign(n, -1);
     result_.end_ns.assign(n, -1);
-    state_.resize(n);
+    state_.resize(static_cast<std::size_t>(n) + 1);  // and a last record, where the last task's ranges end
     blocker_.assign(n, -1);
     head_.assign(g_.num_slots(), 0);
     const std::int32_t* slots = g_.num_slot_entries() > 0 ? g_.slots_begin(0) : nullptr;
@@ -62,13 +62,12 @@ class Engine {
     for (TaskId t = 0; t < n; ++t) {
       TaskState& st = state_[t];
       st.slot_begin = static_cast<std::int32_t>(g_.slots_begin(t) - slots);
-      st.slot_end = static_cast<std::int32_t>(g_.slots_end(t) - slots);
       st.succ_begin = static_cast<std::int32_t>(g_.successors_begin(t) - successors);
-      st.succ_end = static_cast<std::int32_t>(g_.successors_end(t) - successors);
       st.comm = g_.comm_of(t);
-      st.duration_ns = g_.duration_ns(t);
-      st.pending = g_.num_dependencies(t) + (st.slot_end - st.slot_begin);
+      st.pending = g_.num_dependencies(t) + static_cast<std::int32_t>(g_.slots_end(t) - g_.slots_begin(t));
     }
+    state_[n].slot_begin = static_cast<std::int32_t>(g_.num_slot_entries());
+    state_[n].succ_begin = static_cast<std::int32_t>(g_.num_dependencies_total());
     slots_ = slots;
     successors_ = successors;
   }
@@ -197,10 +196,9 @@ class Engine {
 
   void start(TaskId t) {
     result_.start_ns[t] = now_;
-    const TaskState& st = state_[t];
-    const std::int32_t c = st.comm;
+    const std::int32_t c = state_[t].comm;
     if (c < 0) {
-      schedule_task_done(t, now_ + st.duration_ns);
+      schedule_task_done(t, now_ + g_.duration_ns(t));
       return;
     }
     const CommSpec& comm = g_.comm(c);
@@ -249,13 +247,14 @@ class Engine {
     result_.end_ns[t] = now_;
     ++tasks_done_;
     const TaskState& st = state_[t];
-    for (const std::int32_t* s = slots_ + st.slot_begin; s != slots_ + st.slot_end; ++s) {
+    const TaskState& next = state_[t + 1];
+    for (const std::int32_t* s = slots_ + st.slot_begin; s != slots_ + next.slot_begin; ++s) {
       const auto tasks = g_.stream_by_slot(*s);
       std::int32_t& h = head_[*s];
       ++h;
       if (h < static_cast<std::int32_t>(tasks.size())) release(tasks[h], t);
     }
-    for (const TaskId* s = successors_ + st.succ_begin; s != successors_ + st.succ_end; ++s) release(*s, t);
+    for (const TaskId* s = successors_ + st.succ_begin; s != successors_ + next.succ_begin; ++s) release(*s, t);
   }
 
   const TaskGraph& g_;
@@ -263,16 +262,16 @@ class Engine {
   const EngineProgress& progress_;
   std::int64_t tasks_done_ = 0;
   RunResult result_;
-  // What the engine reads of a task, in one 32-byte record (one cache line, not
+  // What the engine reads of a task, in one 16-byte record (one cache line, not
   // one per array of the graph: the engine's time is mostly misses on per-task
-  // data), copied from the graph up front.
-  struct alignas(32) TaskState {
+  // data), copied from the graph up front. A task's slots and successors end
+  // where the next record's begin, mostly in the same line.
+  struct alignas(16) TaskState {
     // Conditions not yet met; then, while its transfer runs, its flows not yet done.
     std::int32_t pending = 0;
     std::int32_t comm = -1;
-    TimeNs duration_ns = 0;
-    std::int32_t slot_begin = 0, slot_end = 0;  // into slots_
-    std::int32_t succ_begin = 0, succ_end = 0;  // into successors_
+    std::int32_t slot_begin = 0;  // into slots_
+    std::int32_t succ_begin = 0;  // into successors_
   };
   std::vector<TaskState> state_;
   std::vector<TaskId> blocker_;  // per task: the last condition met (written, read at the end)
