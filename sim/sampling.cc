@@ -93,6 +93,10 @@ StepDistribution sample_steps(const Simulator& simulator, const ModelSpec& model
   std::atomic<int> next{0}, done{0};
   std::mutex failure_mutex;
   std::exception_ptr failure;
+  // The step is built once: the samples differ only in their compute durations.
+  SimulationOptions build_options = options;
+  build_options.progress = {};
+  const std::shared_ptr<const Workload> built = simulator.build(model, plan, build_options);
   // Each thread takes the next sample; the calling thread also reports progress.
   auto work = [&](bool reports) {
     SimulationOptions o = options;
@@ -102,7 +106,7 @@ StepDistribution sample_steps(const Simulator& simulator, const ModelSpec& model
     for (int k = next++; k < samples; k = next++) {
       try {
         o.rank_factors = clock_factors(variation, k, plan.num_gpus());
-        SimulationResult r = simulator.run(model, plan, o);
+        SimulationResult r = simulator.run(*built, model, plan, o);
         d.step_time_s[static_cast<std::size_t>(k)] = r.metrics.step_time_s;
         critical[static_cast<std::size_t>(k)] = std::move(r.critical_ranks);
       } catch (...) {

@@ -196,25 +196,11 @@ Simulator::~Simulator() = default;
 const ClusterSpec& Simulator::cluster() const { return state_->cluster; }
 const Profile& Simulator::profile() const { return state_->profile; }
 
-SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
-                                const SimulationOptions& options) const {
-  auto report = [&](std::int64_t done, std::string_view what) {
-    report_progress(options.progress, done, kSimulationWork, what);
-  };
-  report(0, "building the step");
+Workload Simulator::build_workload_of(const ModelSpec& model, const PlanSpec& plan,
+                                     const SimulationOptions& options) const {
+  report_progress(options.progress, 0, kSimulationWork, "building the step");
   const State& st = *state_;
-  SimulationResult r;
-  r.fidelity = options.fidelity;
-  r.num_gpus = plan.num_gpus();
-  // Phase timings go to the debug log (`strata -v simulate ...`).
-  auto phase_start = std::chrono::steady_clock::now();
-  auto phase_done = [&](const char* phase) {
-    if (!spdlog::should_log(spdlog::level::debug)) return;
-    const auto now = std::chrono::steady_clock::now();
-    spdlog::debug("simulate: {} took {:.2f} ms", phase,
-                  std::chrono::duration<double, std::milli>(now - phase_start).count());
-    phase_start = now;
-  };
+  const auto started = std::chrono::steady_clock::now();
   const FrameworkProfile& framework = framework_profile(plan.framework);
   const std::string& device = st.profile.device.name;
   const AttentionKernel* kernel =
@@ -234,12 +220,61 @@ SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
   const double budget = options.memory_budget_bytes > 0 ? options.memory_budget_bytes : memory_budget_bytes();
   workload_options.max_tasks = budget / kBytesPerEstimatedTask;
   Workload workload = build_workload(model, plan, op_costs, comm_costs, options.fidelity, workload_options);
+  // Phase timings go to the debug log (`strata -v simulate ...`).
+  if (spdlog::should_log(spdlog::level::debug)) {
+    spdlog::debug("simulate: workload took {:.2f} ms",
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
+  }
+  return workload;
+}
+
+std::shared_ptr<const Workload> Simulator::build(const ModelSpec& model, const PlanSpec& plan,
+                                                 const SimulationOptions& options) const {
+  return std::make_shared<const Workload>(build_workload_of(model, plan, options));
+}
+
+SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
+                                const SimulationOptions& options) const {
+  Workload workload = build_workload_of(model, plan, options);
+  return run_built(workload, &workload, model, plan, options);
+}
+
+SimulationResult Simulator::run(const Workload& built, const ModelSpec& model, const PlanSpec& plan,
+                                const SimulationOptions& options) const {
+  return run_built(built, nullptr, model, plan, options);
+}
+
+SimulationResult Simulator::run_built(const Workload& workload, Workload* owned, const ModelSpec& model,
+                                      const PlanSpec& plan, const SimulationOptions& options) const {
+  auto report = [&](std::int64_t done, std::string_view what) {
+    report_progress(options.progress, done, kSimulationWork, what);
+  };
+  const State& st = *state_;
+  SimulationResult r;
+  r.fidelity = options.fidelity;
+  r.num_gpus = plan.num_gpus();
+  auto phase_start = std::chrono::steady_clock::now();
+  auto phase_done = [&](const char* phase) {
+    if (!spdlog::should_log(spdlog::level::debug)) return;
+    const auto now = std::chrono::steady_clock::now();
+    spdlog::debug("simulate: {} took {:.2f} ms", phase,
+                  std::chrono::duration<double, std::milli>(now - phase_start).count());
+    phase_start = now;
+  };
+  const FrameworkProfile& framework = framework_profile(plan.framework);
+  const std::string& device = st.profile.device.name;
+  const AttentionKernel* kernel =
+      framework.attention ? &attention_kernel(framework.attention->kernel_for(device)) : nullptr;
   if ((!options.slow_ranks.empty() || !options.rank_factors.empty()) && options.fidelity != Fidelity::kFull) {
     throw InternalError("simulate: slow ranks need full fidelity (folded simulates one rank per stage)");
   }
+  // Slower GPUs: their compute tasks take longer, in the graph when this run owns
+  // it (the trace shows the step as it ran), else in durations beside it.
+  std::vector<TimeNs> durations;
+  std::vector<double> factor;
   if (!options.slow_ranks.empty() || !options.rank_factors.empty()) {
     // Per simulated rank (at full fidelity every global rank is one).
-    std::vector<double> factor(workload.global_rank.size(), 1.0);
+    factor.assign(workload.global_rank.size(), 1.0);
     for (std::size_t i = 0; i < factor.size(); ++i) {
       const int g = workload.global_rank[i];
       if (!options.rank_factors.empty()) factor[i] = options.rank_factors.at(static_cast<std::size_t>(g));
@@ -247,17 +282,22 @@ SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
         if (slow.rank == g) factor[i] *= slow.factor;
       }
     }
-    workload.graph.scale_compute(stream_index(StreamKind::kCompute), factor);
+    if (owned != nullptr) {
+      owned->graph.scale_compute(stream_index(StreamKind::kCompute), factor);
+    } else {
+      durations = workload.graph.scaled_durations(stream_index(StreamKind::kCompute), factor);
+    }
   }
-  phase_done("workload");
   report(300, "running the step");
   std::unique_ptr<TopologyFlowModel> network;
   if (options.fidelity == Fidelity::kFull) network = std::make_unique<TopologyFlowModel>(st.topology);
-  RunResult run = run_task_graph(workload.graph, network.get(),
-                                 [&](std::int64_t tasks_done, std::int64_t tasks, std::int64_t events) {
-                                   report(300 + 600 * tasks_done / std::max<std::int64_t>(tasks, 1),
-                                          fmt::format("running the step: {:.1f} M events", events / 1e6));
-                                 });
+  RunResult run = run_task_graph(
+      workload.graph, network.get(),
+      [&](std::int64_t tasks_done, std::int64_t tasks, std::int64_t events) {
+        report(300 + 600 * tasks_done / std::max<std::int64_t>(tasks, 1),
+               fmt::format("running the step: {:.1f} M events", events / 1e6));
+      },
+      durations.empty() ? nullptr : &durations);
   phase_done("engine");
   report(900, "the results");
 
@@ -320,7 +360,12 @@ SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
   r.workload.tp_rank = workload.tp_rank;
   r.workload.dp_rank = workload.dp_rank;
   if (options.keep_timeline) {
-    r.workload = std::move(workload);
+    if (owned != nullptr) {
+      r.workload = std::move(*owned);
+    } else {
+      r.workload = workload;
+      if (!factor.empty()) r.workload.graph.scale_compute(stream_index(StreamKind::kCompute), factor);
+    }
     r.run = std::move(run);
   }
   report(kSimulationWork, "");

@@ -132,11 +132,26 @@ class Simulator {
   // The plan must already be checked against the model and cluster (check_plan).
   SimulationResult run(const ModelSpec& model, const PlanSpec& plan,
                        const SimulationOptions& options = {}) const;
+  // The same in two halves, for a step run many times with different GPU speeds
+  // (sampled steps): build() builds the step once (options' fidelity, budget and
+  // progress; its speeds are not applied), run() runs it with options' slow ranks
+  // and rank factors as durations beside the graph, which stays as built, so
+  // several threads may run one built step at once. build() then run() gives
+  // what run(model, plan, options) gives.
+  std::shared_ptr<const Workload> build(const ModelSpec& model, const PlanSpec& plan,
+                                        const SimulationOptions& options = {}) const;
+  SimulationResult run(const Workload& built, const ModelSpec& model, const PlanSpec& plan,
+                       const SimulationOptions& options = {}) const;
 
   const ClusterSpec& cluster() const;
   const Profile& profile() const;
 
  private:
+  Workload build_workload_of(const ModelSpec& model, const PlanSpec& plan, const SimulationOptions& options) const;
+  // Runs a built step; `owned`, when given, is `built` itself, moved into the
+  // result when the options keep the timeline (else that copies it).
+  SimulationResult run_built(const Workload& built, Workload* owned, const ModelSpec& model, const PlanSpec& plan,
+                             const SimulationOptions& options) const;
   struct State;
   std::unique_ptr<State> state_;
 };

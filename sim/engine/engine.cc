@@ -49,8 +49,12 @@ struct StartingFlow {
 
 class Engine {
  public:
-  Engine(const TaskGraph& graph, FlowModel* network, const EngineProgress& progress)
-      : g_(graph), net_(network), progress_(progress) {
+  Engine(const TaskGraph& graph, FlowModel* network, const EngineProgress& progress,
+         const std::vector<TimeNs>* durations)
+      : g_(graph), net_(network), progress_(progress), durations_(durations) {
+    if (durations_ != nullptr && durations_->size() != static_cast<std::size_t>(g_.num_tasks())) {
+      throw InternalError("event engine: one duration per task");
+    }
     const int n = g_.num_tasks();
     result_.start_ns.assign(n, -1);
     result_.end_ns.assign(n, -1);
@@ -198,7 +202,7 @@ class Engine {
     result_.start_ns[t] = now_;
     const std::int32_t c = state_[t].comm;
     if (c < 0) {
-      schedule_task_done(t, now_ + g_.duration_ns(t));
+      schedule_task_done(t, now_ + (durations_ != nullptr ? (*durations_)[t] : g_.duration_ns(t)));
       return;
     }
     const CommSpec& comm = g_.comm(c);
@@ -260,6 +264,7 @@ class Engine {
   const TaskGraph& g_;
   FlowModel* net_;
   const EngineProgress& progress_;
+  const std::vector<TimeNs>* durations_;  // null: the graph's
   std::int64_t tasks_done_ = 0;
   RunResult result_;
   // What the engine reads of a task, in one 16-byte record (one cache line, not
@@ -298,8 +303,9 @@ class Engine {
 
 }  // namespace
 
-RunResult run_task_graph(const TaskGraph& graph, FlowModel* network, const EngineProgress& progress) {
-  return Engine(graph, network, progress).run();
+RunResult run_task_graph(const TaskGraph& graph, FlowModel* network, const EngineProgress& progress,
+                         const std::vector<TimeNs>* durations) {
+  return Engine(graph, network, progress, durations).run();
 }
 
 }  // namespace strata::sim

@@ -37,6 +37,9 @@ inline constexpr std::int64_t kEngineProgressEvents = 1 << 16;
 // Runs the graph. network may be null: communications are then costed without
 // links (fixed latency + bytes / rate cap). Throws InternalError on a deadlock
 // (tasks left that can never start), which would be a workload-builder bug.
-RunResult run_task_graph(const TaskGraph& graph, FlowModel* network, const EngineProgress& progress = {});
+// durations, when given, replace the graph's task durations (one per task; a
+// communication task's own time stays its CommSpec's).
+RunResult run_task_graph(const TaskGraph& graph, FlowModel* network, const EngineProgress& progress = {},
+                         const std::vector<TimeNs>* durations = nullptr);
 
 }  // namespace strata::sim

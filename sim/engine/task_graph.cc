@@ -47,14 +47,20 @@ void TaskGraph::reserve(std::size_t tasks, std::size_t slots, std::size_t depend
 }
 
 void TaskGraph::scale_compute(int stream, const std::vector<double>& factor) {
+  duration_ns_ = scaled_durations(stream, factor);
+}
+
+std::vector<TimeNs> TaskGraph::scaled_durations(int stream, const std::vector<double>& factor) const {
+  std::vector<TimeNs> out = duration_ns_;
   for (TaskId t = 0; t < num_tasks(); ++t) {
     if (comm_[t] >= 0) continue;
     double f = 0.0;
     for (const std::int32_t* s = slots_begin(t); s != slots_end(t); ++s) {
       if (*s % streams_per_rank_ == stream) f = std::max(f, factor[static_cast<std::size_t>(rank_of_slot(*s))]);
     }
-    if (f > 0.0 && f != 1.0) duration_ns_[t] = static_cast<TimeNs>(std::llround(static_cast<double>(duration_ns_[t]) * f));
+    if (f > 0.0 && f != 1.0) out[t] = static_cast<TimeNs>(std::llround(static_cast<double>(out[t]) * f));
   }
+  return out;
 }
 
 bool TaskGraph::runs_on(TaskId t, int rank) const {

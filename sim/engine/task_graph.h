@@ -94,6 +94,9 @@ class TaskGraph {
   // by several ranks in lockstep (a tensor-parallel group's) takes its slowest
   // member's factor, as the group waits for it at every collective.
   void scale_compute(int stream, const std::vector<double>& factor);
+  // The durations scale_compute would give every task, the graph left as it is
+  // (a step run many times at different GPU speeds: run_task_graph's durations).
+  std::vector<TimeNs> scaled_durations(int stream, const std::vector<double>& factor) const;
 
   // Finalises the successor lists; call once before running.
   void finalize();

@@ -8,10 +8,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "costmodel/profile.h"
 #include "fake_costs.h"
+#include "plan/model_spec.h"
 #include "test_models.h"
 #include "sim/engine/engine.h"
+#include "sim/simulate.h"
 #include "sim/workload/workload.h"
+#include "topologies/cluster_spec.h"
 
 namespace strata::sim {
 namespace {
@@ -42,6 +46,45 @@ TEST(ClockVariation, QuantileInterpolatesBetweenOrderStatistics) {
   EXPECT_DOUBLE_EQ(quantile({4, 1, 3, 2}, 0.0), 1.0);
   EXPECT_DOUBLE_EQ(quantile({4, 1, 3, 2}, 1.0), 4.0);
   EXPECT_DOUBLE_EQ(quantile({10, 20}, 0.9), 19.0);
+}
+
+// Sampled steps build the step once and run it at each sample's speeds
+// (Simulator::build, then run on the built step): each run gives what a fresh
+// simulation at those speeds gives — step, critical ranks, every task's times and,
+// kept for the trace, the durations as they ran — and leaves the built step as built.
+TEST(ClockVariation, OneBuiltStepRunsAsFreshOnes) {
+  const ModelSpec model = load_model_spec("gpt-tiny");
+  const ClusterSpec cluster = load_cluster_spec("dgx-a100-1node");
+  const Simulator simulator(cluster, load_profile(cluster.profile));
+  PlanSpec p;
+  p.tp = 2;
+  p.pp = 2;
+  p.dp = 2;
+  p.micro_batch_size = 1;
+  p.global_batch_size = 8;
+  SimulationOptions o;
+  o.critical_path = true;
+  const std::shared_ptr<const Workload> built = simulator.build(model, p, o);
+  const std::vector<TimeNs> as_built = built->graph.scaled_durations(0, std::vector<double>(8, 1.0));
+  std::vector<double> steps;
+  for (int k = 0; k < 3; ++k) {
+    o.rank_factors = clock_factors({0.05, 11}, k, p.num_gpus());
+    const SimulationResult fresh = simulator.run(model, p, o);
+    const SimulationResult reused = simulator.run(*built, model, p, o);
+    EXPECT_EQ(reused.metrics.step_time_s, fresh.metrics.step_time_s) << "sample " << k;
+    EXPECT_EQ(reused.critical_ranks, fresh.critical_ranks) << "sample " << k;
+    EXPECT_EQ(reused.run.start_ns, fresh.run.start_ns) << "sample " << k;
+    EXPECT_EQ(reused.run.end_ns, fresh.run.end_ns) << "sample " << k;
+    ASSERT_EQ(reused.workload.graph.num_tasks(), fresh.workload.graph.num_tasks());
+    for (TaskId t = 0; t < fresh.workload.graph.num_tasks(); ++t) {
+      ASSERT_EQ(reused.workload.graph.duration_ns(t), fresh.workload.graph.duration_ns(t)) << "task " << t;
+    }
+    steps.push_back(fresh.metrics.step_time_s);
+  }
+  EXPECT_NE(steps[0], steps[1]);  // the speeds did change the step
+  EXPECT_EQ(built->graph.scaled_durations(0, std::vector<double>(8, 1.0)), as_built);
+  o.rank_factors.clear();
+  EXPECT_EQ(simulator.run(*built, model, p, o).metrics.step_time_s, simulator.run(model, p, o).metrics.step_time_s);
 }
 
 // E[max of N draws] of the lognormal the factors follow, as the order statistics
