@@ -1,6 +1,9 @@
 #include "sim/workload/folding.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -117,11 +120,17 @@ std::int32_t CollapsedStretches::label(Phase phase, int first, int last) {
   const auto key = std::make_tuple(static_cast<int>(phase), first, last);
   auto it = stretch_label_ids_.find(key);
   if (it != stretch_label_ids_.end()) return it->second;
-  const char* what = phase == Phase::kForward ? "forward" : phase == Phase::kBackward ? "backward" : "weight grads";
-  std::string name = first < 0 ? std::string(what) : fmt::format("{} layers {}-{}", what, first, last);
+  // The name, formatted once per thread for every plan it builds (a sweep's
+  // plans name the same few hundred layer ranges).
+  thread_local std::map<std::tuple<int, int, int>, std::string> names;
+  auto named = names.find(key);
+  if (named == names.end()) {
+    const char* what = phase == Phase::kForward ? "forward" : phase == Phase::kBackward ? "backward" : "weight grads";
+    named = names.emplace(key, first < 0 ? std::string(what) : fmt::format("{} layers {}-{}", what, first, last)).first;
+  }
   // Only collapsed stretches make these names, and this map already keeps one per
   // (phase, layers): straight to the annotations.
-  const std::int32_t id = b_.w.notes.add_label({std::move(name), Category::kGemm, phase});
+  const std::int32_t id = b_.w.notes.add_label({named->second, Category::kGemm, phase});
   stretch_label_ids_.emplace(key, id);
   return id;
 }
