@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 #include <string>
-#include <tuple>
 
 #include <fmt/format.h>
 
@@ -117,12 +116,13 @@ const CollapsedStretches::BlockSummary& CollapsedStretches::summary(const std::v
 }
 
 std::int32_t CollapsedStretches::label(Phase phase, int first, int last) {
-  const auto key = std::make_tuple(static_cast<int>(phase), first, last);
-  auto it = stretch_label_ids_.find(key);
-  if (it != stretch_label_ids_.end()) return it->second;
+  // Layers from -1 (none) up, below 2^24.
+  const std::uint64_t key = static_cast<std::uint64_t>(phase) << 48 | static_cast<std::uint64_t>(first + 1) << 24 |
+                            static_cast<std::uint64_t>(last + 1);
+  if (const int* id = stretch_label_ids_.find(key)) return *id;
   // The name, formatted once per thread for every plan it builds (a sweep's
   // plans name the same few hundred layer ranges).
-  thread_local std::map<std::tuple<int, int, int>, std::string> names;
+  thread_local std::map<std::uint64_t, std::string> names;
   auto named = names.find(key);
   if (named == names.end()) {
     const char* what = phase == Phase::kForward ? "forward" : phase == Phase::kBackward ? "backward" : "weight grads";
@@ -131,7 +131,7 @@ std::int32_t CollapsedStretches::label(Phase phase, int first, int last) {
   // Only collapsed stretches make these names, and this map already keeps one per
   // (phase, layers): straight to the annotations.
   const std::int32_t id = b_.w.notes.add_label({named->second, Category::kGemm, phase});
-  stretch_label_ids_.emplace(key, id);
+  stretch_label_ids_.insert(key, id);
   return id;
 }
 

@@ -11,11 +11,10 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
-#include <tuple>
 #include <unordered_map>
 #include <vector>
 
+#include "core/flat_id_map.h"
 #include "sim/workload/build.h"
 #include "sim/workload/segments.h"
 
@@ -77,10 +76,9 @@ class CollapsedStretches {
   // shape not seen before.
   template <typename MakeOps>
   std::int32_t detail(std::uint64_t key, MakeOps make_ops) {
-    auto it = detail_ids_.find(key);
-    if (it != detail_ids_.end()) return it->second;
-    std::int32_t id = b_.w.notes.add_detail(make_ops());
-    detail_ids_.emplace(key, id);
+    if (const int* id = detail_ids_.find(key)) return *id;
+    const std::int32_t id = b_.w.notes.add_detail(make_ops());
+    detail_ids_.insert(key, id);
     return id;
   }
 
@@ -89,8 +87,9 @@ class CollapsedStretches {
 
  private:
   WorkloadBuild& b_;
-  std::unordered_map<std::uint64_t, std::int32_t> detail_ids_;
-  std::map<std::tuple<int, int, int>, std::int32_t> stretch_label_ids_;
+  // Per build, a few hundred of each: flat maps (no node per entry).
+  FlatIdMap detail_ids_;
+  FlatIdMap stretch_label_ids_;  // key: phase, first and last layer (label_key)
   std::unordered_map<const std::vector<Segment>*, BlockSummary> block_summaries_;
 };
 
