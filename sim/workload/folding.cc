@@ -80,10 +80,14 @@ Boundaries collapse_boundaries(const WorkloadBuild& b, int r) {
       set_boundary(bounds, true, b.block_slot(b.first_forward_op(r, bucket.chunk), edge));
     }
     if (!p.overlap_grad_reduce || bucket.chunk >= static_cast<int>(weight_grad_ops.size())) continue;
-    for (int oi : weight_grad_ops[bucket.chunk]) {
-      if (p.zero_stage == 2 || oi == b.last_backward_op(r, bucket.chunk)) {
-        set_boundary(bounds, false, b.block_slot(oi, edge));
-      }
+    if (p.zero_stage == 2) {  // reduce-scattered after every op that computes them
+      for (int oi : weight_grad_ops[bucket.chunk]) set_boundary(bounds, false, b.block_slot(oi, edge));
+      continue;
+    }
+    // Reduced once, after the chunk's last backward (if that op computes them).
+    const int last = b.last_backward_op(r, bucket.chunk);
+    if (computes_weight_grads(program[static_cast<std::size_t>(last)], p.schedule)) {
+      set_boundary(bounds, false, b.block_slot(last, edge));
     }
   }
   return bounds;
