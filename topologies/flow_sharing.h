@@ -37,7 +37,8 @@
 // list of groups its links fall in, kept as flows start and end (a data-parallel
 // ring's part crosses hundreds of links but, at any moment, a few dozen groups).
 // A group stands for its links exactly: the same load, the same room, full when
-// they are.
+// they are. (Its load is one running sum where each link kept its own, so rates
+// equal a per-link solve's up to rounding.)
 //
 // Not thread-safe: one engine owns one FlowSharing.
 #pragma once
