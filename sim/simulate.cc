@@ -143,6 +143,11 @@ std::vector<LinkUse> link_usage(const topo::Topology& topology, const Workload& 
 
 namespace {
 
+// The fused-attention kernel the plan's framework runs on this device, if any.
+const AttentionKernel* framework_attention_kernel(const FrameworkProfile& framework, const std::string& device) {
+  return framework.attention ? &attention_kernel(framework.attention->kernel_for(device)) : nullptr;
+}
+
 topo::Topology build_topology(const ClusterSpec& cluster, const std::vector<SlowNic>& slow_nics) {
   topo::Topology t = topo::Topology::build(cluster);
   for (const SlowNic& n : slow_nics) t.slow_nic(n.node, n.rail, n.factor);
@@ -203,8 +208,7 @@ Workload Simulator::build_workload_of(const ModelSpec& model, const PlanSpec& pl
   const auto started = std::chrono::steady_clock::now();
   const FrameworkProfile& framework = framework_profile(plan.framework);
   const std::string& device = st.profile.device.name;
-  const AttentionKernel* kernel =
-      framework.attention ? &attention_kernel(framework.attention->kernel_for(device)) : nullptr;
+  const AttentionKernel* kernel = framework_attention_kernel(framework, device);
   ProfileOpCosts op_costs(st.cost_model, kernel, device);
   TopologyCommCosts comm_costs(st.topology, st.collectives, st.cost_model, plan, options.fidelity,
                                st.comm_cache);
@@ -263,8 +267,7 @@ SimulationResult Simulator::run_built(const Workload& workload, Workload* owned,
   };
   const FrameworkProfile& framework = framework_profile(plan.framework);
   const std::string& device = st.profile.device.name;
-  const AttentionKernel* kernel =
-      framework.attention ? &attention_kernel(framework.attention->kernel_for(device)) : nullptr;
+  const AttentionKernel* kernel = framework_attention_kernel(framework, device);
   if ((!options.slow_ranks.empty() || !options.rank_factors.empty()) && options.fidelity != Fidelity::kFull) {
     throw InternalError("simulate: slow ranks need full fidelity (folded simulates one rank per stage)");
   }

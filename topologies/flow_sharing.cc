@@ -35,6 +35,16 @@ std::uint64_t member_sig(std::int64_t flow_id, double weight) {
   return mix(static_cast<std::uint64_t>(flow_id) ^ mix(bits_of(weight)));
 }
 
+// The next stamp for marks compared against it; at wrap-around the marks reset,
+// so that no old mark equals a new stamp.
+std::uint32_t next_stamp(std::uint32_t& stamp, std::vector<std::uint32_t>& marks) {
+  if (++stamp == 0) {
+    std::fill(marks.begin(), marks.end(), 0);
+    stamp = 1;
+  }
+  return stamp;
+}
+
 std::vector<double> capacities_of(const Topology& t) {
   std::vector<double> c;
   c.reserve(static_cast<std::size_t>(t.num_links()));
@@ -156,10 +166,7 @@ int FlowSharing::find_group(std::uint64_t sig, double capacity, int group, int s
   const int* first = group_by_sig_.find(sig);
   if (first == nullptr) return -1;
   const auto& want = link_flows_[static_cast<std::size_t>(group)];
-  if (++member_stamp_ == 0) {
-    std::fill(member_mark_.begin(), member_mark_.end(), 0);
-    member_stamp_ = 1;
-  }
+  next_stamp(member_stamp_, member_mark_);
   member_mark_.resize(flows_.size(), 0);
   member_weight_.resize(flows_.size(), 0.0);
   for (const OnLink& e : want) {
@@ -187,10 +194,7 @@ void FlowSharing::attach(int slot) {
   // (capacity, weight). Groups left without links go at the end, so that no id is
   // reused while this call still looks them up.
   const FlowId id = id_of(slot);
-  if (++split_stamp_ == 0) {
-    std::fill(split_epoch_.begin(), split_epoch_.end(), 0);
-    split_stamp_ = 1;
-  }
+  next_stamp(split_stamp_, split_epoch_);
   splits_.clear();
   emptied_groups_.clear();
   int none_head = -1;  // the splits of links without flows
@@ -255,10 +259,7 @@ void FlowSharing::detach(int slot) {
   // without links and go.
   const Flow& f = flows_[static_cast<std::size_t>(slot)];
   const FlowId id = id_of(slot);
-  if (++split_stamp_ == 0) {
-    std::fill(split_epoch_.begin(), split_epoch_.end(), 0);
-    split_stamp_ = 1;
-  }
+  next_stamp(split_stamp_, split_epoch_);
   emptied_groups_.clear();
   for (std::size_t j = 0; j < f.links.size(); ++j) {
     const auto l = static_cast<std::size_t>(f.links[j]);
@@ -325,10 +326,7 @@ void FlowSharing::check_new_flow(const std::vector<LinkId>& path, double cap, co
   for (double w : weights) bad |= !(w > 0.0) | (w == std::numeric_limits<double>::infinity());
   bool repeats = false;  // a link twice (the groups hold each flow once)
   if (!bad && !ascending) {
-    if (++seen_stamp_ == 0) {
-      std::fill(link_seen_.begin(), link_seen_.end(), 0);
-      seen_stamp_ = 1;
-    }
+    next_stamp(seen_stamp_, link_seen_);
     link_seen_.resize(link_capacity_.size(), 0);
     for (LinkId l : path) {
       repeats |= link_seen_[static_cast<std::size_t>(l)] == seen_stamp_;

@@ -56,12 +56,7 @@ TEST(ClockVariation, OneBuiltStepRunsAsFreshOnes) {
   const ModelSpec model = load_model_spec("gpt-tiny");
   const ClusterSpec cluster = load_cluster_spec("dgx-a100-1node");
   const Simulator simulator(cluster, load_profile(cluster.profile));
-  PlanSpec p;
-  p.tp = 2;
-  p.pp = 2;
-  p.dp = 2;
-  p.micro_batch_size = 1;
-  p.global_batch_size = 8;
+  const PlanSpec p = strata::testing::plan(2, 2, 2, 1, 8);
   SimulationOptions o;
   o.critical_path = true;
   const std::shared_ptr<const Workload> built = simulator.build(model, p, o);
