@@ -257,15 +257,33 @@ void run_simulate(const SimulateArgs& args) {
     options.slow_ranks = slow;
     options.slow_nics = slow_nics;
   }
-  ProgressLine progress("simulate", 100);
-  options.progress = [&](std::int64_t done, std::int64_t total, std::string_view what) {
-    progress.update(100 * done / total, std::string(what));
-    return true;
-  };
-  const auto t0 = std::chrono::steady_clock::now();
-  sim::SimulationResult r = sim::simulate(s, options);
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  progress.finish();
+  sim::SimulationResult r;
+  std::optional<sim::StepDistribution> distribution;
+  double step_wall_s = 0.0;  // the step's own simulation
+  if (args.samples > 0) {
+    // The step and its samples from one build, the step beside the first samples.
+    ProgressLine sampling("sampling", args.samples);
+    const int threads =
+        args.threads > 0 ? args.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    sim::SampledSimulation both =
+        sim::simulate_sampled(s, options, {args.clock_cv, args.seed}, args.samples, threads, [&](int done, int total) {
+          sampling.update(done, fmt::format("step {} of {}", done, total));
+        });
+    sampling.finish();
+    r = std::move(both.noiseless);
+    distribution = std::move(both.distribution);
+    step_wall_s = both.noiseless_wall_s;
+  } else {
+    const auto t0 = std::chrono::steady_clock::now();
+    ProgressLine progress("simulate", 100);
+    options.progress = [&](std::int64_t done, std::int64_t total, std::string_view what) {
+      progress.update(100 * done / total, std::string(what));
+      return true;
+    };
+    r = sim::simulate(s, options);
+    progress.finish();
+    step_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
 
   nlohmann::ordered_json result = sim::result_json(s, r);
   nlohmann::ordered_json training;
@@ -274,20 +292,7 @@ void run_simulate(const SimulateArgs& args) {
     result["training"] = training;
   }
   if (what_if) result["what_if"] = what_if_json(slow, slow_nodes, slow_nics, baseline_s, r.metrics.step_time_s);
-  std::optional<sim::StepDistribution> distribution;
-  if (args.samples > 0) {
-    ProgressLine sampling("sampling", args.samples);
-    const sim::Simulator simulator(s.cluster, s.profile);
-    const int threads =
-        args.threads > 0 ? args.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    distribution = sim::sample_steps(simulator, s.model, s.plan, options, {args.clock_cv, args.seed}, args.samples,
-                                     r.metrics.step_time_s, threads,
-                                     [&](int done, int total) {
-                                       sampling.update(done, fmt::format("step {} of {}", done, total));
-                                     });
-    sampling.finish();
-    result["distribution"] = sim::to_json(*distribution);
-  }
+  if (distribution) result["distribution"] = sim::to_json(*distribution);
   OutputSet out;
   out.add(args.out_dir + "/result.json", result.dump(2) + "\n");
   std::vector<int> traced;
@@ -295,7 +300,7 @@ void run_simulate(const SimulateArgs& args) {
     traced = args.trace_ranks.empty() ? sim::default_trace_ranks(r) : sim::simulated_ranks_of(r, args.trace_ranks);
     out.add(args.out_dir + "/trace.json", sim::result_trace(s, r, traced));
   }
-  print_summary(s, r, wall, training);
+  print_summary(s, r, step_wall_s, training);
   if (what_if) {
     std::string who;
     for (const sim::SlowRank& x : slow_ranks) {

@@ -70,6 +70,28 @@ class ClaimedTime {
   std::vector<std::pair<TimeNs, TimeNs>> intervals_;
 };
 
+// The step's time, and each rank's window start: the whole makespan from 0, or,
+// when ranks start the next step alone, the steady-state period from the rank's
+// first compute (its earlier waiting overlaps the previous step) to its last task.
+TimeNs step_window(const Workload& w, const RunResult& run, std::vector<TimeNs>* window_start) {
+  const TaskGraph& g = w.graph;
+  const int n = g.num_ranks();
+  if (window_start) window_start->assign(static_cast<std::size_t>(n), 0);
+  if (!w.ranks_start_next_step_alone) return run.makespan_ns;
+  TimeNs period = 0;
+  for (int r = 0; r < n; ++r) {
+    TimeNs first = run.makespan_ns, last = 0;
+    for (TaskId t : w.stream(r, StreamKind::kCompute)) first = std::min(first, run.start_ns[t]);
+    for (int s = 0; s < kNumStreamKinds; ++s) {
+      for (TaskId t : g.stream(r, s)) last = std::max(last, run.end_ns[t]);
+    }
+    const TimeNs start = first < last ? first : 0;
+    if (window_start) (*window_start)[static_cast<std::size_t>(r)] = start;
+    period = std::max(period, last - start);
+  }
+  return period;
+}
+
 // step_metrics and compute_stream_waits in one pass: the sums are the metrics;
 // when waits is given, the pieces they add are recorded too.
 StepMetrics account(const Workload& w, const RunResult& run, std::vector<std::vector<ComputeWait>>* waits) {
@@ -79,24 +101,8 @@ StepMetrics account(const Workload& w, const RunResult& run, std::vector<std::ve
   const int n = g.num_ranks();
   out.ranks.resize(n);
   if (waits) waits->assign(n, {});
-  // Each rank's window of the step: the whole makespan, or, when ranks start the
-  // next step alone, the steady-state period from the rank's first compute (its
-  // earlier waiting overlaps the previous step) to its last task.
-  std::vector<TimeNs> window_start(n, 0);
-  TimeNs makespan = run.makespan_ns;
-  if (w.ranks_start_next_step_alone) {
-    TimeNs period = 0;
-    for (int r = 0; r < n; ++r) {
-      TimeNs first = run.makespan_ns, last = 0;
-      for (TaskId t : w.stream(r, StreamKind::kCompute)) first = std::min(first, run.start_ns[t]);
-      for (int s = 0; s < kNumStreamKinds; ++s) {
-        for (TaskId t : g.stream(r, s)) last = std::max(last, run.end_ns[t]);
-      }
-      window_start[r] = first < last ? first : 0;
-      period = std::max(period, last - window_start[r]);
-    }
-    makespan = period;
-  }
+  std::vector<TimeNs> window_start;  // each rank's window is [start, start + makespan)
+  const TimeNs makespan = step_window(w, run, &window_start);
   out.step_time_s = ns_to_seconds(makespan);
 
   auto category = [&](TaskId t) { return notes.label_of_task(t).category; };
@@ -279,6 +285,8 @@ StepMetrics account(const Workload& w, const RunResult& run, std::vector<std::ve
 }  // namespace
 
 StepMetrics step_metrics(const Workload& w, const RunResult& run) { return account(w, run, nullptr); }
+
+double step_time_s(const Workload& w, const RunResult& run) { return ns_to_seconds(step_window(w, run, nullptr)); }
 
 std::vector<std::vector<ComputeWait>> compute_stream_waits(const Workload& w, const RunResult& run) {
   std::vector<std::vector<ComputeWait>> waits;

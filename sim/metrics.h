@@ -49,6 +49,10 @@ struct StepMetrics {
 
 StepMetrics step_metrics(const Workload& workload, const RunResult& run);
 
+// step_metrics(...).step_time_s alone, without the per-rank accounting (sampled
+// steps want only the step's time).
+double step_time_s(const Workload& workload, const RunResult& run);
+
 // One idle interval of a rank's compute stream and why it waited: exposed
 // communication of a kind (tp, cp, ep, pp, dp, zero; copy for offload), the host
 // issuing kernels (host), the other pipeline stages (bubble), or a slower rank of

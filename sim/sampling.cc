@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <mutex>
 #include <numbers>
@@ -80,47 +81,59 @@ double quantile(std::vector<double> values, double p) {
   return values[lo] + (h - static_cast<double>(lo)) * (values[hi] - values[lo]);
 }
 
-StepDistribution sample_steps(const Simulator& simulator, const ModelSpec& model, const PlanSpec& plan,
-                              const SimulationOptions& options, const ClockVariation& variation, int samples,
-                              double noiseless_step_time_s, int threads,
-                              const std::function<void(int, int)>& progress) {
+namespace {
+
+// The samples of one built step on `threads` threads, each sample its own run;
+// `beside`, when given, is run once by the first thread that is not the caller's
+// (by the caller, first, with one thread), so that it overlaps the samples.
+StepDistribution run_samples(const Simulator& simulator, const Workload& built, const ModelSpec& model,
+                             const PlanSpec& plan, const SimulationOptions& options, const ClockVariation& variation,
+                             int samples, int threads, const std::function<void(int, int)>& progress,
+                             const std::function<void()>& beside) {
   if (options.fidelity != Fidelity::kFull) throw InternalError("sample_steps: full fidelity only");
   StepDistribution d;
   d.variation = variation;
-  d.noiseless_step_time_s = noiseless_step_time_s;
   d.step_time_s.assign(static_cast<std::size_t>(samples), 0.0);
   std::vector<std::vector<int>> critical(static_cast<std::size_t>(samples));
   std::atomic<int> next{0}, done{0};
   std::mutex failure_mutex;
   std::exception_ptr failure;
-  // The step is built once: the samples differ only in their compute durations.
-  SimulationOptions build_options = options;
-  build_options.progress = {};
-  const std::shared_ptr<const Workload> built = simulator.build(model, plan, build_options);
+  auto fail = [&] {
+    const std::lock_guard<std::mutex> lock(failure_mutex);
+    if (!failure) failure = std::current_exception();
+    next = samples;
+  };
   // Each thread takes the next sample; the calling thread also reports progress.
-  auto work = [&](bool reports) {
+  auto work = [&](bool reports, bool runs_beside) {
+    if (runs_beside) {
+      try {
+        beside();
+      } catch (...) {
+        fail();
+      }
+    }
     SimulationOptions o = options;
     o.keep_timeline = false;
+    o.step_time_only = true;
     o.critical_path = true;
     o.progress = {};
     for (int k = next++; k < samples; k = next++) {
       try {
         o.rank_factors = clock_factors(variation, k, plan.num_gpus());
-        SimulationResult r = simulator.run(*built, model, plan, o);
+        SimulationResult r = simulator.run(built, model, plan, o);
         d.step_time_s[static_cast<std::size_t>(k)] = r.metrics.step_time_s;
         critical[static_cast<std::size_t>(k)] = std::move(r.critical_ranks);
       } catch (...) {
-        const std::lock_guard<std::mutex> lock(failure_mutex);
-        if (!failure) failure = std::current_exception();
-        next = samples;
+        fail();
       }
       ++done;
       if (reports && progress) progress(done, samples);
     }
   };
+  const int pool_size = std::min(threads, samples) - 1;
   std::vector<std::thread> pool;
-  for (int t = 1; t < std::min(threads, samples); ++t) pool.emplace_back(work, false);
-  work(true);
+  for (int t = 0; t < pool_size; ++t) pool.emplace_back(work, false, beside && t == 0);
+  work(true, beside && pool_size == 0);
   for (std::thread& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
   std::vector<int> on_path(static_cast<std::size_t>(plan.num_gpus()), 0);
@@ -138,6 +151,54 @@ StepDistribution sample_steps(const Simulator& simulator, const ModelSpec& model
   d.p90 = bootstrap(d.step_time_s, variation.seed, [](std::vector<double> v) { return quantile(std::move(v), 0.9); });
   d.p99 = bootstrap(d.step_time_s, variation.seed, [](std::vector<double> v) { return quantile(std::move(v), 0.99); });
   return d;
+}
+
+SimulationOptions build_options_of(const SimulationOptions& options) {
+  SimulationOptions o = options;
+  o.progress = {};
+  return o;
+}
+
+}  // namespace
+
+StepDistribution sample_steps(const Simulator& simulator, const ModelSpec& model, const PlanSpec& plan,
+                              const SimulationOptions& options, const ClockVariation& variation, int samples,
+                              double noiseless_step_time_s, int threads,
+                              const std::function<void(int, int)>& progress) {
+  // The step is built once: the samples differ only in their compute durations.
+  const std::shared_ptr<const Workload> built = simulator.build(model, plan, build_options_of(options));
+  StepDistribution d =
+      run_samples(simulator, *built, model, plan, options, variation, samples, threads, progress, {});
+  d.noiseless_step_time_s = noiseless_step_time_s;
+  return d;
+}
+
+SampledSimulation simulate_sampled(const Simulator& simulator, const ModelSpec& model, const PlanSpec& plan,
+                                   const SimulationOptions& options, const ClockVariation& variation, int samples,
+                                   int threads, const std::function<void(int, int)>& progress) {
+  const std::shared_ptr<const Workload> built = simulator.build(model, plan, build_options_of(options));
+  SampledSimulation out;
+  SimulationOptions noiseless_options = build_options_of(options);
+  out.distribution = run_samples(simulator, *built, model, plan, options, variation, samples, threads, progress,
+                                 [&] {
+                                   const auto t0 = std::chrono::steady_clock::now();
+                                   out.noiseless = simulator.run(*built, model, plan, noiseless_options);
+                                   out.noiseless_wall_s =
+                                       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                                 });
+  out.distribution.noiseless_step_time_s = out.noiseless.metrics.step_time_s;
+  return out;
+}
+
+SampledSimulation simulate_sampled(const Scenario& s, const SimulationOptions& options,
+                                   const ClockVariation& variation, int samples, int threads,
+                                   const std::function<void(int, int)>& progress) {
+  try {
+    const Simulator simulator(s.cluster, s.profile, options.slow_nics);
+    return simulate_sampled(simulator, s.model, s.plan, options, variation, samples, threads, progress);
+  } catch (const WorkloadTooLarge& e) {
+    throw_too_large(s, options, e);
+  }
 }
 
 std::vector<std::pair<int, double>> most_critical_ranks(const StepDistribution& d, std::size_t limit) {

@@ -64,6 +64,22 @@ StepDistribution sample_steps(const Simulator& simulator, const ModelSpec& model
                               double noiseless_step_time_s, int threads = 1,
                               const std::function<void(int, int)>& progress = {});
 
+// The step as options give it (its timeline if asked) and its samples, from one
+// build: the noiseless run takes a thread beside the first samples.
+struct SampledSimulation {
+  SimulationResult noiseless;
+  double noiseless_wall_s = 0.0;  // the noiseless run's own time (it ran beside samples)
+  StepDistribution distribution;  // its noiseless_step_time_s: noiseless's step
+};
+SampledSimulation simulate_sampled(const Simulator& simulator, const ModelSpec& model, const PlanSpec& plan,
+                                   const SimulationOptions& options, const ClockVariation& variation, int samples,
+                                   int threads = 1, const std::function<void(int, int)>& progress = {});
+// The same for a scenario (its slowed NICs in the topology of every run); a step
+// too large to simulate is simulate()'s InputError.
+SampledSimulation simulate_sampled(const Scenario& scenario, const SimulationOptions& options,
+                                   const ClockVariation& variation, int samples, int threads = 1,
+                                   const std::function<void(int, int)>& progress = {});
+
 // The ranks most often on the critical path, by share of samples (then by rank),
 // at most `limit` of them.
 std::vector<std::pair<int, double>> most_critical_ranks(const StepDistribution& d, std::size_t limit);

@@ -304,7 +304,11 @@ SimulationResult Simulator::run_built(const Workload& workload, Workload* owned,
   phase_done("engine");
   report(900, "the results");
 
-  r.metrics = step_metrics(workload, run);
+  if (options.step_time_only) {
+    r.metrics.step_time_s = step_time_s(workload, run);
+  } else {
+    r.metrics = step_metrics(workload, run);
+  }
   if (options.critical_path && options.fidelity == Fidelity::kFull) r.critical_ranks = critical_path_ranks(workload, run);
   r.flops = step_flops(model, plan);
   r.memory = memory_report(model, plan, device_memory(st.profile));
@@ -379,26 +383,30 @@ SimulationResult simulate(const Scenario& s, const SimulationOptions& options) {
   try {
     return Simulator(s.cluster, s.profile, options.slow_nics).run(s.model, s.plan, options);
   } catch (const WorkloadTooLarge& e) {
-    const PlanSpec& p = s.plan;
-    const bool by_batch = e.microbatches >= e.simulated_ranks;
-    const bool engine_limit = e.max_tasks >= kMaxTasks;
-    const double budget = options.memory_budget_bytes > 0 ? options.memory_budget_bytes : memory_budget_bytes();
-    throw InputError(
-        by_batch ? s.plan_file : s.cluster_file, by_batch ? "$.global_batch_size" : "$.nodes",
-        fmt::format("too large to simulate: {} micro-batches (global_batch_size {} / (micro_batch_size {} x dp {})) on "
-                    "{} simulated ranks at {} fidelity make about {:.3g} tasks ({:.1f} GiB at {:.0f} bytes each), "
-                    "more than {}; use a smaller global_batch_size{}{}{}",
-                    e.microbatches, p.global_batch_size, p.micro_batch_size, p.dp, e.simulated_ranks,
-                    to_string(e.fidelity), e.tasks, e.tasks * kBytesPerEstimatedTask / double(1ull << 30),
-                    kBytesPerEstimatedTask,
-                    engine_limit ? "the engine's 2^31 task ids"
-                    : options.memory_budget_bytes > 0
-                        ? fmt::format("the {:.1f} GiB allowed", budget / double(1ull << 30))
-                        : std::string("this machine allows: ") + memory_budget_words(),
-                    e.fidelity == Fidelity::kFull ? (by_batch ? " or" : ",") : "",
-                    e.fidelity == Fidelity::kFull ? " --fidelity folded (one rank per pipeline stage)" : "",
-                    by_batch ? "" : " or fewer nodes"));
+    throw_too_large(s, options, e);
   }
+}
+
+void throw_too_large(const Scenario& s, const SimulationOptions& options, const WorkloadTooLarge& e) {
+  const PlanSpec& p = s.plan;
+  const bool by_batch = e.microbatches >= e.simulated_ranks;
+  const bool engine_limit = e.max_tasks >= kMaxTasks;
+  const double budget = options.memory_budget_bytes > 0 ? options.memory_budget_bytes : memory_budget_bytes();
+  throw InputError(
+      by_batch ? s.plan_file : s.cluster_file, by_batch ? "$.global_batch_size" : "$.nodes",
+      fmt::format("too large to simulate: {} micro-batches (global_batch_size {} / (micro_batch_size {} x dp {})) on "
+                  "{} simulated ranks at {} fidelity make about {:.3g} tasks ({:.1f} GiB at {:.0f} bytes each), "
+                  "more than {}; use a smaller global_batch_size{}{}{}",
+                  e.microbatches, p.global_batch_size, p.micro_batch_size, p.dp, e.simulated_ranks,
+                  to_string(e.fidelity), e.tasks, e.tasks * kBytesPerEstimatedTask / double(1ull << 30),
+                  kBytesPerEstimatedTask,
+                  engine_limit ? "the engine's 2^31 task ids"
+                  : options.memory_budget_bytes > 0
+                      ? fmt::format("the {:.1f} GiB allowed", budget / double(1ull << 30))
+                      : std::string("this machine allows: ") + memory_budget_words(),
+                  e.fidelity == Fidelity::kFull ? (by_batch ? " or" : ",") : "",
+                  e.fidelity == Fidelity::kFull ? " --fidelity folded (one rank per pipeline stage)" : "",
+                  by_batch ? "" : " or fewer nodes"));
 }
 
 std::vector<int> default_trace_ranks(const SimulationResult& r) {

@@ -49,6 +49,9 @@ struct SimulationOptions {
   // variation); empty: every GPU at speed. Full fidelity only; with slow_ranks
   // the factors multiply.
   std::vector<double> rank_factors;
+  // Only the step's time in metrics (no per-rank accounting: ranks, exposed
+  // communication and bubble stay empty); sampled steps want nothing else.
+  bool step_time_only = false;
   // Keep the task graph and event times for traces and link utilization
   // (sweeps turn this off: thousands of plans, metrics only).
   bool keep_timeline = true;
@@ -160,6 +163,10 @@ class Simulator {
 // the memory allowed is an InputError naming the key that makes it so (the
 // plan's global_batch_size, or the cluster's nodes) and what to change.
 SimulationResult simulate(const Scenario& scenario, const SimulationOptions& options = {});
+
+// That InputError for a step of the scenario too large to simulate.
+[[noreturn]] void throw_too_large(const Scenario& scenario, const SimulationOptions& options,
+                                  const WorkloadTooLarge& e);
 
 // result.json (docs/formats.md).
 nlohmann::ordered_json result_json(const Scenario& scenario, const SimulationResult& result);

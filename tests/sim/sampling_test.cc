@@ -82,6 +82,42 @@ TEST(ClockVariation, OneBuiltStepRunsAsFreshOnes) {
   EXPECT_EQ(simulator.run(*built, model, p, o).metrics.step_time_s, simulator.run(model, p, o).metrics.step_time_s);
 }
 
+// simulate_sampled runs the step as asked (its timeline kept) beside its samples,
+// all from one build: the step is what a fresh simulation gives, each sample's
+// step time (counted without the per-rank accounting) what a fresh simulation at
+// its speeds gives, on any number of threads. A zb-h2 plan too, whose ranks start
+// the next step alone (its step is a period, not the makespan).
+TEST(ClockVariation, SampledSimulationIsItsFreshRuns) {
+  const ModelSpec model = load_model_spec("gpt-tiny");
+  const ClusterSpec cluster = load_cluster_spec("dgx-a100-1node");
+  const Simulator simulator(cluster, load_profile(cluster.profile));
+  PlanSpec zb = strata::testing::plan(1, 2, 4, 1, 16);
+  zb.schedule = Schedule::kZbH2;
+  for (const PlanSpec& p : {strata::testing::plan(2, 2, 2, 1, 8), zb}) {
+    const ClockVariation v{0.05, 5};
+    const SimulationOptions o;
+    const SampledSimulation one = simulate_sampled(simulator, model, p, o, v, 5, 1);
+    const SampledSimulation three = simulate_sampled(simulator, model, p, o, v, 5, 3);
+    const SimulationResult fresh = simulator.run(model, p, o);
+    EXPECT_EQ(one.noiseless.metrics.step_time_s, fresh.metrics.step_time_s);
+    EXPECT_EQ(one.noiseless.metrics.bubble_ratio, fresh.metrics.bubble_ratio);
+    EXPECT_EQ(one.noiseless.run.end_ns, fresh.run.end_ns);
+    EXPECT_EQ(three.noiseless.run.end_ns, fresh.run.end_ns);
+    EXPECT_EQ(one.distribution.noiseless_step_time_s, fresh.metrics.step_time_s);
+    ASSERT_EQ(one.distribution.step_time_s.size(), 5u);
+    for (int k = 0; k < 5; ++k) {
+      SimulationOptions at = o;
+      at.rank_factors = clock_factors(v, k, p.num_gpus());
+      EXPECT_EQ(one.distribution.step_time_s[static_cast<std::size_t>(k)],
+                simulator.run(model, p, at).metrics.step_time_s)
+          << to_string(p.schedule) << " sample " << k;
+    }
+    EXPECT_EQ(three.distribution.step_time_s, one.distribution.step_time_s);
+    EXPECT_EQ(three.distribution.critical_share, one.distribution.critical_share);
+    EXPECT_EQ(three.distribution.p90.value, one.distribution.p90.value);
+  }
+}
+
 // E[max of N draws] of the lognormal the factors follow, as the order statistics
 // give it for a positive variable: the integral of 1 - F(x)^N over x > 0, F the
 // lognormal's CDF (midpoint rule; the tail beyond 2 is below 1e-30 at cv 0.05).
