@@ -840,5 +840,21 @@ TEST(SimulateCommand, SlowNicWhatIfSlowsTheStepMoreTheSlowerItIs) {
   EXPECT_FALSE(file_exists(dir.file("bad/result.json")));
 }
 
+// Sampled steps run on the topology with the slowed NIC too: at a negligible
+// clock spread each sample is the slowed step, not the step at speed.
+TEST(SimulateCommand, SampledStepsKeepTheSlowNic) {
+  TempDir dir;
+  std::vector<std::string> args = llama70b_64(dir.file("out"));
+  args.insert(args.end(), {"--no-trace", "--slow-nic", "0:0:4", "--samples", "2", "--clock-cv", "1e-5"});
+  const CommandResult r = run_strata(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json result = read_json(dir.file("out/result.json"));
+  const double slowed = result["step_time_s"].get<double>();
+  const double at_speed = result["what_if"]["baseline_step_time_s"].get<double>();
+  ASSERT_GT(slowed, 1.01 * at_speed);
+  EXPECT_DOUBLE_EQ(result["distribution"]["noiseless_step_time_s"].get<double>(), slowed);
+  for (const json& step : result["distribution"]["step_time_s"]) EXPECT_NEAR(step.get<double>(), slowed, 1e-3 * slowed);
+}
+
 }  // namespace
 }  // namespace strata::testing
