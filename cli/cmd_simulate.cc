@@ -33,6 +33,7 @@ struct SimulateArgs {
   std::vector<std::string> slow_nodes;  // "N:F"
   std::vector<std::string> slow_nics;   // "N:R:F"
   int samples = 0;
+  std::string trace_sample;  // --trace-sample: "", "slowest" or a sample's index
   std::uint64_t seed = 1;
   double clock_cv = 0.0;
   int threads = 0;
@@ -113,6 +114,24 @@ std::vector<sim::SlowNic> parse_slow_nics(const std::vector<std::string>& texts,
     out.push_back(nic);
   }
   return out;
+}
+
+// --trace-sample's sample: kNoSample when not given, kSlowestSample for
+// "slowest", else an index into the samples.
+int traced_sample_of(const SimulateArgs& args) {
+  if (args.trace_sample.empty()) return sim::kNoSample;
+  auto fail = [&](const std::string& why) {
+    throw InputError("", "--trace-sample",
+                     fmt::format("\"{}\": {} (allowed: \"slowest\" or a sample's index, 0..samples-1, with "
+                                 "--samples and a trace)",
+                                 args.trace_sample, why));
+  };
+  if (args.samples <= 0) fail("needs --samples");
+  if (args.no_trace) fail("--no-trace writes no trace");
+  if (args.trace_sample == "slowest") return sim::kSlowestSample;
+  const std::optional<std::vector<double>> k = colon_numbers(args.trace_sample, 1);
+  if (!k || !is_index((*k)[0], args.samples)) fail(fmt::format("not one of the {} samples", args.samples));
+  return static_cast<int>((*k)[0]);
 }
 
 // What the slow ranks and NICs cost the step, against every GPU and NIC at speed.
@@ -247,6 +266,7 @@ void run_simulate(const SimulateArgs& args) {
                                  "of variation in (0, 1]; the result names it as assumed)",
                                  s.profile.device.name));
   }
+  const int trace_sample = traced_sample_of(args);
   // The what-if's baseline: the same step with every GPU at speed.
   double baseline_s = 0.0;
   const bool what_if = !slow.empty() || !slow_nics.empty();
@@ -260,19 +280,23 @@ void run_simulate(const SimulateArgs& args) {
   sim::SimulationResult r;
   std::optional<sim::StepDistribution> distribution;
   double step_wall_s = 0.0;  // the step's own simulation
+  std::optional<sim::SimulationResult> traced_sample;  // --trace-sample's
+  int traced_sample_index = -1;
   if (args.samples > 0) {
     // The step and its samples from one build, the step beside the first samples.
     ProgressLine sampling("sampling", args.samples);
     const int threads =
         args.threads > 0 ? args.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    sim::SampledSimulation both =
-        sim::simulate_sampled(s, options, {args.clock_cv, args.seed}, args.samples, threads, [&](int done, int total) {
-          sampling.update(done, fmt::format("step {} of {}", done, total));
-        });
+    const sim::Sampling asked{{args.clock_cv, args.seed}, args.samples, threads, trace_sample};
+    sim::SampledSimulation both = sim::simulate_sampled(s, options, asked, [&](int done, int total) {
+      sampling.update(done, fmt::format("step {} of {}", done, total));
+    });
     sampling.finish();
     r = std::move(both.noiseless);
     distribution = std::move(both.distribution);
     step_wall_s = both.noiseless_wall_s;
+    traced_sample = std::move(both.traced);
+    traced_sample_index = both.traced_index;
   } else {
     const auto t0 = std::chrono::steady_clock::now();
     ProgressLine progress("simulate", 100);
@@ -293,12 +317,19 @@ void run_simulate(const SimulateArgs& args) {
   }
   if (what_if) result["what_if"] = what_if_json(slow, slow_nodes, slow_nics, baseline_s, r.metrics.step_time_s);
   if (distribution) result["distribution"] = sim::to_json(*distribution);
+  const std::string sample_trace_file = fmt::format("trace-sample-{}.json", traced_sample_index);
+  if (traced_sample) {
+    result["distribution"]["traced_sample"] = {{"sample", traced_sample_index},
+                                               {"step_time_s", traced_sample->metrics.step_time_s},
+                                               {"trace", sample_trace_file}};
+  }
   OutputSet out;
   out.add(args.out_dir + "/result.json", result.dump(2) + "\n");
   std::vector<int> traced;
   if (!args.no_trace) {
     traced = args.trace_ranks.empty() ? sim::default_trace_ranks(r) : sim::simulated_ranks_of(r, args.trace_ranks);
     out.add(args.out_dir + "/trace.json", sim::result_trace(s, r, traced));
+    if (traced_sample) out.add(args.out_dir + "/" + sample_trace_file, sim::result_trace(s, *traced_sample, traced));
   }
   print_summary(s, r, step_wall_s, training);
   if (what_if) {
@@ -333,10 +364,17 @@ void run_simulate(const SimulateArgs& args) {
       critical += fmt::format("{}rank {} {:.0f}%", critical.empty() ? "" : ", ", rank, 100.0 * share);
     }
     if (!critical.empty()) fmt::print("  on the critical path (share of samples): {}\n", critical);
+    if (traced_sample) {
+      fmt::print("  sample {} ({}{}) traced in {}: ranks idle at a collective for a slower peer are marked "
+                 "\"waiting for rank N\"\n",
+                 traced_sample_index, args.trace_sample == "slowest" ? "the slowest, " : "",
+                 seconds(traced_sample->metrics.step_time_s), sample_trace_file);
+    }
   }
   out.commit();
   fmt::print("\nwrote {}/result.json", args.out_dir);
   if (!args.no_trace) fmt::print(", {}/trace.json ({} ranks; open in ui.perfetto.dev or strata-gui)", args.out_dir, traced.size());
+  if (traced_sample) fmt::print(", {}/{}", args.out_dir, sample_trace_file);
   fmt::print("\n");
 }
 
@@ -377,6 +415,9 @@ void add_simulate_command(CLI::App& app) {
                   "coefficient of variation of each GPU's compute speed per step, for --samples (an assumption, "
                   "reported as such)")
       ->check(finite_in(1e-6, 1.0));
+  cmd->add_option("--trace-sample", args->trace_sample,
+                  "with --samples: also write the trace of this sample (0-based) or of the slowest one (\"slowest\"): "
+                  "trace-sample-K.json, where ranks wait for slower peers");
   cmd->add_option("--threads", args->threads,
                   "threads for --samples (default: all cores; the samples do not depend on it)")
       ->check(CLI::PositiveNumber);

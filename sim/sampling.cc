@@ -8,6 +8,8 @@
 #include <numbers>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 
 namespace strata::sim {
@@ -174,28 +176,39 @@ StepDistribution sample_steps(const Simulator& simulator, const ModelSpec& model
 }
 
 SampledSimulation simulate_sampled(const Simulator& simulator, const ModelSpec& model, const PlanSpec& plan,
-                                   const SimulationOptions& options, const ClockVariation& variation, int samples,
-                                   int threads, const std::function<void(int, int)>& progress) {
+                                   const SimulationOptions& options, const Sampling& sampling,
+                                   const std::function<void(int, int)>& progress) {
   const std::shared_ptr<const Workload> built = simulator.build(model, plan, build_options_of(options));
   SampledSimulation out;
-  SimulationOptions noiseless_options = build_options_of(options);
-  out.distribution = run_samples(simulator, *built, model, plan, options, variation, samples, threads, progress,
-                                 [&] {
+  const SimulationOptions noiseless_options = build_options_of(options);
+  out.distribution = run_samples(simulator, *built, model, plan, options, sampling.variation, sampling.samples,
+                                 sampling.threads, progress, [&] {
                                    const auto t0 = std::chrono::steady_clock::now();
                                    out.noiseless = simulator.run(*built, model, plan, noiseless_options);
                                    out.noiseless_wall_s =
                                        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
                                  });
   out.distribution.noiseless_step_time_s = out.noiseless.metrics.step_time_s;
+  if (sampling.traced != kNoSample) {
+    const std::vector<double>& steps = out.distribution.step_time_s;
+    const int k = sampling.traced == kSlowestSample
+                      ? static_cast<int>(std::max_element(steps.begin(), steps.end()) - steps.begin())
+                      : sampling.traced;
+    if (k < 0 || k >= sampling.samples) throw InternalError(fmt::format("simulate_sampled: no sample {}", k));
+    SimulationOptions o = noiseless_options;
+    o.keep_timeline = true;
+    o.rank_factors = clock_factors(sampling.variation, k, plan.num_gpus());
+    out.traced = simulator.run(*built, model, plan, o);
+    out.traced_index = k;
+  }
   return out;
 }
 
-SampledSimulation simulate_sampled(const Scenario& s, const SimulationOptions& options,
-                                   const ClockVariation& variation, int samples, int threads,
+SampledSimulation simulate_sampled(const Scenario& s, const SimulationOptions& options, const Sampling& sampling,
                                    const std::function<void(int, int)>& progress) {
   try {
     const Simulator simulator(s.cluster, s.profile, options.slow_nics);
-    return simulate_sampled(simulator, s.model, s.plan, options, variation, samples, threads, progress);
+    return simulate_sampled(simulator, s.model, s.plan, options, sampling, progress);
   } catch (const WorkloadTooLarge& e) {
     throw_too_large(s, options, e);
   }

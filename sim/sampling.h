@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "sim/simulate.h"
@@ -64,21 +65,34 @@ StepDistribution sample_steps(const Simulator& simulator, const ModelSpec& model
                               double noiseless_step_time_s, int threads = 1,
                               const std::function<void(int, int)>& progress = {});
 
+// What simulate_sampled samples: `samples` steps under `variation` on `threads`
+// threads, and optionally one sample again with its timeline (for its trace:
+// where ranks waited for slower peers).
+inline constexpr int kNoSample = -1;
+inline constexpr int kSlowestSample = -2;
+struct Sampling {
+  ClockVariation variation;
+  int samples = 0;
+  int threads = 1;
+  int traced = kNoSample;  // a sample's index, kSlowestSample or kNoSample
+};
+
 // The step as options give it (its timeline if asked) and its samples, from one
 // build: the noiseless run takes a thread beside the first samples.
 struct SampledSimulation {
   SimulationResult noiseless;
   double noiseless_wall_s = 0.0;  // the noiseless run's own time (it ran beside samples)
   StepDistribution distribution;  // its noiseless_step_time_s: noiseless's step
+  std::optional<SimulationResult> traced;  // Sampling::traced's sample, its timeline kept
+  int traced_index = kNoSample;
 };
 SampledSimulation simulate_sampled(const Simulator& simulator, const ModelSpec& model, const PlanSpec& plan,
-                                   const SimulationOptions& options, const ClockVariation& variation, int samples,
-                                   int threads = 1, const std::function<void(int, int)>& progress = {});
+                                   const SimulationOptions& options, const Sampling& sampling,
+                                   const std::function<void(int, int)>& progress = {});
 // The same for a scenario (its slowed NICs in the topology of every run); a step
 // too large to simulate is simulate()'s InputError.
 SampledSimulation simulate_sampled(const Scenario& scenario, const SimulationOptions& options,
-                                   const ClockVariation& variation, int samples, int threads = 1,
-                                   const std::function<void(int, int)>& progress = {});
+                                   const Sampling& sampling, const std::function<void(int, int)>& progress = {});
 
 // The ranks most often on the critical path, by share of samples (then by rank),
 // at most `limit` of them.

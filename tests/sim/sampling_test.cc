@@ -96,8 +96,8 @@ TEST(ClockVariation, SampledSimulationIsItsFreshRuns) {
   for (const PlanSpec& p : {strata::testing::plan(2, 2, 2, 1, 8), zb}) {
     const ClockVariation v{0.05, 5};
     const SimulationOptions o;
-    const SampledSimulation one = simulate_sampled(simulator, model, p, o, v, 5, 1);
-    const SampledSimulation three = simulate_sampled(simulator, model, p, o, v, 5, 3);
+    const SampledSimulation one = simulate_sampled(simulator, model, p, o, {v, 5, 1});
+    const SampledSimulation three = simulate_sampled(simulator, model, p, o, {v, 5, 3, kSlowestSample});
     const SimulationResult fresh = simulator.run(model, p, o);
     EXPECT_EQ(one.noiseless.metrics.step_time_s, fresh.metrics.step_time_s);
     EXPECT_EQ(one.noiseless.metrics.bubble_ratio, fresh.metrics.bubble_ratio);
@@ -115,6 +115,13 @@ TEST(ClockVariation, SampledSimulationIsItsFreshRuns) {
     EXPECT_EQ(three.distribution.step_time_s, one.distribution.step_time_s);
     EXPECT_EQ(three.distribution.critical_share, one.distribution.critical_share);
     EXPECT_EQ(three.distribution.p90.value, one.distribution.p90.value);
+    // The slowest sample run again with its timeline is that sample.
+    EXPECT_FALSE(one.traced);
+    ASSERT_TRUE(three.traced);
+    const std::vector<double>& steps = one.distribution.step_time_s;
+    EXPECT_EQ(three.traced_index, std::max_element(steps.begin(), steps.end()) - steps.begin());
+    EXPECT_EQ(three.traced->metrics.step_time_s, *std::max_element(steps.begin(), steps.end()));
+    EXPECT_EQ(three.traced->workload.graph.num_tasks(), fresh.workload.graph.num_tasks());
   }
 }
 

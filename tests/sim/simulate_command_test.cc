@@ -856,5 +856,55 @@ TEST(SimulateCommand, SampledStepsKeepTheSlowNic) {
   for (const json& step : result["distribution"]["step_time_s"]) EXPECT_NEAR(step.get<double>(), slowed, 1e-3 * slowed);
 }
 
+// --trace-sample slowest: the slowest sample's trace, where each data-parallel
+// replica idles at the gradient reduction for the slowest GPU ("waiting for rank
+// R", category wait, on every rank but R); the at-speed trace has no such wait.
+// Without --samples, or an index past the samples: exit 2 naming the flag.
+TEST(SimulateCommand, TraceSampleShowsRanksWaitingForTheSlowest) {
+  TempDir dir;
+  const std::string plan =
+      dir.write("dp8.json", R"({"tp": 1, "pp": 1, "dp": 8, "micro_batch_size": 1, "global_batch_size": 16, "zero_stage": 1})");
+  auto run = [&](const std::string& out, std::vector<std::string> more) {
+    std::vector<std::string> args = {"simulate", "--model", "gpt-tiny", "--plan", plan,
+                                     "--cluster", "dgx-a100-1node", "--out", dir.file(out)};
+    args.insert(args.end(), more.begin(), more.end());
+    return run_strata(args);
+  };
+  const CommandResult r = run("out", {"--samples", "6", "--clock-cv", "0.05", "--trace-sample", "slowest"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json d = read_json(dir.file("out/result.json"))["distribution"];
+  const std::vector<double> steps = d["step_time_s"].get<std::vector<double>>();
+  const auto slowest = std::max_element(steps.begin(), steps.end()) - steps.begin();
+  EXPECT_EQ(d["traced_sample"]["sample"], slowest);
+  EXPECT_DOUBLE_EQ(d["traced_sample"]["step_time_s"].get<double>(), steps[static_cast<std::size_t>(slowest)]);
+  const std::string file = "trace-sample-" + std::to_string(slowest) + ".json";
+  EXPECT_EQ(d["traced_sample"]["trace"], file);
+  std::set<std::string> waited_for;
+  std::set<int> waiting;
+  const json trace = read_json(dir.file("out/" + file));
+  for (const json& e : trace["traceEvents"]) {
+    const std::string name = e.value("name", "");
+    if (name.rfind("waiting for rank ", 0) != 0) continue;
+    EXPECT_EQ(e["cat"], "wait");
+    waited_for.insert(name.substr(17));
+    waiting.insert(e["pid"].get<int>());
+  }
+  ASSERT_EQ(waited_for.size(), 1u);
+  const int slow_rank = std::stoi(*waited_for.begin());
+  EXPECT_EQ(waiting.size(), 7u);
+  EXPECT_EQ(waiting.count(slow_rank), 0u);
+  EXPECT_EQ(read_file(dir.file("out/trace.json")).find("waiting for rank"), std::string::npos);
+
+  for (const auto& [out, more] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"past", {"--samples", "6", "--clock-cv", "0.05", "--trace-sample", "6"}},
+           {"unsampled", {"--trace-sample", "0"}},
+           {"untraced", {"--samples", "2", "--clock-cv", "0.05", "--trace-sample", "0", "--no-trace"}}}) {
+    const CommandResult bad = run(out, more);
+    EXPECT_EQ(bad.exit_code, 2) << out;
+    EXPECT_NE(bad.err.find("--trace-sample"), std::string::npos) << bad.err;
+    EXPECT_FALSE(file_exists(dir.file(out + "/result.json"))) << out;
+  }
+}
+
 }  // namespace
 }  // namespace strata::testing
