@@ -2,7 +2,7 @@
 // link utilization on the cluster graph.
 //
 //   strata-gui [FILE...]                       opens the window
-//   strata-gui --screenshot OUT.png [--view timeline|sweep|memory|topology]
+//   strata-gui --screenshot OUT.png [--view timeline|sweep|memory|topology|distribution]
 //              [--select-plan N] [--show-wait KIND] [--range-ms START END]
 //              [--select-range-ms START END] [--show-flows] FILE...
 //                                              renders one view offscreen to a PNG
@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
   cli.add_option("--screenshot", args.screenshot,
                  "render a view offscreen to this PNG file and exit");
   cli.add_option("--view", args.view, "the view to show")
-      ->check(CLI::IsMember({"timeline", "sweep", "memory", "topology"}));
+      ->check(CLI::IsMember({"timeline", "sweep", "memory", "topology", "distribution"}));
   cli.add_option("--width", args.width, "screenshot width in pixels")->check(CLI::Range(400, 8000));
   cli.add_option("--height", args.height, "screenshot height in pixels")
       ->check(CLI::Range(300, 8000));

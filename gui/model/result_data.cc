@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <limits>
 
 #include "core/error.h"
@@ -56,6 +57,73 @@ MemoryReport read_memory_object(const nlohmann::json& memory, const std::string&
   return m;
 }
 
+namespace {
+
+SampledFigure read_figure(json::ObjectReader r) {
+  SampledFigure f;
+  f.value = r.number("value", 0.0, kInf);
+  const nlohmann::json& ci = r.array("ci95");
+  if (ci.size() != 2 || !ci[0].is_number() || !ci[1].is_number() || ci[0].get<double>() > ci[1].get<double>()) {
+    r.fail("ci95", "expected [low, high], two numbers, low <= high, got " + json::describe(ci));
+  }
+  f.ci_low = ci[0].get<double>();
+  f.ci_high = ci[1].get<double>();
+  return f;
+}
+
+// result.json's `distribution` (docs/formats.md).
+StepDistributionData read_distribution(json::ObjectReader r) {
+  StepDistributionData d;
+  d.clock_cv = r.number_or("clock_cv", 0.0, 0.0, 1.0);
+  d.origin = r.string_or("origin", "");
+  d.noiseless_step_time_s = r.number("noiseless_step_time_s", 0.0, kInf);
+  d.mean = read_figure(r.object("mean_s"));
+  d.p50 = read_figure(r.object("p50_s"));
+  d.p90 = read_figure(r.object("p90_s"));
+  d.p99 = read_figure(r.object("p99_s"));
+  const nlohmann::json& steps = r.array("step_time_s");
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (!steps[i].is_number() || !(steps[i].get<double>() > 0.0) || !std::isfinite(steps[i].get<double>())) {
+      throw InputError(r.file(), r.element_path("step_time_s", i),
+                       "expected a step time in seconds (> 0), got " + json::describe(steps[i]));
+    }
+    d.step_time_s.push_back(steps[i].get<double>());
+  }
+  if (d.step_time_s.empty()) r.fail("step_time_s", "expected the sampled steps, got none");
+  if (r.has("traced_sample")) {
+    d.traced_sample = static_cast<int>(
+        r.object("traced_sample").integer("sample", 0, static_cast<std::int64_t>(d.step_time_s.size()) - 1));
+  }
+  return d;
+}
+
+// result.json's `what_if`: who was slowed, in the words of `strata simulate`'s flags.
+WhatIfData read_what_if(json::ObjectReader r) {
+  WhatIfData w;
+  w.baseline_step_time_s = r.number("baseline_step_time_s", 0.0, kInf);
+  w.step_time_s = r.number("step_time_s", 0.0, kInf);
+  std::vector<std::string> who;
+  auto each = [&](const char* key, auto&& describe) {
+    if (!r.has(key)) return;
+    const nlohmann::json& list = r.array(key);
+    for (std::size_t i = 0; i < list.size(); ++i) who.push_back(describe(json::ObjectReader(list[i], r.file(), r.element_path(key, i))));
+  };
+  // slow_ranks lists a slowed node's GPUs too: name the nodes when there are any.
+  each(r.has("slow_nodes") ? "slow_nodes" : "slow_ranks", [](json::ObjectReader x) {
+    const bool node = x.has("node");
+    return fmt::format("{} {} x{:.2f}", node ? "node" : "rank", x.integer(node ? "node" : "rank", 0, 100000000),
+                       x.number("factor", 0.0, kInf));
+  });
+  each("slow_nics", [](json::ObjectReader x) {
+    return fmt::format("node {} NIC {} at 1/{:.2f}", x.integer("node", 0, 100000000), x.integer("nic", 0, 1000),
+                       x.number("factor", 0.0, kInf));
+  });
+  for (const std::string& s : who) w.slowed += (w.slowed.empty() ? "" : ", ") + s;
+  return w;
+}
+
+}  // namespace
+
 ResultData read_result_object(const nlohmann::json& result, const std::string& file,
                               const std::string& path) {
   json::ObjectReader r(result, file, path);
@@ -108,6 +176,8 @@ ResultData read_result_object(const nlohmann::json& result, const std::string& f
       d.links.push_back(std::move(u));
     }
   }
+  if (r.has("distribution")) d.distribution = read_distribution(r.object("distribution"));
+  if (r.has("what_if")) d.what_if = read_what_if(r.object("what_if"));
   if (r.has("inputs")) d.inputs = r.raw("inputs");
   return d;
 }

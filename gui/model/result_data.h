@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "gui/model/step_distribution.h"
 #include "plan/memory_model.h"
 
 namespace strata::gui {
@@ -46,6 +47,8 @@ struct ResultData {
   std::string fidelity;  // "full" | "folded" | "" when absent
   std::optional<MemoryReport> memory;
   std::vector<LinkUse> links;
+  std::optional<StepDistributionData> distribution;  // `--samples`
+  std::optional<WhatIfData> what_if;                 // `--slow-rank`, `--slow-node`, `--slow-nic`
   nlohmann::json inputs;  // model, plan, cluster, profile (null when absent)
 };
 

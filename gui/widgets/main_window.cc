@@ -23,6 +23,7 @@
 #include "gui/model/plan_memory.h"
 #include "gui/model/time_view.h"
 #include "gui/model/timeline_layout.h"
+#include "gui/widgets/distribution_view.h"
 #include "gui/widgets/memory_widget.h"
 #include "gui/widgets/simulate_dialog.h"
 #include "gui/widgets/sweep_view.h"
@@ -97,6 +98,7 @@ bool parse_view(const std::string& name, View* out) {
   if (name == "sweep") return *out = View::kSweep, true;
   if (name == "memory") return *out = View::kMemory, true;
   if (name == "topology") return *out = View::kTopology, true;
+  if (name == "distribution") return *out = View::kDistribution, true;
   return false;
 }
 
@@ -106,6 +108,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   sweep_ = new SweepView(this);
   memory_ = new MemoryWidget(this);
   topology_ = new TopologyView(this);
+  distribution_ = new DistributionView(this);
   jobs_ = new JobRunner(this);
 
   tabs_ = new QTabWidget(this);
@@ -113,6 +116,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tabs_->addTab(sweep_, tr("Sweep"));
   tabs_->addTab(memory_, tr("Memory"));
   tabs_->addTab(topology_, tr("Topology"));
+  tabs_->addTab(distribution_, tr("Distribution"));
 
   headline_ = new QLabel(tr("Open a result.json, trace.json, sweep.csv/json or memory.json "
                             "(File ▸ Open…)"),
@@ -198,7 +202,8 @@ void MainWindow::build_menus() {
   for (auto [name, v] : {std::pair{"&Timeline", View::kTimeline},
                          {"&Sweep", View::kSweep},
                          {"&Memory", View::kMemory},
-                         {"To&pology", View::kTopology}}) {
+                         {"To&pology", View::kTopology},
+                         {"&Distribution", View::kDistribution}}) {
     view->addAction(tr(name), this, [this, v = v] { show_view(v); });
   }
 }
@@ -420,7 +425,9 @@ void MainWindow::apply(LoadedFile file, bool as_measured, bool quiet) {
       step_headline_ = true;
       update_title(0, source);
       if (file.trace) set_trace(file.trace, false);
-      show_view(file.trace ? View::kTimeline : View::kMemory);
+      show_view(file.trace                  ? View::kTimeline
+                : file.result->distribution ? View::kDistribution
+                                            : View::kMemory);
       break;
     case FileKind::kMemory:
       memory_->set_memory(
@@ -459,6 +466,7 @@ void MainWindow::show_result(const ResultData& r, const QString& source) {
     memory_->set_memory(std::nullopt, QString(), tr("%1 has no memory breakdown").arg(source));
   }
   topology_->set_links(r.links, what, tr("%1 has no link_utilization").arg(source));
+  distribution_->set_result(r.distribution, r.what_if, tr("Step time · %1").arg(what));
 }
 
 void MainWindow::set_trace(std::shared_ptr<const TraceModel> trace, bool measured) {

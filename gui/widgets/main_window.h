@@ -30,13 +30,14 @@ class QTabWidget;
 
 namespace strata::gui {
 
+class DistributionView;
 class MemoryWidget;
 class SweepView;
 class TimelinePanel;
 class TopologyView;
 
-enum class View { kTimeline, kSweep, kMemory, kTopology };
-// "timeline", "sweep", "memory", "topology"; false for other names.
+enum class View { kTimeline, kSweep, kMemory, kTopology, kDistribution };
+// "timeline", "sweep", "memory", "topology", "distribution"; false for other names.
 bool parse_view(const std::string& name, View* out);
 
 class MainWindow : public QMainWindow {
@@ -86,6 +87,7 @@ class MainWindow : public QMainWindow {
   SweepView* sweep_view() const { return sweep_; }
   MemoryWidget* memory_widget() const { return memory_; }
   TopologyView* topology_view() const { return topology_; }
+  DistributionView* distribution_view() const { return distribution_; }
   JobRunner* jobs() const { return jobs_; }
   // The headline's words, plain (the label shows them with links).
   QString headline_text() const;
@@ -132,6 +134,7 @@ class MainWindow : public QMainWindow {
   SweepView* sweep_;
   MemoryWidget* memory_;
   TopologyView* topology_;
+  DistributionView* distribution_;
   QTabWidget* tabs_;
   QLabel* headline_;
   QString headline_plain_;

@@ -4,6 +4,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <fstream>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 #include <cmath>
@@ -221,6 +222,42 @@ class FilesTest : public QObject {
       QCOMPARE(e.json_path(), std::string("$.schema"));
       QVERIFY(e.message().find("strata-result/1") != std::string::npos);
     }
+  }
+
+  // A sampled result's distribution and what-if; a bad sampled step or interval
+  // names its JSON path.
+  void sampled_result_json() {
+    const ResultData r = read_result_file(testing::data_file("sampled/result.json"));
+    QVERIFY(r.distribution.has_value());
+    QCOMPARE(r.distribution->step_time_s.size(), std::size_t{20});
+    QCOMPARE(r.distribution->noiseless_step_time_s, 0.98);
+    QCOMPARE(r.distribution->p90.value, 1.082);
+    QCOMPARE(r.distribution->p90.ci_high, 1.15);
+    QCOMPARE(r.distribution->clock_cv, 0.03);
+    QCOMPARE(r.what_if->baseline_step_time_s, 0.784);
+    QCOMPARE(r.what_if->slowed, std::string("rank 7 x1.20"));
+    QVERIFY(!read_result_file(testing::data_file("run/result.json")).distribution.has_value());
+    auto fails_at = [](const char* what, const std::function<void(nlohmann::json&)>& edit, const std::string& path) {
+      QTemporaryDir dir;
+      nlohmann::json doc = nlohmann::json::parse(std::ifstream(testing::data_file("sampled/result.json")));
+      edit(doc);
+      const std::string file = dir.filePath("result.json").toStdString();
+      std::ofstream(file) << doc.dump();
+      try {
+        read_result_file(file);
+        QFAIL(what);
+      } catch (const InputError& e) {
+        QCOMPARE(e.json_path(), path);
+      }
+    };
+    fails_at("negative step", [](nlohmann::json& d) { d["distribution"]["step_time_s"][2] = -1.0; },
+             "$.distribution.step_time_s[2]");
+    fails_at("interval reversed", [](nlohmann::json& d) { d["distribution"]["p50_s"]["ci95"] = {2.0, 1.0}; },
+             "$.distribution.p50_s.ci95");
+    fails_at("traced sample past the samples", [](nlohmann::json& d) { d["distribution"]["traced_sample"]["sample"] = 20; },
+             "$.distribution.traced_sample.sample");
+    fails_at("what-if without its baseline", [](nlohmann::json& d) { d["what_if"].erase("baseline_step_time_s"); },
+             "$.what_if.baseline_step_time_s");
   }
 
   void file_kinds() {

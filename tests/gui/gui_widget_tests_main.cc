@@ -6,6 +6,7 @@ int run_sweep_model_tests(int argc, char** argv);
 int run_timeline_widget_tests(int argc, char** argv);
 int run_memory_widget_tests(int argc, char** argv);
 int run_main_window_tests(int argc, char** argv);
+int run_distribution_view_tests(int argc, char** argv);
 }  // namespace strata::gui
 
 int main(int argc, char** argv) {
@@ -15,5 +16,6 @@ int main(int argc, char** argv) {
   failed += strata::gui::run_timeline_widget_tests(argc, argv);
   failed += strata::gui::run_memory_widget_tests(argc, argv);
   failed += strata::gui::run_main_window_tests(argc, argv);
+  failed += strata::gui::run_distribution_view_tests(argc, argv);
   return failed == 0 ? 0 : 1;
 }

@@ -116,6 +116,29 @@ os.makedirs("run", exist_ok=True)
 write("run/result.json", result)
 write("run/trace.json", trace("predicted", 1.0))
 
+# result.json of a sampled step with a what-if (strata simulate --samples 20
+# --clock-cv 0.03 --slow-rank 7:1.2: the samples and their noiseless step, 0.98 s,
+# with rank 7 slowed; 0.784 s with every GPU at speed), no trace beside it. The 20 steps' numpy
+# "auto" histogram: Sturges 0.15 / (log2 20 + 1) = 0.0282 s, Freedman-Diaconis
+# 2 x 0.03 / 20^(1/3) = 0.0221 s, so 7 bins of 0.15 / 7 s from 1.00 s holding
+# 4, 7, 5, 2, 1, 0, 1; P50 1.04, P90 1.082, P99 1.1405, mean 1.0485 (type 7).
+steps = [1.00, 1.01, 1.02, 1.02, 1.03, 1.03, 1.03, 1.04, 1.04, 1.04, 1.04, 1.05, 1.05, 1.05,
+         1.06, 1.06, 1.07, 1.08, 1.10, 1.15]
+figure = lambda v, lo, hi: {"value": v, "ci95": [lo, hi]}
+sampled = dict(result, step_time_s=0.98, link_utilization=[],
+               what_if={"slow_ranks": [{"rank": 7, "factor": 1.2}], "baseline_step_time_s": 0.784,
+                        "step_time_s": 0.98, "slowdown": 0.25},
+               distribution={"samples": 20, "seed": 1, "clock_cv": 0.03,
+                             "origin": "assumed (--clock-cv): each GPU's compute speed per step lognormal, mean 1",
+                             "noiseless_step_time_s": 0.98,
+                             "mean_s": figure(1.0485, 1.035, 1.062), "p50_s": figure(1.04, 1.03, 1.05),
+                             "p90_s": figure(1.082, 1.06, 1.15), "p99_s": figure(1.1405, 1.08, 1.15),
+                             "critical_path": [{"rank": 7, "share": 0.35}], "step_time_s": steps,
+                             "traced_sample": {"sample": 19, "step_time_s": 1.15,
+                                               "trace": "trace-sample-19.json"}})
+os.makedirs("sampled", exist_ok=True)
+write("sampled/result.json", sampled)
+
 # sweep.json: five llama3-8b plans on one DGX A100 node (request names shipped
 # scenarios, so the memory of plans without a stored breakdown is computed).
 cols = ["rank", "tp", "cp", "pp", "dp", "vpp", "micro_batch_size", "global_batch_size", "schedule",
