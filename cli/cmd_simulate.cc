@@ -36,6 +36,7 @@ struct SimulateArgs {
   std::string trace_sample;  // --trace-sample: "", "slowest" or a sample's index
   std::uint64_t seed = 1;
   double clock_cv = 0.0;
+  std::string kernel_cv;  // --kernel-cv: "", "measured" or a coefficient of variation
   int threads = 0;
 };
 
@@ -132,6 +133,34 @@ int traced_sample_of(const SimulateArgs& args) {
   const std::optional<std::vector<double>> k = colon_numbers(args.trace_sample, 1);
   if (!k || !is_index((*k)[0], args.samples)) fail(fmt::format("not one of the {} samples", args.samples));
   return static_cast<int>((*k)[0]);
+}
+
+// --kernel-cv: one assumed coefficient of variation for every kernel family, or
+// "measured", the profile's own repeat spreads; none when not given.
+sim::KernelJitter kernel_jitter_of(const SimulateArgs& args, const Profile& profile) {
+  sim::KernelJitter j;
+  if (args.kernel_cv.empty()) return j;
+  auto fail = [&](const std::string& why) {
+    throw InputError("", "--kernel-cv",
+                     fmt::format("\"{}\": {} (allowed: a coefficient of variation in (0, 1], e.g. 0.02, or "
+                                 "\"measured\": the calibrated profile's repeat spread per kernel family; with --samples)",
+                                 args.kernel_cv, why));
+  };
+  if (args.samples <= 0) fail("needs --samples");
+  if (args.kernel_cv == "measured") {
+    const std::optional<sim::KernelJitter> measured = sim::measured_kernel_jitter(profile);
+    if (!measured) {
+      fail(fmt::format("profile {} ({}) measured no GEMM, attention or memory-bound kernel: run `strata calibrate` "
+                       "on the GPUs and pass its profile with --profile",
+                       profile.name, profile.file));
+    }
+    return *measured;
+  }
+  const std::optional<std::vector<double>> cv = colon_numbers(args.kernel_cv, 1);
+  if (!cv || !((*cv)[0] > 0.0) || (*cv)[0] > 1.0) fail("not a coefficient of variation in (0, 1]");
+  j.gemm = j.attention = j.memory_bound = (*cv)[0];
+  j.origin = "assumed (--kernel-cv): each kernel's time on each GPU lognormal, mean 1";
+  return j;
 }
 
 // What the slow ranks and NICs cost the step, against every GPU and NIC at speed.
@@ -259,11 +288,13 @@ void run_simulate(const SimulateArgs& args) {
                      "needs --fidelity full: folded fidelity simulates one rank per pipeline stage, so the GPUs "
                      "cannot each draw their own speed");
   }
-  if (args.samples > 0 && args.clock_cv <= 0.0) {
+  const sim::KernelJitter kernel_jitter = kernel_jitter_of(args, s.profile);
+  if (args.samples > 0 && args.clock_cv <= 0.0 && !kernel_jitter.any()) {
     throw InputError("", "--clock-cv",
                      fmt::format("--samples needs the spread of each GPU's speed: the device profile {} records no "
-                                 "measured spread, so give it as an assumption, e.g. --clock-cv 0.03 (a coefficient "
-                                 "of variation in (0, 1]; the result names it as assumed)",
+                                 "measured spread across GPUs, so give it as an assumption, e.g. --clock-cv 0.03 (a "
+                                 "coefficient of variation in (0, 1]; the result names it as assumed), and/or each "
+                                 "kernel's with --kernel-cv",
                                  s.profile.device.name));
   }
   const int trace_sample = traced_sample_of(args);
@@ -287,7 +318,7 @@ void run_simulate(const SimulateArgs& args) {
     ProgressLine sampling("sampling", args.samples);
     const int threads =
         args.threads > 0 ? args.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    const sim::Sampling asked{{args.clock_cv, args.seed}, args.samples, threads, trace_sample};
+    const sim::Sampling asked{{args.clock_cv, args.seed, kernel_jitter}, args.samples, threads, trace_sample};
     sim::SampledSimulation both = sim::simulate_sampled(s, options, asked, [&](int done, int total) {
       sampling.update(done, fmt::format("step {} of {}", done, total));
     });
@@ -353,9 +384,20 @@ void run_simulate(const SimulateArgs& args) {
     auto est = [](const sim::Estimate& e) {
       return fmt::format("{} [{}, {}]", seconds(e.value), seconds(e.ci_low), seconds(e.ci_high));
     };
-    fmt::print("samples          {} steps, each GPU's speed lognormal with CV {:.1f}% per step (assumed, --clock-cv), "
-               "seed {}; 95% confidence intervals\n",
-               d.step_time_s.size(), 100.0 * d.variation.cv, d.variation.seed);
+    const std::string clock = d.variation.cv > 0.0
+                                  ? fmt::format("each GPU's speed lognormal with CV {:.1f}% per step (assumed, "
+                                                "--clock-cv)",
+                                                100.0 * d.variation.cv)
+                                  : std::string("every GPU at its mean speed");
+    const sim::KernelJitter& k = d.variation.kernel;
+    const std::string kernels =
+        k.any() ? fmt::format(", each kernel's time lognormal with CV {:.2f}% GEMM, {:.2f}% attention, {:.2f}% "
+                              "memory-bound ({})",
+                              100.0 * k.gemm, 100.0 * k.attention, 100.0 * k.memory_bound,
+                              args.kernel_cv == "measured" ? "measured: the profile's repeat spread" : "assumed, --kernel-cv")
+                : "";
+    fmt::print("samples          {} steps, {}{}, seed {}; 95% confidence intervals\n", d.step_time_s.size(), clock,
+               kernels, d.variation.seed);
     fmt::print("  mean {} ({:+.1f}% against {} at speed)\n", est(d.mean),
                100.0 * (d.mean.value / d.noiseless_step_time_s - 1.0), seconds(d.noiseless_step_time_s));
     fmt::print("  P50 {}, P90 {}, P99 {}\n", est(d.p50), est(d.p90), est(d.p99));
@@ -418,6 +460,10 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--trace-sample", args->trace_sample,
                   "with --samples: also write the trace of this sample (0-based) or of the slowest one (\"slowest\"): "
                   "trace-sample-K.json, where ranks wait for slower peers");
+  cmd->add_option("--kernel-cv", args->kernel_cv,
+                  "with --samples: each kernel's own time spread on each GPU, on top of --clock-cv: a coefficient of "
+                  "variation (an assumption) or \"measured\" (the calibrated profile's repeat spread per kernel "
+                  "family); a tensor-parallel group waits for its slowest member's kernel");
   cmd->add_option("--threads", args->threads,
                   "threads for --samples (default: all cores; the samples do not depend on it)")
       ->check(CLI::PositiveNumber);

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <mutex>
 #include <numbers>
 #include <thread>
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "costmodel/fitting.h"
 
 namespace strata::sim {
 namespace {
@@ -25,6 +27,12 @@ std::uint64_t splitmix64(std::uint64_t x) {
 
 constexpr std::uint64_t kClockStream = 1;
 constexpr std::uint64_t kBootstrapStream = 2;
+constexpr std::uint64_t kKernelStream = 3;
+
+// A lognormal of mean 1 and coefficient of variation cv (sigma^2 = ln(1 + cv^2),
+// mu = -sigma^2 / 2) from the uniforms at counters (a, b, c, d) and (a, b, c, d + 1),
+// by Box-Muller.
+double lognormal(double cv, std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uint64_t d);
 
 Estimate bootstrap(const std::vector<double>& values, std::uint64_t seed, const std::function<double(std::vector<double>)>& stat) {
   constexpr int kResamples = 2000;
@@ -58,20 +66,70 @@ double counter_uniform(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::u
   return (static_cast<double>(h >> 11) + 0.5) * 0x1.0p-53;
 }
 
+namespace {
+
+double lognormal(double cv, std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uint64_t d) {
+  const double sigma2 = std::log1p(cv * cv);
+  const double u1 = counter_uniform(a, b, c, d);
+  const double u2 = counter_uniform(a, b, c, d + 1);
+  const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+  return std::exp(-0.5 * sigma2 + std::sqrt(sigma2) * z);
+}
+
+}  // namespace
+
 std::vector<double> clock_factors(const ClockVariation& v, int sample, int ranks) {
-  // Lognormal with mean 1 and coefficient of variation cv: sigma^2 = ln(1 + cv^2),
-  // mu = -sigma^2 / 2.
-  const double sigma2 = std::log1p(v.cv * v.cv);
-  const double sigma = std::sqrt(sigma2);
   std::vector<double> f(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) {
-    const auto s = static_cast<std::uint64_t>(sample), k = static_cast<std::uint64_t>(r);
-    const double u1 = counter_uniform(v.seed, kClockStream, s, 2 * k);
-    const double u2 = counter_uniform(v.seed, kClockStream, s, 2 * k + 1);
-    const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);  // Box-Muller
-    f[static_cast<std::size_t>(r)] = std::exp(-0.5 * sigma2 + sigma * z);
+    f[static_cast<std::size_t>(r)] =
+        lognormal(v.cv, v.seed, kClockStream, static_cast<std::uint64_t>(sample), 2 * static_cast<std::uint64_t>(r));
   }
   return f;
+}
+
+double kernel_factor(const ClockVariation& v, int sample, TaskId task, int rank, double cv) {
+  if (cv <= 0.0) return 1.0;
+  // Tasks below 2^31, ranks below 2^24: one counter per (task, rank), two draws each.
+  const std::uint64_t at = (static_cast<std::uint64_t>(task) << 24 | static_cast<std::uint64_t>(rank)) * 2;
+  return lognormal(cv, v.seed, kKernelStream, static_cast<std::uint64_t>(sample), at);
+}
+
+double KernelJitter::cv_of(Category c) const {
+  switch (c) {
+    case Category::kGemm: return gemm;
+    case Category::kAttention: return attention;
+    default: return memory_bound;
+  }
+}
+
+std::optional<KernelJitter> measured_kernel_jitter(const Profile& profile) {
+  // A normal's interquartile range is 2 x 0.6745 = 1.349 standard deviations.
+  constexpr double kIqrPerSd = 1.349;
+  const std::map<std::string, double> spread = median_spread(profile);
+  KernelJitter j;
+  auto cv = [&](const char* section) {
+    const auto it = spread.find(section);
+    return it == spread.end() ? 0.0 : it->second / kIqrPerSd;
+  };
+  j.gemm = cv("gemm");
+  j.attention = cv("attention");
+  j.memory_bound = cv("memory_bound");
+  if (!j.any()) return std::nullopt;
+  j.origin = fmt::format("measured: profile {}'s median repeat spread per kernel family (IQR / median / 1.349)",
+                         profile.name);
+  return j;
+}
+
+SimulationOptions sample_options(const SimulationOptions& options, const ClockVariation& v, int sample, int ranks,
+                                 const Workload& built) {
+  SimulationOptions o = options;
+  if (v.cv > 0.0) o.rank_factors = clock_factors(v, sample, ranks);
+  if (v.kernel.any()) {
+    o.kernel_factor = [&built, v, sample](TaskId t, int rank) {
+      return kernel_factor(v, sample, t, rank, v.kernel.cv_of(built.notes.label_of_task(t).category));
+    };
+  }
+  return o;
 }
 
 double quantile(std::vector<double> values, double p) {
@@ -114,14 +172,14 @@ StepDistribution run_samples(const Simulator& simulator, const Workload& built, 
         fail();
       }
     }
-    SimulationOptions o = options;
-    o.keep_timeline = false;
-    o.step_time_only = true;
-    o.critical_path = true;
-    o.progress = {};
+    SimulationOptions base = options;
+    base.keep_timeline = false;
+    base.step_time_only = true;
+    base.critical_path = true;
+    base.progress = {};
     for (int k = next++; k < samples; k = next++) {
       try {
-        o.rank_factors = clock_factors(variation, k, plan.num_gpus());
+        const SimulationOptions o = sample_options(base, variation, k, plan.num_gpus(), built);
         SimulationResult r = simulator.run(built, model, plan, o);
         d.step_time_s[static_cast<std::size_t>(k)] = r.metrics.step_time_s;
         critical[static_cast<std::size_t>(k)] = std::move(r.critical_ranks);
@@ -195,9 +253,8 @@ SampledSimulation simulate_sampled(const Simulator& simulator, const ModelSpec& 
                       ? static_cast<int>(std::max_element(steps.begin(), steps.end()) - steps.begin())
                       : sampling.traced;
     if (k < 0 || k >= sampling.samples) throw InternalError(fmt::format("simulate_sampled: no sample {}", k));
-    SimulationOptions o = noiseless_options;
+    SimulationOptions o = sample_options(noiseless_options, sampling.variation, k, plan.num_gpus(), *built);
     o.keep_timeline = true;
-    o.rank_factors = clock_factors(sampling.variation, k, plan.num_gpus());
     out.traced = simulator.run(*built, model, plan, o);
     out.traced_index = k;
   }
@@ -235,7 +292,13 @@ nlohmann::ordered_json to_json(const StepDistribution& d) {
   j["samples"] = d.step_time_s.size();
   j["seed"] = d.variation.seed;
   j["clock_cv"] = d.variation.cv;
-  j["origin"] = "assumed (--clock-cv): each GPU's compute speed per step lognormal, mean 1";
+  j["origin"] = d.variation.cv > 0.0 ? "assumed (--clock-cv): each GPU's compute speed per step lognormal, mean 1"
+                                      : "none: every GPU at its mean speed (kernel jitter only)";
+  if (d.variation.kernel.any()) {
+    const KernelJitter& k = d.variation.kernel;
+    j["kernel_cv"] = {{"gemm", k.gemm}, {"attention", k.attention}, {"memory_bound", k.memory_bound}};
+    j["kernel_origin"] = k.origin;
+  }
   j["noiseless_step_time_s"] = d.noiseless_step_time_s;
   j["mean_s"] = estimate_json(d.mean);
   j["p50_s"] = estimate_json(d.p50);

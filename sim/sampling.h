@@ -16,8 +16,10 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
+#include "costmodel/profile.h"
 #include "sim/simulate.h"
 
 namespace strata::sim {
@@ -26,13 +28,42 @@ namespace strata::sim {
 // four, the same on every platform and thread (what every sampled figure draws).
 double counter_uniform(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uint64_t d);
 
+// Each kernel's own time spread, per kernel family: the coefficient of variation
+// of one kernel's time on one GPU (a lognormal of mean 1 per kernel and rank).
+struct KernelJitter {
+  double gemm = 0.0;
+  double attention = 0.0;
+  double memory_bound = 0.0;  // every other compute kernel (norms, activations, optimizer)
+  std::string origin;         // where the figures come from, for the result
+  bool any() const { return gemm > 0.0 || attention > 0.0 || memory_bound > 0.0; }
+  double cv_of(Category c) const;
+};
+
+// The jitter a calibrated profile measured: per family, the median over its
+// measurements of the repeats' relative interquartile range (costmodel/fitting.h
+// median_spread) over 1.349, a normal's IQR in standard deviations. Repeats of
+// one kernel back to back on one GPU: the run-to-run noise of a kernel, not the
+// difference between GPUs. nullopt when the profile measured none of the three.
+std::optional<KernelJitter> measured_kernel_jitter(const Profile& profile);
+
 struct ClockVariation {
   double cv = 0.0;  // coefficient of variation of a GPU's speed, per step
   std::uint64_t seed = 1;
+  KernelJitter kernel;  // on top: each kernel's own spread (none by default)
 };
 
 // Every rank's compute factor in sample `sample`.
 std::vector<double> clock_factors(const ClockVariation& v, int sample, int ranks);
+
+// Task `task`'s kernel factor on global rank `rank` in sample `sample`, for a
+// kernel of coefficient of variation cv (1 when cv is 0).
+double kernel_factor(const ClockVariation& v, int sample, TaskId task, int rank, double cv);
+
+// The options that simulate sample `sample` of v: options' own, with every
+// rank's clock factor and, when v has kernel jitter, each kernel's (the tasks'
+// families read from `built`, which must outlive the options).
+SimulationOptions sample_options(const SimulationOptions& options, const ClockVariation& v, int sample,
+                                 int ranks, const Workload& built);
 
 // A sample statistic and its 95% bootstrap confidence interval (percentile
 // bootstrap, 2,000 resamples of the samples, seeded from the same seed).

@@ -268,16 +268,16 @@ SimulationResult Simulator::run_built(const Workload& workload, Workload* owned,
   const FrameworkProfile& framework = framework_profile(plan.framework);
   const std::string& device = st.profile.device.name;
   const AttentionKernel* kernel = framework_attention_kernel(framework, device);
-  if ((!options.slow_ranks.empty() || !options.rank_factors.empty()) && options.fidelity != Fidelity::kFull) {
+  const bool slowed = !options.slow_ranks.empty() || !options.rank_factors.empty() || options.kernel_factor;
+  if (slowed && options.fidelity != Fidelity::kFull) {
     throw InternalError("simulate: slow ranks need full fidelity (folded simulates one rank per stage)");
   }
-  // Slower GPUs: their compute tasks take longer, in the graph when this run owns
-  // it (the trace shows the step as it ran), else in durations beside it.
+  // Slower GPUs and kernels: their compute tasks take longer, in durations beside
+  // the graph (which the trace then takes, when this run keeps it).
   std::vector<TimeNs> durations;
-  std::vector<double> factor;
-  if (!options.slow_ranks.empty() || !options.rank_factors.empty()) {
+  if (slowed) {
     // Per simulated rank (at full fidelity every global rank is one).
-    factor.assign(workload.global_rank.size(), 1.0);
+    std::vector<double> factor(workload.global_rank.size(), 1.0);
     for (std::size_t i = 0; i < factor.size(); ++i) {
       const int g = workload.global_rank[i];
       if (!options.rank_factors.empty()) factor[i] = options.rank_factors.at(static_cast<std::size_t>(g));
@@ -285,10 +285,14 @@ SimulationResult Simulator::run_built(const Workload& workload, Workload* owned,
         if (slow.rank == g) factor[i] *= slow.factor;
       }
     }
-    if (owned != nullptr) {
-      owned->graph.scale_compute(stream_index(StreamKind::kCompute), factor);
+    const int compute = stream_index(StreamKind::kCompute);
+    if (options.kernel_factor) {
+      durations = workload.graph.scaled_durations_by(compute, [&](TaskId t, int rank) {
+        return factor[static_cast<std::size_t>(rank)] *
+               options.kernel_factor(t, workload.global_rank[static_cast<std::size_t>(rank)]);
+      });
     } else {
-      durations = workload.graph.scaled_durations(stream_index(StreamKind::kCompute), factor);
+      durations = workload.graph.scaled_durations(compute, factor);
     }
   }
   report(300, "running the step");
@@ -371,8 +375,8 @@ SimulationResult Simulator::run_built(const Workload& workload, Workload* owned,
       r.workload = std::move(*owned);
     } else {
       r.workload = workload;
-      if (!factor.empty()) r.workload.graph.scale_compute(stream_index(StreamKind::kCompute), factor);
     }
+    if (slowed) r.workload.graph.set_durations(std::move(durations));
     r.run = std::move(run);
   }
   report(kSimulationWork, "");

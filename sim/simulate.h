@@ -49,6 +49,10 @@ struct SimulationOptions {
   // variation); empty: every GPU at speed. Full fidelity only; with slow_ranks
   // the factors multiply.
   std::vector<double> rank_factors;
+  // Each compute task's own factor on one member rank, (task, global rank) ->
+  // factor, on top of rank_factors (sampled kernel jitter; a task shared by a
+  // tensor-parallel group takes its slowest member's); empty: none. Full fidelity.
+  std::function<double(TaskId, int)> kernel_factor;
   // Only the step's time in metrics (no per-rank accounting: ranks, exposed
   // communication and bubble stay empty); sampled steps want nothing else.
   bool step_time_only = false;

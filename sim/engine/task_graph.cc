@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 
 namespace strata::sim {
@@ -50,17 +52,16 @@ void TaskGraph::scale_compute(int stream, const std::vector<double>& factor) {
   duration_ns_ = scaled_durations(stream, factor);
 }
 
-std::vector<TimeNs> TaskGraph::scaled_durations(int stream, const std::vector<double>& factor) const {
-  std::vector<TimeNs> out = duration_ns_;
-  for (TaskId t = 0; t < num_tasks(); ++t) {
-    if (comm_[t] >= 0) continue;
-    double f = 0.0;
-    for (const std::int32_t* s = slots_begin(t); s != slots_end(t); ++s) {
-      if (*s % streams_per_rank_ == stream) f = std::max(f, factor[static_cast<std::size_t>(rank_of_slot(*s))]);
-    }
-    if (f > 0.0 && f != 1.0) out[t] = static_cast<TimeNs>(std::llround(static_cast<double>(out[t]) * f));
+void TaskGraph::set_durations(std::vector<TimeNs> durations) {
+  if (durations.size() != duration_ns_.size()) {
+    throw InternalError(fmt::format("TaskGraph::set_durations: {} durations for {} tasks", durations.size(),
+                                    duration_ns_.size()));
   }
-  return out;
+  duration_ns_ = std::move(durations);
+}
+
+std::vector<TimeNs> TaskGraph::scaled_durations(int stream, const std::vector<double>& factor) const {
+  return scaled_durations_by(stream, [&](TaskId, int rank) { return factor[static_cast<std::size_t>(rank)]; });
 }
 
 bool TaskGraph::runs_on(TaskId t, int rank) const {

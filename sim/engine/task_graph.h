@@ -13,6 +13,8 @@
 // as a deadlock when the engine runs the graph.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -94,9 +96,15 @@ class TaskGraph {
   // by several ranks in lockstep (a tensor-parallel group's) takes its slowest
   // member's factor, as the group waits for it at every collective.
   void scale_compute(int stream, const std::vector<double>& factor);
+  // Every task's duration at once (one per task, as scaled_durations gives them).
+  void set_durations(std::vector<TimeNs> durations);
   // The durations scale_compute would give every task, the graph left as it is
   // (a step run many times at different GPU speeds: run_task_graph's durations).
   std::vector<TimeNs> scaled_durations(int stream, const std::vector<double>& factor) const;
+  // The same with a factor per task and member rank, factor_of(task, rank): each
+  // kernel's own speed (sampled jitter); a shared task takes its slowest member's.
+  template <typename FactorOf>
+  std::vector<TimeNs> scaled_durations_by(int stream, FactorOf&& factor_of) const;
 
   // Finalises the successor lists; call once before running.
   void finalize();
@@ -148,5 +156,19 @@ class TaskGraph {
   std::vector<CommSpec> comms_;
   bool finalized_ = false;
 };
+
+template <typename FactorOf>
+std::vector<TimeNs> TaskGraph::scaled_durations_by(int stream, FactorOf&& factor_of) const {
+  std::vector<TimeNs> out = duration_ns_;
+  for (TaskId t = 0; t < num_tasks(); ++t) {
+    if (comm_[t] >= 0) continue;
+    double f = 0.0;
+    for (const std::int32_t* s = slots_begin(t); s != slots_end(t); ++s) {
+      if (*s % streams_per_rank_ == stream) f = std::max(f, static_cast<double>(factor_of(t, rank_of_slot(*s))));
+    }
+    if (f > 0.0 && f != 1.0) out[t] = static_cast<TimeNs>(std::llround(static_cast<double>(out[t]) * f));
+  }
+  return out;
+}
 
 }  // namespace strata::sim

@@ -22,7 +22,7 @@ namespace {
 
 // The factors have mean 1 and the asked coefficient of variation, and repeat.
 TEST(ClockVariation, FactorsAreLognormalWithMeanOneAndTheirCv) {
-  const ClockVariation v{0.05, 7};
+  const ClockVariation v{0.05, 7, {}};
   double sum = 0.0, sum2 = 0.0;
   const int n = 200000;
   const std::vector<double> f = clock_factors(v, 0, n);
@@ -36,7 +36,7 @@ TEST(ClockVariation, FactorsAreLognormalWithMeanOneAndTheirCv) {
   EXPECT_NEAR(sd / mean, 0.05, 0.0005);
   EXPECT_EQ(clock_factors(v, 3, 16), clock_factors(v, 3, 16));
   EXPECT_NE(clock_factors(v, 3, 16), clock_factors(v, 4, 16));
-  EXPECT_NE(clock_factors(v, 3, 16), clock_factors({0.05, 8}, 3, 16));
+  EXPECT_NE(clock_factors(v, 3, 16), clock_factors({0.05, 8, {}}, 3, 16));
   // Rank r's factor does not depend on how many ranks there are.
   EXPECT_EQ(clock_factors(v, 3, 16)[5], clock_factors(v, 3, 64)[5]);
 }
@@ -63,7 +63,7 @@ TEST(ClockVariation, OneBuiltStepRunsAsFreshOnes) {
   const std::vector<TimeNs> as_built = built->graph.scaled_durations(0, std::vector<double>(8, 1.0));
   std::vector<double> steps;
   for (int k = 0; k < 3; ++k) {
-    o.rank_factors = clock_factors({0.05, 11}, k, p.num_gpus());
+    o.rank_factors = clock_factors({0.05, 11, {}}, k, p.num_gpus());
     const SimulationResult fresh = simulator.run(model, p, o);
     const SimulationResult reused = simulator.run(*built, model, p, o);
     EXPECT_EQ(reused.metrics.step_time_s, fresh.metrics.step_time_s) << "sample " << k;
@@ -94,7 +94,7 @@ TEST(ClockVariation, SampledSimulationIsItsFreshRuns) {
   PlanSpec zb = strata::testing::plan(1, 2, 4, 1, 16);
   zb.schedule = Schedule::kZbH2;
   for (const PlanSpec& p : {strata::testing::plan(2, 2, 2, 1, 8), zb}) {
-    const ClockVariation v{0.05, 5};
+    const ClockVariation v{0.05, 5, {}};
     const SimulationOptions o;
     const SampledSimulation one = simulate_sampled(simulator, model, p, o, {v, 5, 1});
     const SampledSimulation three = simulate_sampled(simulator, model, p, o, {v, 5, 3, kSlowestSample});
@@ -162,7 +162,7 @@ TEST(ClockVariation, ReplicasWaitForTheirSlowestAsOrderStatisticsSay) {
     double sum = 0.0, sum2 = 0.0;
     const int samples = 2000;
     for (int k = 0; k < samples; ++k) {
-      const std::vector<double> f = clock_factors({cv, 11}, k, dp);
+      const std::vector<double> f = clock_factors({cv, 11, {}}, k, dp);
       Workload w = build_workload(model, p, costs, comm, Fidelity::kFull);
       std::vector<double> by_sim_rank(w.global_rank.size());
       for (std::size_t i = 0; i < by_sim_rank.size(); ++i) by_sim_rank[i] = f[static_cast<std::size_t>(w.global_rank[i])];
@@ -179,6 +179,79 @@ TEST(ClockVariation, ReplicasWaitForTheirSlowestAsOrderStatisticsSay) {
     previous = mean;
   }
   EXPECT_NEAR(expected_max_factor(cv, 1), 1.0, 1e-9);
+}
+
+// Kernel jitter (--kernel-cv): each compute kernel of a tensor-parallel group of
+// 8 runs at its slowest member's draw — exactly, task by task, in the step the
+// simulator runs and keeps — and only the families given a spread move. Over the
+// step's GEMMs the mean factor is the expected maximum of 8 draws (1.0729 at cv
+// 0.05), within four standard errors.
+TEST(KernelJitter, ATensorParallelGroupWaitsForItsSlowestMembersKernel) {
+  const ModelSpec model = load_model_spec("gpt-tiny");
+  const ClusterSpec cluster = load_cluster_spec("dgx-a100-1node");
+  const Simulator simulator(cluster, load_profile(cluster.profile));
+  const PlanSpec p = strata::testing::plan(8, 1, 1, 1, 8);
+  const std::shared_ptr<const Workload> built = simulator.build(model, p, SimulationOptions{});
+  ClockVariation v;
+  v.seed = 9;
+  v.kernel.gemm = 0.05;
+  const SimulationOptions o = sample_options(SimulationOptions{}, v, 4, p.num_gpus(), *built);
+  EXPECT_TRUE(o.rank_factors.empty());  // no clock spread asked
+  const SimulationResult r = simulator.run(*built, model, p, o);
+  const TaskGraph& g = built->graph;
+  ASSERT_EQ(r.workload.graph.num_tasks(), g.num_tasks());
+  const int compute = stream_index(StreamKind::kCompute);
+  double sum = 0.0, sum2 = 0.0;
+  int gemms = 0, others = 0;
+  for (TaskId t = 0; t < g.num_tasks(); ++t) {
+    if (g.comm_of(t) >= 0) {
+      EXPECT_EQ(r.workload.graph.duration_ns(t), g.duration_ns(t));
+      continue;
+    }
+    double slowest = 0.0;
+    int members = 0;
+    for (const std::int32_t* slot = g.slots_begin(t); slot != g.slots_end(t); ++slot) {
+      if (*slot % g.streams_per_rank() != compute) continue;
+      ++members;
+      slowest = std::max(slowest, kernel_factor(v, 4, t, built->global_rank[static_cast<std::size_t>(g.rank_of_slot(*slot))], 0.05));
+    }
+    if (built->notes.label_of_task(t).category != Category::kGemm || members == 0) {
+      EXPECT_EQ(r.workload.graph.duration_ns(t), g.duration_ns(t)) << "task " << t;
+      ++others;
+      continue;
+    }
+    ASSERT_EQ(members, 8) << "task " << t;
+    EXPECT_EQ(r.workload.graph.duration_ns(t), std::llround(static_cast<double>(g.duration_ns(t)) * slowest))
+        << "task " << t;
+    sum += slowest;
+    sum2 += slowest * slowest;
+    ++gemms;
+  }
+  ASSERT_GT(gemms, 100);
+  ASSERT_GT(others, 0);
+  const double mean = sum / gemms;
+  const double standard_error = std::sqrt((sum2 / gemms - mean * mean) / gemms);
+  EXPECT_NEAR(mean, expected_max_factor(0.05, 8), 4 * standard_error);
+  EXPECT_GT(r.metrics.step_time_s, simulator.run(*built, model, p, SimulationOptions{}).metrics.step_time_s);
+}
+
+// A calibrated profile's repeat spreads give each family's jitter: the median
+// relative IQR over 1.349 (a normal's IQR in standard deviations); a datasheet
+// profile has none.
+TEST(KernelJitter, MeasuredFromTheProfilesRepeatSpreads) {
+  EXPECT_FALSE(measured_kernel_jitter(load_profile("a100-sxm4-80gb")).has_value());
+  nlohmann::json text = to_json(load_profile("a100-sxm4-80gb"));
+  text["gemm"] = {{"origin", "measured"}, {"tile_m", 128}, {"tile_n", 128}, {"overhead_us", 2},
+                  {"max_efficiency", {{"bf16", 0.8}}},
+                  {"sources", {{"max_efficiency", "s"}, {"tile", "s"}, {"overhead_us", "s"}}},
+                  {"measured", {{"bf16", {{{"m", 64}, {"n", 64}, {"k", 64}, {"time_us", 50}, {"spread", 0.02}},
+                                          {{"m", 128}, {"n", 64}, {"k", 64}, {"time_us", 90}, {"spread", 0.04}},
+                                          {{"m", 128}, {"n", 128}, {"k", 64}, {"time_us", 160}, {"spread", 0.9}}}}}}};
+  const std::optional<KernelJitter> j = measured_kernel_jitter(read_profile(text, "calibrated.json"));
+  ASSERT_TRUE(j.has_value());
+  EXPECT_DOUBLE_EQ(j->gemm, 0.04 / 1.349);  // the median of 0.02, 0.04, 0.9
+  EXPECT_EQ(j->attention, 0.0);
+  EXPECT_NE(j->origin.find("measured"), std::string::npos);
 }
 
 // Four replicas with free communication, replica 2's GPU half as fast again: the

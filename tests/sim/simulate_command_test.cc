@@ -167,8 +167,12 @@ TEST(SimulateCommand, TraceRanksLimitTheTrace) {
   for (const json& e : trace["traceEvents"]) pids.insert(e["pid"].get<int>());
   EXPECT_EQ(pids, (std::set<int>{0, 9, 64}));
   for (const json& e : trace["traceEvents"]) {
-    if (e["pid"] == 64 && e["ph"] == "M" && e["name"] == "process_name") EXPECT_EQ(e["args"]["name"], "busiest links");
-    if (e["pid"] == 64) EXPECT_TRUE(e["ph"] == "M" || e["ph"] == "C") << e.dump();
+    if (e["pid"] == 64 && e["ph"] == "M" && e["name"] == "process_name") {
+      EXPECT_EQ(e["args"]["name"], "busiest links");
+    }
+    if (e["pid"] == 64) {
+      EXPECT_TRUE(e["ph"] == "M" || e["ph"] == "C") << e.dump();
+    }
   }
   EXPECT_EQ(trace["otherData"]["strata"]["kind"], "predicted");
   EXPECT_EQ(trace["otherData"]["strata"]["ranks"], json::array({0, 9}));
@@ -902,6 +906,38 @@ TEST(SimulateCommand, TraceSampleShowsRanksWaitingForTheSlowest) {
     const CommandResult bad = run(out, more);
     EXPECT_EQ(bad.exit_code, 2) << out;
     EXPECT_NE(bad.err.find("--trace-sample"), std::string::npos) << bad.err;
+    EXPECT_FALSE(file_exists(dir.file(out + "/result.json"))) << out;
+  }
+}
+
+// --kernel-cv alone samples each kernel's time (no clock spread): the result
+// names both; "measured" needs a profile that measured kernels; without
+// --samples it is bad input. Each refusal names the flag and writes nothing.
+TEST(SimulateCommand, KernelJitterSamplesAndItsBadInput) {
+  TempDir dir;
+  const std::string plan =
+      dir.write("tp8.json", R"({"tp": 8, "pp": 1, "dp": 1, "micro_batch_size": 1, "global_batch_size": 4})");
+  auto run = [&](const std::string& out, std::vector<std::string> more) {
+    std::vector<std::string> args = {"simulate", "--model", "gpt-tiny", "--plan", plan, "--cluster",
+                                     "dgx-a100-1node", "--no-trace", "--out", dir.file(out)};
+    args.insert(args.end(), more.begin(), more.end());
+    return run_strata(args);
+  };
+  const CommandResult r = run("out", {"--samples", "3", "--kernel-cv", "0.05"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json d = read_json(dir.file("out/result.json"))["distribution"];
+  EXPECT_DOUBLE_EQ(d["clock_cv"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(d["kernel_cv"]["gemm"].get<double>(), 0.05);
+  EXPECT_NE(d["kernel_origin"].get<std::string>().find("assumed"), std::string::npos);
+  // A tensor-parallel group of 8 waits for its slowest member's kernels: every sample is slower.
+  for (const json& step : d["step_time_s"]) EXPECT_GT(step.get<double>(), d["noiseless_step_time_s"].get<double>());
+  for (const auto& [out, more] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"datasheet", {"--samples", "2", "--kernel-cv", "measured"}},
+           {"unsampled", {"--kernel-cv", "0.05"}},
+           {"zero", {"--samples", "2", "--kernel-cv", "0"}}}) {
+    const CommandResult bad = run(out, more);
+    EXPECT_EQ(bad.exit_code, 2) << out;
+    EXPECT_NE(bad.err.find("--kernel-cv"), std::string::npos) << bad.err;
     EXPECT_FALSE(file_exists(dir.file(out + "/result.json"))) << out;
   }
 }
