@@ -7,14 +7,6 @@
 #include "sim/sampling.h"
 
 namespace strata::sim {
-namespace {
-
-// The failure draws' stream (sim/sampling.h's counter generator; the clock
-// factors and the bootstrap have streams 1 and 2).
-constexpr std::uint64_t kFailureStream = 3;
-
-}  // namespace
-
 double young_interval_s(const FailureModel& f) { return std::sqrt(2.0 * f.checkpoint_s * f.job_mtbf_s); }
 
 double daly_interval_s(const FailureModel& f) {
@@ -42,9 +34,12 @@ SampledRun sample_run(const FailureModel& f, double work_s, double interval_s, s
   double pending = -1.0;  // an asynchronous checkpoint being written: the work it holds (-1: none)
   double written_in = 0.0;  // and the wall time until it is written
   double until_failure = next_failure();
+  const bool planned = f.planned_interval_s > 0.0;
+  double until_planned = f.planned_interval_s;
   // Time passes without a failure: an asynchronous write in flight progresses.
   auto elapse = [&](double t) {
     until_failure -= t;
+    until_planned -= t;
     if (pending >= 0.0) {
       written_in -= t;
       if (written_in <= 0.0) {
@@ -59,6 +54,23 @@ SampledRun sample_run(const FailureModel& f, double work_s, double interval_s, s
     // A new save waits for the previous write to be done (one snapshot buffer).
     const double wait = !last && pending >= 0.0 ? std::max(0.0, written_in - piece) : 0.0;
     const double save = last ? 0.0 : f.checkpoint_s + wait;  // none after the last piece
+    if (planned && until_planned < piece + save && until_planned <= until_failure) {
+      // A planned stop first: the work so far saved (the stop's own checkpoint,
+      // asynchronously written before the job stops), a restart, nothing lost.
+      const double at = std::max(0.0, until_planned);
+      const double worked = std::min(at, piece);
+      const double down = f.checkpoint_s + f.persist_s + f.restart_s;
+      run.wall_s += at + down;
+      run.checkpoints_s += at - worked;  // a piece's save cut short
+      run.planned_s += down;
+      ++run.planned;
+      done += worked;
+      durable = done;
+      pending = -1.0;
+      until_failure = next_failure();  // memoryless: a fresh draw after the downtime
+      until_planned = f.planned_interval_s;
+      continue;
+    }
     if (until_failure >= piece + save) {
       run.wall_s += piece + save;
       run.checkpoints_s += save;
@@ -79,6 +91,7 @@ SampledRun sample_run(const FailureModel& f, double work_s, double interval_s, s
     // failure can interrupt too (it starts over).
     run.wall_s += until_failure;
     run.lost_s += until_failure;
+    until_planned -= until_failure;
     // Pieces finished but not yet written (asynchronously) when the failure
     // strikes are lost too: their time is in the wall time already, and they are
     // done again. A write that completed before the failure counts.
@@ -92,11 +105,13 @@ SampledRun sample_run(const FailureModel& f, double work_s, double interval_s, s
       if (until_failure >= f.restart_s) break;
       run.wall_s += until_failure;
       run.restarts_s += until_failure;
+      until_planned -= until_failure;
       ++run.failures;
     }
     run.wall_s += f.restart_s;
     run.restarts_s += f.restart_s;
     until_failure -= f.restart_s;
+    until_planned -= f.restart_s;  // a planned stop due meanwhile comes first thing
   }
   return run;
 }
@@ -129,6 +144,8 @@ GoodputEstimate estimate_goodput(const FailureModel& f, double work_s, double st
     e.mean_checkpoints_s += r.checkpoints_s / samples;
     e.mean_lost_s += r.lost_s / samples;
     e.mean_restarts_s += r.restarts_s / samples;
+    e.mean_planned += r.planned / static_cast<double>(samples);
+    e.mean_planned_s += r.planned_s / samples;
   }
   e.p025_wall_s = quantile(walls, 0.025);
   e.p975_wall_s = quantile(walls, 0.975);

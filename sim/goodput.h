@@ -49,6 +49,13 @@ struct FailureModel {
   // write completes falls back to the checkpoint before. 0: synchronous (the
   // write is the stall).
   double persist_s = 0.0;
+  // Planned interruptions (maintenance, firmware and driver upgrades, changes to
+  // the training): one planned_interval_s of wall time after the job last came
+  // back from one (the first that long after the start), 0 for none. The job
+  // checkpoints where it is (delta, and asynchronously its write, persist_s),
+  // stops and restarts (R): nothing is lost. A failure during that downtime is
+  // mended in it (not counted).
+  double planned_interval_s = 0.0;
 };
 
 double young_interval_s(const FailureModel& f);
@@ -64,8 +71,10 @@ struct SampledRun {
   double wall_s = 0.0;
   double checkpoints_s = 0.0;
   double lost_s = 0.0;
-  double restarts_s = 0.0;
+  double restarts_s = 0.0;  // after failures
+  double planned_s = 0.0;   // planned stops: their checkpoint and restart
   int failures = 0;
+  int planned = 0;
 };
 
 // The wall time of work_s seconds of training in run `sample` of `seed`:
@@ -73,6 +82,7 @@ struct SampledRun {
 // every interval_s of work (and none after the last piece). With persist_s a
 // checkpoint counts only once written: a failure during the write loses the
 // work since the one before, and a save waits for the previous write to finish.
+// With planned_interval_s the planned stops come every that much wall time.
 SampledRun sample_run(const FailureModel& f, double work_s, double interval_s, std::uint64_t seed, int sample);
 
 struct GoodputEstimate {
@@ -87,6 +97,7 @@ struct GoodputEstimate {
   // quantiles, and the mean of each part.
   double mean_wall_s = 0.0, p025_wall_s = 0.0, p975_wall_s = 0.0;
   double mean_failures = 0.0, mean_checkpoints_s = 0.0, mean_lost_s = 0.0, mean_restarts_s = 0.0;
+  double mean_planned = 0.0, mean_planned_s = 0.0;
   // The sampled optimum: the interval, in whole steps, whose sampled runs have
   // the least mean wall time among multiples of Daly's from 1/4 to 4 (the same
   // runs' failure draws for every interval: common random numbers).

@@ -25,10 +25,6 @@ std::uint64_t splitmix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-constexpr std::uint64_t kClockStream = 1;
-constexpr std::uint64_t kBootstrapStream = 2;
-constexpr std::uint64_t kKernelStream = 3;
-
 // A lognormal of mean 1 and coefficient of variation cv (sigma^2 = ln(1 + cv^2),
 // mu = -sigma^2 / 2) from the uniforms at counters (a, b, c, d) and (a, b, c, d + 1),
 // by Box-Muller.

@@ -28,6 +28,15 @@ namespace strata::sim {
 // four, the same on every platform and thread (what every sampled figure draws).
 double counter_uniform(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uint64_t d);
 
+// The counters' second word: one stream per kind of draw, so that no two kinds
+// share draws for the same seed.
+enum RandomStream : std::uint64_t {
+  kClockStream = 1,      // each GPU's speed per sampled step
+  kBootstrapStream = 2,  // the confidence intervals' resamples
+  kFailureStream = 3,    // sim/goodput.h's failure times
+  kKernelStream = 4,     // each kernel's own time per sampled step
+};
+
 // Each kernel's own time spread, per kernel family: the coefficient of variation
 // of one kernel's time on one GPU (a lognormal of mean 1 per kernel and rank).
 struct KernelJitter {

@@ -128,5 +128,40 @@ TEST(Goodput, AsynchronousSavesCostLessThanSynchronousOnes) {
   EXPECT_GT(async_lost, instant_lost);
 }
 
+// Planned stops without failures, worked by hand: 100 s of work in pieces of
+// 10 s, a 1 s save each, a stop every 30 s of wall time costing its own 1 s save
+// and a 5 s restart. The stops come 8 s into the third piece of each run of
+// three (wall 22 + 8 = 30, then every 30 s of wall time after each restart):
+// at work 28, 56 and 84; the run ends at 100 + 7 saves + 3 x 6 = 125 s.
+TEST(Goodput, PlannedStopsSaveWhereTheJobIsAndLoseNothing) {
+  FailureModel f;
+  f.job_mtbf_s = 1e18;
+  f.checkpoint_s = 1.0;
+  f.restart_s = 5.0;
+  f.planned_interval_s = 30.0;
+  const SampledRun r = sample_run(f, 100.0, 10.0, 1, 0);
+  EXPECT_EQ(r.failures, 0);
+  EXPECT_EQ(r.planned, 3);
+  EXPECT_DOUBLE_EQ(r.checkpoints_s, 7.0);
+  EXPECT_DOUBLE_EQ(r.planned_s, 18.0);
+  EXPECT_DOUBLE_EQ(r.lost_s, 0.0);
+  EXPECT_DOUBLE_EQ(r.wall_s, 125.0);
+  // With failures too, every run's parts add up to its wall time; a stop comes P
+  // of wall time after the last one's downtime D = 60 + 300 s ended (P the
+  // interval), or at once after a failure's restart it fell in: n stops end by
+  // the wall time, and the run ended before the next one was due, but for the
+  // restarts' delays.
+  FailureModel both = hourly();
+  both.planned_interval_s = 7200.0;
+  const double cycle = 7200.0 + 60.0 + 300.0;
+  for (int k = 0; k < 200; ++k) {
+    const SampledRun a = sample_run(both, 360000.0, 600.0, 5, k);
+    EXPECT_NEAR(a.wall_s, 360000.0 + a.checkpoints_s + a.lost_s + a.restarts_s + a.planned_s, 1e-6 * a.wall_s);
+    EXPECT_DOUBLE_EQ(a.planned_s, a.planned * 360.0);
+    EXPECT_LE(a.planned * cycle, a.wall_s + 1e-6) << "run " << k;
+    EXPECT_GT(a.planned * cycle + 7200.0 + a.restarts_s, a.wall_s - 1e-6) << "run " << k;
+  }
+}
+
 }  // namespace
 }  // namespace strata::sim
