@@ -284,6 +284,11 @@ void run_calibrate(const CalibrateArgs& args) {
              "{} collective points\n\n",
              report.gemms, report.kernels, report.attention, report.copies, report.collective_points);
   print_quality(model.fit_quality(), median_spread(p));
+  if (model.rank_spread()) {
+    fmt::print("\nranks: the {} ranks ran the same {} kernels {:.2f}% apart (median coefficient of variation "
+               "across ranks; `strata simulate --samples N --clock-cv measured` draws each GPU's speed with it)\n",
+               model.rank_spread()->ranks, model.rank_spread()->kernels, 100.0 * model.rank_spread()->median_cv);
+  }
   print_collectives(model);
   fmt::print("\nfigures:\n");
   for (const SectionOrigin& o : model.origins()) {

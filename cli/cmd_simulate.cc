@@ -35,7 +35,7 @@ struct SimulateArgs {
   int samples = 0;
   std::string trace_sample;  // --trace-sample: "", "slowest" or a sample's index
   std::uint64_t seed = 1;
-  double clock_cv = 0.0;
+  std::string clock_cv;   // --clock-cv: "", "measured" or a coefficient of variation
   std::string kernel_cv;  // --kernel-cv: "", "measured" or a coefficient of variation
   int threads = 0;
 };
@@ -133,6 +133,34 @@ int traced_sample_of(const SimulateArgs& args) {
   const std::optional<std::vector<double>> k = colon_numbers(args.trace_sample, 1);
   if (!k || !is_index((*k)[0], args.samples)) fail(fmt::format("not one of the {} samples", args.samples));
   return static_cast<int>((*k)[0]);
+}
+
+// --clock-cv: an assumed coefficient of variation of each GPU's speed, or
+// "measured", how differently the calibration's ranks ran the same kernels; 0
+// when not given.
+double clock_cv_of(const SimulateArgs& args, const Profile& profile) {
+  if (args.clock_cv.empty()) return 0.0;
+  auto fail = [&](const std::string& why) {
+    throw InputError("", "--clock-cv",
+                     fmt::format("\"{}\": {} (allowed: a coefficient of variation in (0, 1], e.g. 0.03, or "
+                                 "\"measured\": the spread across ranks a calibration under mpirun recorded; with "
+                                 "--samples)",
+                                 args.clock_cv, why));
+  };
+  if (args.samples <= 0) fail("needs --samples");
+  if (args.clock_cv == "measured") {
+    const std::optional<RankSpread> spread = CostModel(profile).rank_spread();
+    if (!spread) {
+      fail(fmt::format("profile {} ({}) has no rank_spread: run `mpirun -n N strata calibrate` on the GPUs and "
+                       "pass its profile with --profile",
+                       profile.name, profile.file));
+    }
+    if (!(spread->median_cv > 0.0)) fail("the profile's ranks ran the kernels at one speed (median_cv 0)");
+    return std::min(spread->median_cv, 1.0);
+  }
+  const std::optional<std::vector<double>> cv = colon_numbers(args.clock_cv, 1);
+  if (!cv || !((*cv)[0] > 0.0) || (*cv)[0] > 1.0) fail("not a coefficient of variation in (0, 1]");
+  return (*cv)[0];
 }
 
 // --kernel-cv: one assumed coefficient of variation for every kernel family, or
@@ -289,13 +317,14 @@ void run_simulate(const SimulateArgs& args) {
                      "cannot each draw their own speed");
   }
   const sim::KernelJitter kernel_jitter = kernel_jitter_of(args, s.profile);
-  if (args.samples > 0 && args.clock_cv <= 0.0 && !kernel_jitter.any()) {
+  const double clock_cv = clock_cv_of(args, s.profile);
+  if (args.samples > 0 && clock_cv <= 0.0 && !kernel_jitter.any()) {
     throw InputError("", "--clock-cv",
-                     fmt::format("--samples needs the spread of each GPU's speed: the device profile {} records no "
-                                 "measured spread across GPUs, so give it as an assumption, e.g. --clock-cv 0.03 (a "
-                                 "coefficient of variation in (0, 1]; the result names it as assumed), and/or each "
-                                 "kernel's with --kernel-cv",
-                                 s.profile.device.name));
+                     fmt::format("--samples needs a spread to sample: each GPU's speed, --clock-cv 0.03 (an "
+                                 "assumption, a coefficient of variation in (0, 1]) or --clock-cv measured (profile "
+                                 "{} then needs the rank_spread of a calibration under mpirun), and/or each "
+                                 "kernel's, --kernel-cv",
+                                 s.profile.name));
   }
   const int trace_sample = traced_sample_of(args);
   // The what-if's baseline: the same step with every GPU at speed.
@@ -318,7 +347,15 @@ void run_simulate(const SimulateArgs& args) {
     ProgressLine sampling("sampling", args.samples);
     const int threads =
         args.threads > 0 ? args.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    const sim::Sampling asked{{args.clock_cv, args.seed, kernel_jitter}, args.samples, threads, trace_sample};
+    const std::string clock_origin =
+        args.clock_cv == "measured"
+            ? fmt::format("measured: profile {}'s rank_spread, how differently its calibration's ranks ran the same "
+                          "kernels (a persistent difference between GPUs, drawn afresh each step)",
+                          s.profile.name)
+            : "";
+    const sim::Sampling asked{{clock_cv, args.seed, kernel_jitter, clock_origin},
+                              args.samples, threads,
+                              trace_sample};
     sim::SampledSimulation both = sim::simulate_sampled(s, options, asked, [&](int done, int total) {
       sampling.update(done, fmt::format("step {} of {}", done, total));
     });
@@ -385,9 +422,11 @@ void run_simulate(const SimulateArgs& args) {
       return fmt::format("{} [{}, {}]", seconds(e.value), seconds(e.ci_low), seconds(e.ci_high));
     };
     const std::string clock = d.variation.cv > 0.0
-                                  ? fmt::format("each GPU's speed lognormal with CV {:.1f}% per step (assumed, "
-                                                "--clock-cv)",
-                                                100.0 * d.variation.cv)
+                                  ? fmt::format("each GPU's speed lognormal with CV {:.2f}% per step ({})",
+                                                100.0 * d.variation.cv,
+                                                args.clock_cv == "measured"
+                                                    ? "measured: the calibration's spread across ranks"
+                                                    : "assumed, --clock-cv")
                                   : std::string("every GPU at its mean speed");
     const sim::KernelJitter& k = d.variation.kernel;
     const std::string kernels =
@@ -454,9 +493,8 @@ void add_simulate_command(CLI::App& app) {
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--seed", args->seed, "the samples' seed (the same seed gives the same samples)");
   cmd->add_option("--clock-cv", args->clock_cv,
-                  "coefficient of variation of each GPU's compute speed per step, for --samples (an assumption, "
-                  "reported as such)")
-      ->check(finite_in(1e-6, 1.0));
+                  "with --samples: coefficient of variation of each GPU's compute speed per step (an assumption, "
+                  "reported as such), or \"measured\": the spread across ranks a calibration under mpirun recorded");
   cmd->add_option("--trace-sample", args->trace_sample,
                   "with --samples: also write the trace of this sample (0-based) or of the slowest one (\"slowest\"): "
                   "trace-sample-K.json, where ranks wait for slower peers");

@@ -78,6 +78,7 @@ CostModel::CostModel(const Profile& profile) : profile_(profile) {
   if (cs.contains("fit_quality")) {
     fit_quality_ = read_fit_quality(cs["fit_quality"], file, "$.fit_quality");
   }
+  if (cs.contains("rank_spread")) rank_spread_ = read_rank_spread(cs["rank_spread"], file, "$.rank_spread");
   if (cs.contains("provenance")) {
     provenance_ = read_provenance(cs["provenance"], file, "$.provenance");
   }

@@ -78,6 +78,7 @@ class CostModel {
   // Held-out fit quality per section, as the profile records it (empty for datasheet profiles).
   const std::map<std::string, FitError>& fit_quality() const { return fit_quality_; }
   const std::optional<Provenance>& provenance() const { return provenance_; }
+  const std::optional<RankSpread>& rank_spread() const { return rank_spread_; }
 
   const Profile& profile() const { return profile_; }
   const std::optional<GemmSection>& gemm_section() const { return gemm_; }
@@ -117,6 +118,7 @@ class CostModel {
   std::optional<CollectivesSection> collectives_;
   std::map<std::string, FitError> fit_quality_;
   std::optional<Provenance> provenance_;
+  std::optional<RankSpread> rank_spread_;
   std::map<DType, LogInterpolator> gemm_log_efficiency_;  // over log2 (m, n, k, batch)
   std::vector<AttentionGroup> attention_groups_;
 

@@ -196,7 +196,7 @@ std::optional<KernelKind> parse_kernel_kind(const std::string& name) {
 const std::vector<std::string>& cost_section_names() {
   static const std::vector<std::string> names = {"gemm",        "memory_bound", "attention",
                                                  "host_copy",   "collectives",  "fit_quality",
-                                                 "provenance"};
+                                                 "provenance",  "rank_spread"};
   return names;
 }
 
@@ -591,6 +591,27 @@ nlohmann::ordered_json to_json(const Provenance& p) {
   return j;
 }
 
+// ---------------------------------------------------------------- rank_spread
+
+RankSpread read_rank_spread(const nlohmann::json& value, const std::string& file, const std::string& path) {
+  ObjectReader r(value, file, path);
+  RankSpread s;
+  s.ranks = static_cast<int>(r.integer("ranks", 2, 1 << 20));
+  s.kernels = static_cast<int>(r.integer("kernels", 1, 1 << 30));
+  s.median_cv = r.number("median_cv", 0.0, 10.0);
+  r.allow_text("notes");
+  r.finish();
+  return s;
+}
+
+nlohmann::ordered_json to_json(const RankSpread& s) {
+  nlohmann::ordered_json j;
+  j["ranks"] = s.ranks;
+  j["kernels"] = s.kernels;
+  j["median_cv"] = s.median_cv;
+  return j;
+}
+
 void check_cost_section(const std::string& section, const nlohmann::json& value,
                         const std::string& file, const std::string& path) {
   if (section == "gemm") {
@@ -607,6 +628,8 @@ void check_cost_section(const std::string& section, const nlohmann::json& value,
     read_fit_quality(value, file, path);
   } else if (section == "provenance") {
     read_provenance(value, file, path);
+  } else if (section == "rank_spread") {
+    read_rank_spread(value, file, path);
   } else {
     throw InternalError("check_cost_section: unknown section " + section);
   }

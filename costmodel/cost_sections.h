@@ -1,5 +1,5 @@
 // The cost-model sections of a profile ("gemm", "memory_bound", "attention",
-// "host_copy", "collectives", "fit_quality", "provenance"): their in-memory form,
+// "host_copy", "collectives", "fit_quality", "provenance", "rank_spread"): their in-memory form,
 // strict reading and writing. docs/formats.md documents the JSON schema.
 //
 // Each cost section says where its figures come from: `origin` is "datasheet"
@@ -136,6 +136,16 @@ struct Provenance {
   std::map<std::string, std::string> details;    // driver, vector ISA, ...
 };
 
+// How differently the ranks of a calibration ran the same kernels (`strata
+// calibrate` under mpirun): for each kernel every rank measured, the coefficient
+// of variation of its median time across the ranks; the median over the kernels.
+// A persistent difference between GPUs (silicon, cooling, power), not repeat noise.
+struct RankSpread {
+  int ranks = 0;       // >= 2
+  int kernels = 0;     // kernels compared
+  double median_cv = 0.0;
+};
+
 // Section keys a profile may carry besides "device" and "memory".
 const std::vector<std::string>& cost_section_names();
 
@@ -154,6 +164,7 @@ std::map<std::string, FitError> read_fit_quality(const nlohmann::json& value,
                                                  const std::string& file, const std::string& path);
 Provenance read_provenance(const nlohmann::json& value, const std::string& file,
                            const std::string& path);
+RankSpread read_rank_spread(const nlohmann::json& value, const std::string& file, const std::string& path);
 
 // Writers: the JSON form the readers accept (same inputs, same bytes).
 nlohmann::ordered_json to_json(const GemmSection& s);
@@ -163,6 +174,7 @@ nlohmann::ordered_json to_json(const HostCopySection& s);
 nlohmann::ordered_json to_json(const CollectivesSection& s);
 nlohmann::ordered_json fit_quality_json(const std::map<std::string, FitError>& quality);
 nlohmann::ordered_json to_json(const Provenance& p);
+nlohmann::ordered_json to_json(const RankSpread& s);
 
 // Reads the named section strictly (discarding the result). Throws InputError
 // (file, path) when the section is malformed.

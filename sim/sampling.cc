@@ -288,8 +288,10 @@ nlohmann::ordered_json to_json(const StepDistribution& d) {
   j["samples"] = d.step_time_s.size();
   j["seed"] = d.variation.seed;
   j["clock_cv"] = d.variation.cv;
-  j["origin"] = d.variation.cv > 0.0 ? "assumed (--clock-cv): each GPU's compute speed per step lognormal, mean 1"
-                                      : "none: every GPU at its mean speed (kernel jitter only)";
+  j["origin"] = d.variation.cv <= 0.0                 ? "none: every GPU at its mean speed (kernel jitter only)"
+                : !d.variation.clock_origin.empty() ? d.variation.clock_origin
+                                                    : "assumed (--clock-cv): each GPU's compute speed per step "
+                                                      "lognormal, mean 1";
   if (d.variation.kernel.any()) {
     const KernelJitter& k = d.variation.kernel;
     j["kernel_cv"] = {{"gemm", k.gemm}, {"attention", k.attention}, {"memory_bound", k.memory_bound}};

@@ -17,6 +17,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "costmodel/profile.h"
@@ -56,9 +57,14 @@ struct KernelJitter {
 std::optional<KernelJitter> measured_kernel_jitter(const Profile& profile);
 
 struct ClockVariation {
+  ClockVariation() = default;
+  ClockVariation(double cv_, std::uint64_t seed_, KernelJitter kernel_ = {}, std::string clock_origin_ = {})
+      : cv(cv_), seed(seed_), kernel(std::move(kernel_)), clock_origin(std::move(clock_origin_)) {}
+
   double cv = 0.0;  // coefficient of variation of a GPU's speed, per step
   std::uint64_t seed = 1;
   KernelJitter kernel;  // on top: each kernel's own spread (none by default)
+  std::string clock_origin;  // where cv comes from; empty: an assumption (--clock-cv)
 };
 
 // Every rank's compute factor in sample `sample`.

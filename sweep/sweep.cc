@@ -388,7 +388,7 @@ void rank_sweep(SweepResult& sweep, const ModelSpec& model, const Simulator& sim
     for (PlanOutcome& o : sweep.plans) {
       if (o.fidelity != "full") continue;
       const StepDistribution d =
-          sample_steps(simulator, model, o.plan, full_options, {options.clock_cv, options.seed, {}}, options.samples,
+          sample_steps(simulator, model, o.plan, full_options, {options.clock_cv, options.seed}, options.samples,
                        o.step_time_s, std::max(1, options.threads));
       o.p50_step_time_s = d.p50.value;
       o.p90_step_time_s = d.p90.value;

@@ -187,35 +187,58 @@ void cpu_base(Profile& p, const rt::DeviceInfo& info, double best_gemm_flops_per
   p.memory.source = "cpu backend: plain aligned host allocations, no device context or caching allocator";
 }
 
+// How the ranks compared on the same kernels.
+struct RankComparison {
+  double slowest_over_fastest = 1.0;  // median over the kernels
+  double median_cv = 0.0;             // median over the kernels of the ranks' coefficient of variation
+};
+
 // A synchronous training step runs at its slowest rank's pace, so each kernel
 // figure is the slowest rank's (every rank measured the same list at the same
 // time). On this project's 2-vCPU host one vCPU ran GEMMs 25% slower than the
 // other for minutes at a time; rank 0's figures alone then predicted every
-// 2-rank plan 25-30% fast. Returns the median over the figures of slowest /
-// fastest rank, for the report.
-double keep_slowest_rank(rt::Communicator& world, const std::vector<double*>& seconds) {
-  if (world.size() < 2 || seconds.empty()) return 1.0;
+// 2-rank plan 25-30% fast. Also returns how the ranks differed, kernel by kernel:
+// the median of slowest / fastest, and the median coefficient of variation
+// (sample standard deviation over the mean, the ranks' deviations summed
+// relative to their mean in a second pass, so single precision keeps them).
+RankComparison keep_slowest_rank(rt::Communicator& world, const std::vector<double*>& seconds) {
+  RankComparison out;
+  if (world.size() < 2 || seconds.empty()) return out;
   rt::Device& dev = world.device();
   const auto n = static_cast<std::int64_t>(seconds.size());
   std::vector<float> mine(seconds.size());
   for (std::size_t i = 0; i < seconds.size(); ++i) mine[i] = static_cast<float>(*seconds[i]);
-  rt::Tensor slowest = dev.allocate_tensor(n, DType::kFp32);
-  rt::Tensor fastest = dev.allocate_tensor(n, DType::kFp32);
-  rt::upload_fp32(dev, mine, slowest.view());
-  for (float& v : mine) v = -v;
-  rt::upload_fp32(dev, mine, fastest.view());
-  world.all_reduce(slowest.view(), slowest.view(), rt::ReduceOp::kMax);
-  world.all_reduce(fastest.view(), fastest.view(), rt::ReduceOp::kMax);
-  const std::vector<float> hi = rt::download_fp32(dev, slowest.view());
-  const std::vector<float> lo = rt::download_fp32(dev, fastest.view());
-  std::vector<double> ratios;
+  auto all_reduce = [&](const std::vector<float>& values, rt::ReduceOp op) {
+    rt::Tensor t = dev.allocate_tensor(n, DType::kFp32);
+    rt::upload_fp32(dev, values, t.view());
+    world.all_reduce(t.view(), t.view(), op);
+    return rt::download_fp32(dev, t.view());
+  };
+  const std::vector<float> hi = all_reduce(mine, rt::ReduceOp::kMax);
+  std::vector<float> negated(mine.size());
+  for (std::size_t i = 0; i < mine.size(); ++i) negated[i] = -mine[i];
+  const std::vector<float> lo = all_reduce(negated, rt::ReduceOp::kMax);
+  const std::vector<float> sum = all_reduce(mine, rt::ReduceOp::kSum);
+  const double ranks = world.size();
+  std::vector<float> deviation(mine.size(), 0.0f);
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    const double mean = sum[i] / ranks;
+    if (mean > 0.0) deviation[i] = static_cast<float>(std::pow(mine[i] / mean - 1.0, 2));
+  }
+  const std::vector<float> squares = all_reduce(deviation, rt::ReduceOp::kSum);
+  std::vector<double> ratios, cvs;
   for (std::size_t i = 0; i < seconds.size(); ++i) {
     *seconds[i] = hi[i];
     if (lo[i] < 0.0f) ratios.push_back(hi[i] / -lo[i]);
+    if (sum[i] > 0.0f) cvs.push_back(std::sqrt(squares[i] / (ranks - 1.0)));
   }
-  if (ratios.empty()) return 1.0;
-  std::nth_element(ratios.begin(), ratios.begin() + static_cast<std::ptrdiff_t>(ratios.size() / 2), ratios.end());
-  return ratios[ratios.size() / 2];
+  auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  if (!ratios.empty()) out.slowest_over_fastest = median(ratios);
+  if (!cvs.empty()) out.median_cv = median(cvs);
+  return out;
 }
 
 }  // namespace
@@ -275,11 +298,15 @@ CalibrationReport run_calibration(rt::Device& device, rt::Communicator& world,
       for (SizePoint& p : pts) kernel_seconds.push_back(&p.seconds);
     }
     for (AttentionPoint& a : attention) kernel_seconds.push_back(&a.seconds);
-    const double spread = keep_slowest_rank(world, kernel_seconds);
-    if (spread > 1.05) {
+    const RankComparison ranks = keep_slowest_rank(world, kernel_seconds);
+    if (ranks.slowest_over_fastest > 1.05) {
       report.notes.push_back(fmt::format(
           "ranks ran the same kernels at different speeds (slowest / fastest: median {:.2f}); the "
-          "profile keeps the slowest rank's figures, which set a synchronous step's pace", spread));
+          "profile keeps the slowest rank's figures, which set a synchronous step's pace",
+          ranks.slowest_over_fastest));
+    }
+    if (world.size() >= 2) {
+      report.rank_spread = RankSpread{world.size(), static_cast<int>(kernel_seconds.size()), ranks.median_cv};
     }
   }
   std::vector<CollectiveMeasurement> collectives;
@@ -392,6 +419,7 @@ CalibrationReport run_calibration(rt::Device& device, rt::Communicator& world,
   p.file = "(calibration)";
   p = read_profile(nlohmann::json::parse(to_json(p).dump()), "(calibration)");
   p.cost_sections["fit_quality"] = nlohmann::json::parse(fit_quality_json(held_out_quality(p)).dump());
+  if (report.rank_spread) p.cost_sections["rank_spread"] = nlohmann::json::parse(to_json(*report.rank_spread).dump());
 
   Provenance prov;
   prov.host = host_name();

@@ -45,6 +45,7 @@ struct CalibrationReport {
   Profile profile;                  // complete on rank 0 (fit quality and provenance included)
   std::vector<std::string> notes;   // what was skipped and why
   std::int64_t gemms = 0, kernels = 0, attention = 0, copies = 0, collective_points = 0;
+  std::optional<RankSpread> rank_spread;  // with two ranks or more (also in the profile)
 };
 
 // Runs the calibration. Collective over world (every rank calls it). Throws

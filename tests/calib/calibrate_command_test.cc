@@ -39,6 +39,35 @@ TEST(CalibrateCommand, QuickUnderMpirunFitsWithinTenPercentAndTheSimulatorReadsI
   for (const auto& c : p["collectives"]["measured"]) EXPECT_EQ(c["group_size"], 2);
   ASSERT_TRUE(p["fit_quality"].contains("gemm")) << p["fit_quality"].dump();
   ASSERT_TRUE(p["fit_quality"].contains("collectives")) << p["fit_quality"].dump();
+  // How differently the two ranks ran the same kernels: every GEMM, memory-bound
+  // and attention figure compared, their spread across ranks recorded.
+  ASSERT_TRUE(p.contains("rank_spread")) << r.out;
+  EXPECT_EQ(p["rank_spread"]["ranks"], 2);
+  std::size_t kernels = p["gemm"]["measured"]["fp32"].size() + p["attention"]["measured"].size();
+  for (const auto& [kind, curve] : p["memory_bound"]["measured"].items()) kernels += curve["points"].size();
+  EXPECT_EQ(p["rank_spread"]["kernels"].get<std::size_t>(), kernels);
+  const double rank_cv = p["rank_spread"]["median_cv"].get<double>();
+  EXPECT_GE(rank_cv, 0.0);
+  EXPECT_LT(rank_cv, 1.0);
+  EXPECT_NE(r.out.find("ranks: the 2 ranks ran the same"), std::string::npos) << r.out;
+  // Sampled steps draw from what was measured: each GPU's speed with the ranks'
+  // spread, each kernel's time with its family's repeat spread.
+  {
+    const std::string plan =
+        dir.write("tp2dp4.json", R"({"tp": 2, "pp": 1, "dp": 4, "micro_batch_size": 1, "global_batch_size": 8})");
+    const CommandResult s = run_strata({"simulate", "--model", "gpt-tiny", "--plan", plan, "--cluster",
+                                        "dgx-a100-1node", "--profile", dir.file("p.json"), "--samples", "2",
+                                        "--clock-cv", "measured", "--kernel-cv", "measured", "--no-trace", "--out",
+                                        dir.file("sampled")});
+    ASSERT_EQ(s.exit_code, rank_cv > 0.0 ? 0 : 2) << s.out << s.err;
+    if (rank_cv > 0.0) {
+      const nlohmann::json d = nlohmann::json::parse(read_file(dir.file("sampled/result.json")))["distribution"];
+      EXPECT_DOUBLE_EQ(d["clock_cv"].get<double>(), std::min(rank_cv, 1.0));
+      EXPECT_NE(d["origin"].get<std::string>().find("rank_spread"), std::string::npos);
+      EXPECT_GT(d["kernel_cv"]["gemm"].get<double>(), 0.0);
+      EXPECT_NE(d["kernel_origin"].get<std::string>().find("measured"), std::string::npos);
+    }
+  }
   // The simulator's readers accept it.
   CommandResult m = run_strata({"memory", "--model", "gpt3-175b", "--plan", "gpt3-175b-1024", "--cluster",
                                 "dgx-a100-128node", "--profile", dir.file("p.json")});
@@ -81,7 +110,18 @@ TEST(CalibrateCommand, OneRankCalibratesWithoutCollectivesAndChecksDrift) {
   EXPECT_NE(r.out.find("collectives not measured"), std::string::npos) << r.out;
   nlohmann::json p = nlohmann::json::parse(read_file(dir.file("p.json")));
   EXPECT_FALSE(p.contains("collectives"));
+  EXPECT_FALSE(p.contains("rank_spread"));  // one rank: nothing to compare
   EXPECT_EQ(p["provenance"]["threads_per_rank"], 1);
+  // So it cannot give the spread across GPUs: exit 2 naming the flag, nothing written.
+  const std::string plan =
+      dir.write("tp2dp4.json", R"({"tp": 2, "pp": 1, "dp": 4, "micro_batch_size": 1, "global_batch_size": 8})");
+  const CommandResult s = run_strata({"simulate", "--model", "gpt-tiny", "--plan", plan, "--cluster",
+                                      "dgx-a100-1node", "--profile", dir.file("p.json"), "--samples", "2",
+                                      "--clock-cv", "measured", "--out", dir.file("sampled")});
+  EXPECT_EQ(s.exit_code, 2);
+  EXPECT_NE(s.err.find("--clock-cv"), std::string::npos) << s.err;
+  EXPECT_NE(s.err.find("rank_spread"), std::string::npos) << s.err;
+  EXPECT_FALSE(file_exists(dir.file("sampled/result.json")));
   EXPECT_TRUE(p["fit_quality"].contains("gemm"));
   CommandResult c = run_strata({"calibrate", "--backend", "cpu", "--quick", "--check", dir.file("p.json")});
   ASSERT_EQ(c.exit_code, 0) << c.err;

@@ -22,7 +22,7 @@ namespace {
 
 // The factors have mean 1 and the asked coefficient of variation, and repeat.
 TEST(ClockVariation, FactorsAreLognormalWithMeanOneAndTheirCv) {
-  const ClockVariation v{0.05, 7, {}};
+  const ClockVariation v{0.05, 7};
   double sum = 0.0, sum2 = 0.0;
   const int n = 200000;
   const std::vector<double> f = clock_factors(v, 0, n);
@@ -36,7 +36,7 @@ TEST(ClockVariation, FactorsAreLognormalWithMeanOneAndTheirCv) {
   EXPECT_NEAR(sd / mean, 0.05, 0.0005);
   EXPECT_EQ(clock_factors(v, 3, 16), clock_factors(v, 3, 16));
   EXPECT_NE(clock_factors(v, 3, 16), clock_factors(v, 4, 16));
-  EXPECT_NE(clock_factors(v, 3, 16), clock_factors({0.05, 8, {}}, 3, 16));
+  EXPECT_NE(clock_factors(v, 3, 16), clock_factors({0.05, 8}, 3, 16));
   // Rank r's factor does not depend on how many ranks there are.
   EXPECT_EQ(clock_factors(v, 3, 16)[5], clock_factors(v, 3, 64)[5]);
 }
@@ -63,7 +63,7 @@ TEST(ClockVariation, OneBuiltStepRunsAsFreshOnes) {
   const std::vector<TimeNs> as_built = built->graph.scaled_durations(0, std::vector<double>(8, 1.0));
   std::vector<double> steps;
   for (int k = 0; k < 3; ++k) {
-    o.rank_factors = clock_factors({0.05, 11, {}}, k, p.num_gpus());
+    o.rank_factors = clock_factors({0.05, 11}, k, p.num_gpus());
     const SimulationResult fresh = simulator.run(model, p, o);
     const SimulationResult reused = simulator.run(*built, model, p, o);
     EXPECT_EQ(reused.metrics.step_time_s, fresh.metrics.step_time_s) << "sample " << k;
@@ -94,7 +94,7 @@ TEST(ClockVariation, SampledSimulationIsItsFreshRuns) {
   PlanSpec zb = strata::testing::plan(1, 2, 4, 1, 16);
   zb.schedule = Schedule::kZbH2;
   for (const PlanSpec& p : {strata::testing::plan(2, 2, 2, 1, 8), zb}) {
-    const ClockVariation v{0.05, 5, {}};
+    const ClockVariation v{0.05, 5};
     const SimulationOptions o;
     const SampledSimulation one = simulate_sampled(simulator, model, p, o, {v, 5, 1});
     const SampledSimulation three = simulate_sampled(simulator, model, p, o, {v, 5, 3, kSlowestSample});
@@ -162,7 +162,7 @@ TEST(ClockVariation, ReplicasWaitForTheirSlowestAsOrderStatisticsSay) {
     double sum = 0.0, sum2 = 0.0;
     const int samples = 2000;
     for (int k = 0; k < samples; ++k) {
-      const std::vector<double> f = clock_factors({cv, 11, {}}, k, dp);
+      const std::vector<double> f = clock_factors({cv, 11}, k, dp);
       Workload w = build_workload(model, p, costs, comm, Fidelity::kFull);
       std::vector<double> by_sim_rank(w.global_rank.size());
       for (std::size_t i = 0; i < by_sim_rank.size(); ++i) by_sim_rank[i] = f[static_cast<std::size_t>(w.global_rank[i])];
