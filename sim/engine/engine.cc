@@ -132,10 +132,14 @@ class Engine {
   }
 
   // One of the task's conditions is met: `by` (a dependency, or the task before it
-  // on one of its streams) finished; -1 at the step's start.
+  // on one of its streams) finished; -1 at the step's start. The blocker is the
+  // condition met last, so it is written once, when the task becomes ready (a
+  // write per condition missed the cache on most of them).
   void release(TaskId t, TaskId by) {
-    blocker_[t] = by;
-    if (--state_[t].pending == 0) ready_.push_back(t);
+    if (--state_[t].pending == 0) {
+      blocker_[t] = by;
+      ready_.push_back(t);
+    }
   }
 
   // Starts tasks in the order they became ready (deterministic).
