@@ -831,6 +831,33 @@ TEST(GoodputCommand, Llama3EffectiveTrainingTimeAboveNinetyPercent) {
   EXPECT_GT(planned["wall"]["goodput"].get<double>(), 0.90);
 }
 
+// BLOOM 176B on 384 A100 (scenarios/validation/bloom-176b-384gpu.json) as
+// BigScience ran it: "about 400 GPUs, on average 1-2 GPU failures a week",
+// "a checkpoint every 3h (100 iterations) so on average we would lose 1.5h of
+// training on hardware crash" (Hugging Face blog, "The Technology Behind BLOOM
+// Training", 2022), the full checkpoint "2.3TB" (BigScience's 176B model page).
+// Llama 3's fleet MTBF, the default, gives this job 1-2 failures a week; a crash
+// loses about half the interval; the checkpoint is 2.25 TiB.
+TEST(GoodputCommand, BloomFailuresAsBigScienceSawThem) {
+  TempDir dir;
+  const json row = read_json(std::string(STRATA_SOURCE_DIR) + "/scenarios/validation/bloom-176b-384gpu.json");
+  const std::string file = dir.file("g.json");
+  const CommandResult r =
+      run_strata({"goodput", "--model", dir.write("model.json", row["model"].dump()), "--plan",
+                  dir.write("plan.json", row["plan"].dump()), "--cluster", dir.write("cluster.json", row["cluster"].dump()),
+                  "--train-tokens", "366e9", "--restart-minutes", "30", "--save-interval", "100", "--json", file});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json g = read_json(file);
+  const double weeks = g["wall"]["mean_s"].get<double>() / (7 * 86400.0);
+  const double per_week = g["wall"]["mean_failures"].get<double>() / weeks;
+  EXPECT_GE(per_week, 1.0);
+  EXPECT_LE(per_week, 2.0);
+  const double lost_per_failure =
+      g["wall"]["lost_to_rework"].get<double>() * g["wall"]["mean_s"].get<double>() / g["wall"]["mean_failures"].get<double>();
+  EXPECT_NEAR(lost_per_failure / g["interval"]["used_s"].get<double>(), 0.5, 0.1);
+  EXPECT_NEAR(g["checkpoint"]["bytes"].get<double>() / std::pow(2.0, 40), 2.3, 0.1);
+}
+
 // --slow-nic: one fabric NIC at a fraction of its bandwidth slows the data-parallel
 // traffic that crosses it; the slower the NIC, the slower the step; the result
 // names the NIC; a NIC outside the cluster is bad input naming the flag.
