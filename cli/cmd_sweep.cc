@@ -38,6 +38,7 @@ struct SweepArgs {
   int full_top = 3;
   int samples = 0;
   double clock_cv = 0.0;
+  double kernel_cv = 0.0;
   std::uint64_t seed = 1;
   std::string rank_by = "mean";
   int threads = 0;
@@ -179,6 +180,7 @@ SweepRun sweep_once(const SweepArgs& a, const Loaded& l, const SweepWorld& ranks
   options.full_top = a.full_top;
   options.samples = a.samples;
   options.clock_cv = a.clock_cv;
+  options.kernel_cv = a.kernel_cv;
   options.seed = a.seed;
   options.rank_by_p90 = a.rank_by == "p90";
   ProgressLine progress("sweep", 0);
@@ -242,9 +244,13 @@ void write_outputs(const std::string& dir, const SweepArgs& a, const Loaded& l, 
 }
 
 void run_sweep_command(const SweepArgs& a) {
-  if (a.samples > 0 && a.clock_cv <= 0.0) {
+  if (a.samples > 0 && a.clock_cv <= 0.0 && a.kernel_cv <= 0.0) {
     throw InputError("", "--clock-cv",
-                     "--samples needs the spread of each GPU's speed per step, an assumption: e.g. --clock-cv 0.03");
+                     "--samples needs the spread of each GPU's speed per step, an assumption: e.g. --clock-cv 0.03 "
+                     "(and/or each kernel's, --kernel-cv)");
+  }
+  if (a.kernel_cv > 0.0 && a.samples <= 0) {
+    throw InputError("", "--kernel-cv", "needs --samples N: each kernel's spread is drawn in the sampled steps");
   }
   if (a.samples > 0 && a.full_top < 1) {
     throw InputError("", "--samples", "samples the plans re-simulated at full fidelity: --full-top must be at least 1");
@@ -340,6 +346,10 @@ void add_sweep_command(CLI::App& app) {
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--clock-cv", a->clock_cv,
                   "with --samples: coefficient of variation of each GPU's speed per step (an assumption, e.g. 0.03)")
+      ->check(finite_in(1e-6, 1.0));
+  cmd->add_option("--kernel-cv", a->kernel_cv,
+                  "with --samples: each kernel's own time spread on each GPU, on top of --clock-cv (an assumption, "
+                  "e.g. 0.02)")
       ->check(finite_in(1e-6, 1.0));
   cmd->add_option("--seed", a->seed, "with --samples: the seed of the sampled speeds (default 1)");
   cmd->add_option("--rank-by", a->rank_by,

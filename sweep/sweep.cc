@@ -385,10 +385,16 @@ void rank_sweep(SweepResult& sweep, const ModelSpec& model, const Simulator& sim
   // (sample_steps), one plan after another; with rank_by_p90 the sampled plans,
   // still ahead of the others, in order of their P90 step time.
   if (options.samples > 0) {
+    KernelJitter jitter;
+    if (options.kernel_cv > 0.0) {
+      jitter.gemm = jitter.attention = jitter.memory_bound = options.kernel_cv;
+      jitter.origin = "assumed (--kernel-cv): each kernel's time on each GPU lognormal, mean 1";
+    }
+    const ClockVariation variation(options.clock_cv, options.seed, jitter);
     for (PlanOutcome& o : sweep.plans) {
       if (o.fidelity != "full") continue;
       const StepDistribution d =
-          sample_steps(simulator, model, o.plan, full_options, {options.clock_cv, options.seed}, options.samples,
+          sample_steps(simulator, model, o.plan, full_options, variation, options.samples,
                        o.step_time_s, std::max(1, options.threads));
       o.p50_step_time_s = d.p50.value;
       o.p90_step_time_s = d.p90.value;
@@ -441,8 +447,10 @@ void rank_sweep(SweepResult& sweep, const ModelSpec& model, const Simulator& sim
     // Ranked by P90: what puts a ahead is its slow steps, whatever its mean.
     const std::string p90 =
         options.rank_by_p90 && a.p90_step_time_s > 0.0 && b.p90_step_time_s > 0.0
-            ? fmt::format("P90 step {:.4g} s vs {:.4g} s ({} samples, clock CV {:.1f}%); ", a.p90_step_time_s,
-                          b.p90_step_time_s, options.samples, 100.0 * options.clock_cv)
+            ? fmt::format("P90 step {:.4g} s vs {:.4g} s ({} samples, clock CV {:.1f}%{}); ", a.p90_step_time_s,
+                          b.p90_step_time_s, options.samples, 100.0 * options.clock_cv,
+                          options.kernel_cv > 0.0 ? fmt::format(", kernel CV {:.1f}%", 100.0 * options.kernel_cv)
+                                                  : std::string())
             : "";
     sweep.plans[i].why = p90 + explain(a, b) + against_cp1(a, by_plan) + against_even(a, model, by_plan) +
                          against_1f1b(a, by_plan);

@@ -21,11 +21,12 @@ struct SweepOptions {
   int top_k = 10;      // plans explained and printed
   int full_top = 3;    // best plans re-simulated at full fidelity (0: none)
   // With samples > 0, the plans re-simulated at full fidelity are also sampled
-  // `samples` times under clock variation (sim/sampling.h): their P50 and P90
+  // `samples` times under clock variation and kernel jitter (sim/sampling.h): their P50 and P90
   // step times; rank_by_p90 then orders them by P90 (the most robust first),
   // ahead of the rest as before.
   int samples = 0;
   double clock_cv = 0.0;
+  double kernel_cv = 0.0;  // each kernel's own spread on top (every family alike; an assumption)
   std::uint64_t seed = 1;
   bool rank_by_p90 = false;
   // This process simulates plan indices i with i % shard_count == shard_index

@@ -199,6 +199,32 @@ TEST(SweepCommand, RankByP90OrdersTheSampledPlans) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--rank-by"), std::string::npos) << r.err;
   EXPECT_FALSE(file_exists(dir.file("bad/sweep.csv")));
+  // Kernel jitter on top slows the sampled steps further (each plan, found by its
+  // label, has a higher P50 than with the clock spread alone); without --samples
+  // it is bad input.
+  std::vector<std::string> jittered = small_sweep(dir.file("jitter"));
+  jittered.insert(jittered.end(), {"--samples", "8", "--clock-cv", "0.05", "--kernel-cv", "0.05", "--rank-by", "p90"});
+  r = run_strata(jittered);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("kernel CV 5.0%"), std::string::npos) << r.out;
+  const nlohmann::json with = nlohmann::json::parse(read_file(dir.file("jitter/sweep.json")));
+  for (int i = 0; i < 2; ++i) {
+    const nlohmann::json& res = with["plans"][i]["result"];
+    ASSERT_TRUE(res.contains("p50_step_time_s")) << i;
+    int same = -1;
+    for (int j = 0; j < 2; ++j) {
+      if (doc["plans"][j]["label"] == with["plans"][i]["label"]) same = j;
+    }
+    ASSERT_GE(same, 0) << with["plans"][i]["label"];
+    EXPECT_GT(res["p50_step_time_s"].get<double>(), doc["plans"][same]["result"]["p50_step_time_s"].get<double>())
+        << with["plans"][i]["label"];
+  }
+  bad = small_sweep(dir.file("bad2"));
+  bad.insert(bad.end(), {"--kernel-cv", "0.02"});
+  r = run_strata(bad);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--kernel-cv"), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(dir.file("bad2/sweep.csv")));
 }
 
 // --nodes: the best plan per size, with scaling efficiency against the smallest.
