@@ -60,8 +60,8 @@ class Engine {
     result_.end_ns.assign(n, -1);
     state_.resize(static_cast<std::size_t>(n) + 1);  // and a last record, where the last task's ranges end
     blocker_.assign(n, -1);
-    head_.assign(g_.num_slots(), 0);
     const std::int32_t* slots = g_.num_slot_entries() > 0 ? g_.slots_begin(0) : nullptr;
+    next_on_stream_ = g_.num_slot_entries() > 0 ? g_.next_on_streams_begin(0) : nullptr;
     const TaskId* successors = g_.num_dependencies_total() > 0 ? g_.successors_begin(0) : nullptr;
     for (TaskId t = 0; t < n; ++t) {
       TaskState& st = state_[t];
@@ -72,7 +72,6 @@ class Engine {
     }
     state_[n].slot_begin = static_cast<std::int32_t>(g_.num_slot_entries());
     state_[n].succ_begin = static_cast<std::int32_t>(g_.num_dependencies_total());
-    slots_ = slots;
     successors_ = successors;
   }
 
@@ -102,7 +101,7 @@ class Engine {
         if (!queue_.empty() && !queue_.top().flow()) {
           const TaskState& next = state_[queue_.top().id];
           __builtin_prefetch(&next);
-          __builtin_prefetch(slots_ + next.slot_begin);
+          __builtin_prefetch(next_on_stream_ + next.slot_begin);
         }
         if (stale(e)) continue;  // superseded by a rate change
         if (++result_.events % kEngineProgressEvents == 0 && progress_) {
@@ -263,11 +262,8 @@ class Engine {
     ++tasks_done_;
     const TaskState& st = state_[t];
     const TaskState& next = state_[t + 1];
-    for (const std::int32_t* s = slots_ + st.slot_begin; s != slots_ + next.slot_begin; ++s) {
-      const auto tasks = g_.stream_by_slot(*s);
-      std::int32_t& h = head_[*s];
-      ++h;
-      if (h < static_cast<std::int32_t>(tasks.size())) release(tasks[h], t);
+    for (const TaskId* s = next_on_stream_ + st.slot_begin; s != next_on_stream_ + next.slot_begin; ++s) {
+      if (*s >= 0) release(*s, t);
     }
     for (const TaskId* s = successors_ + st.succ_begin; s != successors_ + next.succ_begin; ++s) release(*s, t);
   }
@@ -286,14 +282,13 @@ class Engine {
     // Conditions not yet met; then, while its transfer runs, its flows not yet done.
     std::int32_t pending = 0;
     std::int32_t comm = -1;
-    std::int32_t slot_begin = 0;  // into slots_
+    std::int32_t slot_begin = 0;  // into the graph's slots and next_on_stream_
     std::int32_t succ_begin = 0;  // into successors_
   };
   std::vector<TaskState> state_;
   std::vector<TaskId> blocker_;  // per task: the last condition met (written, read at the end)
-  const std::int32_t* slots_ = nullptr;
+  const TaskId* next_on_stream_ = nullptr;  // the graph's, beside its slots
   const TaskId* successors_ = nullptr;
-  std::vector<std::int32_t> head_;
   // Only the flows in flight (a handful per rank), not one slot per task: slots
   // reused as flows end, each with a version that outdates its pending events.
   std::vector<ActiveFlow> flow_slots_;

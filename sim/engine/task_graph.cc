@@ -92,11 +92,17 @@ void TaskGraph::finalize() {
   for (std::int32_t slot : slots_) ++stream_offset_[slot + 1];
   for (int i = 0; i < num_streams; ++i) stream_offset_[i + 1] += stream_offset_[i];
   stream_tasks_.resize(slots_.size());
+  next_on_stream_.assign(slots_.size(), -1);
   {
     std::vector<std::int32_t> fill(stream_offset_.begin(), stream_offset_.end() - 1);
+    std::vector<std::int32_t> last_entry(static_cast<std::size_t>(num_streams), -1);  // the stream's last task's entry
     for (std::size_t t = 0; t < n; ++t) {
       for (std::int32_t k = slot_offset_[t]; k < slot_offset_[t + 1]; ++k) {
-        stream_tasks_[fill[slots_[k]]++] = static_cast<TaskId>(t);
+        const std::int32_t stream = slots_[k];
+        stream_tasks_[fill[stream]++] = static_cast<TaskId>(t);
+        std::int32_t& last = last_entry[static_cast<std::size_t>(stream)];
+        if (last >= 0) next_on_stream_[static_cast<std::size_t>(last)] = static_cast<TaskId>(t);
+        last = k;
       }
     }
   }

@@ -131,6 +131,10 @@ class TaskGraph {
     return {stream_tasks_.data() + stream_offset_[slot],
             static_cast<std::size_t>(stream_offset_[slot + 1] - stream_offset_[slot])};
   }
+  // Beside each of a task's slots (the same index as slots_begin(t)[i]), the next
+  // task on that stream, or -1 (after finalize): what the engine releases when the
+  // task ends, read beside the slots instead of through each stream's list.
+  const TaskId* next_on_streams_begin(TaskId t) const { return next_on_stream_.data() + slot_offset_[t]; }
   int num_slots() const { return num_ranks_ * streams_per_rank_; }
   std::size_t num_dependencies_total() const { return succ_.size(); }
   std::size_t num_slot_entries() const { return slots_.size(); }
@@ -149,6 +153,7 @@ class TaskGraph {
   // Streams as CSR, built by finalize() from the slots (tasks in creation order).
   std::vector<std::int32_t> stream_offset_;
   std::vector<TaskId> stream_tasks_;
+  std::vector<TaskId> next_on_stream_;  // per slot entry
   // Dependencies are collected as (before, after) and turned into CSR successor lists.
   std::vector<std::pair<TaskId, TaskId>> edges_;
   std::vector<std::int32_t> succ_offset_;

@@ -206,6 +206,35 @@ TEST(EngineGraph, ASharedTaskHoldsAllItsStreams) {
   EXPECT_EQ(r.end_ns[solo], 4);
 }
 
+// Beside each of a task's slots, the next task on that stream (what the engine
+// releases when the task ends), by hand: rank 0 stream 0 runs a, shared, c; rank 1
+// stream 0 runs b, shared; rank 1 stream 1 runs d alone.
+TEST(EngineGraph, EachSlotKnowsTheNextTaskOnItsStream) {
+  TaskGraph g(2, 2);
+  const TaskId a = g.add_compute(0, 0, Duration::from_ns(1));
+  const TaskId b = g.add_compute(1, 0, Duration::from_ns(1));
+  const TaskId shared = g.add_shared_compute({0, 1}, 0, Duration::from_ns(1));
+  const TaskId c = g.add_compute(0, 0, Duration::from_ns(1));
+  const TaskId d = g.add_compute(1, 1, Duration::from_ns(1));
+  g.finalize();
+  auto next = [&](TaskId t) {
+    std::map<std::int32_t, TaskId> out;  // slot -> next task there
+    for (std::int32_t i = 0; g.slots_begin(t) + i != g.slots_end(t); ++i) {
+      out[g.slots_begin(t)[i]] = g.next_on_streams_begin(t)[i];
+    }
+    return out;
+  };
+  EXPECT_EQ(next(a), (std::map<std::int32_t, TaskId>{{0, shared}}));
+  EXPECT_EQ(next(b), (std::map<std::int32_t, TaskId>{{2, shared}}));
+  EXPECT_EQ(next(shared), (std::map<std::int32_t, TaskId>{{0, c}, {2, -1}}));
+  EXPECT_EQ(next(c), (std::map<std::int32_t, TaskId>{{0, -1}}));
+  EXPECT_EQ(next(d), (std::map<std::int32_t, TaskId>{{3, -1}}));
+  const RunResult r = run_task_graph(g, nullptr);
+  EXPECT_EQ(r.start_ns[shared], 1);
+  EXPECT_EQ(r.start_ns[c], 2);
+  EXPECT_EQ(r.start_ns[d], 0);
+}
+
 TEST(EngineGraph, ACycleIsADeadlock) {
   TaskGraph g(1, 2);
   const TaskId x = g.add_compute(0, 0, Duration::from_ns(1));
