@@ -18,6 +18,7 @@
 #include "plan/params.h"
 #include "sim/sampling.h"
 #include "sim/simulate.h"
+#include "topologies/topology.h"
 
 namespace strata::cli {
 namespace {
@@ -32,6 +33,7 @@ struct SimulateArgs {
   std::vector<std::string> slow_ranks;  // "R:F"
   std::vector<std::string> slow_nodes;  // "N:F"
   std::vector<std::string> slow_nics;   // "N:R:F"
+  std::vector<std::string> slow_links;  // "A:B:F", vertex names
   int samples = 0;
   std::string trace_sample;  // --trace-sample: "", "slowest" or a sample's index
   std::uint64_t seed = 1;
@@ -117,6 +119,43 @@ std::vector<sim::SlowNic> parse_slow_nics(const std::vector<std::string>& texts,
   return out;
 }
 
+// --slow-link A:B:FACTOR (repeatable): the two ends' vertex names and a factor in
+// (1, 100]; the names are checked on the cluster's topology (Topology::slow_link).
+std::vector<sim::SlowLink> parse_slow_links(const std::vector<std::string>& texts, const ClusterSpec& cluster) {
+  std::vector<sim::SlowLink> out;
+  if (texts.empty()) return out;
+  topo::Topology topology = topo::Topology::build(cluster);
+  for (const std::string& text : texts) {
+    auto fail = [&](const std::string& why) {
+      throw InputError("", "--slow-link",
+                       fmt::format("\"{}\": {} (allowed: FROM:TO:FACTOR, the two ends of one link as result.json's "
+                                   "link_utilization names them, FACTOR in (1, 100], e.g. "
+                                   "n0.gpu3:n0.nvswitch:2 for GPU 3's NVLink at half its bandwidth)",
+                                   text, why));
+    };
+    const std::size_t first = text.find(':');
+    const std::size_t second = first == std::string::npos ? first : text.find(':', first + 1);
+    if (second == std::string::npos) fail("expected FROM:TO:FACTOR");
+    sim::SlowLink link{text.substr(0, first), text.substr(first + 1, second - first - 1), 0.0};
+    const std::optional<std::vector<double>> factor = colon_numbers(text.substr(second + 1), 1);
+    if (!factor) fail("the factor is not a number");
+    link.factor = (*factor)[0];
+    if (link.factor <= 1.0 || link.factor > 100.0) fail(fmt::format("factor {} is outside (1, 100]", link.factor));
+    for (const sim::SlowLink& other : out) {
+      if ((other.from == link.from && other.to == link.to) || (other.from == link.to && other.to == link.from)) {
+        fail("that link is given twice");
+      }
+    }
+    try {
+      topology.slow_link(link.from, link.to, link.factor, "", "--slow-link");
+    } catch (const InputError& e) {
+      fail(e.message());
+    }
+    out.push_back(link);
+  }
+  return out;
+}
+
 // --trace-sample's sample: kNoSample when not given, kSlowestSample for
 // "slowest", else an index into the samples.
 int traced_sample_of(const SimulateArgs& args) {
@@ -193,7 +232,8 @@ sim::KernelJitter kernel_jitter_of(const SimulateArgs& args, const Profile& prof
 
 // What the slow ranks and NICs cost the step, against every GPU and NIC at speed.
 nlohmann::ordered_json what_if_json(const std::vector<sim::SlowRank>& slow, const std::vector<sim::SlowRank>& nodes,
-                                    const std::vector<sim::SlowNic>& nics, double baseline_s, double step_s) {
+                                    const std::vector<sim::SlowNic>& nics, const std::vector<sim::SlowLink>& links,
+                                    double baseline_s, double step_s) {
   nlohmann::ordered_json j;
   nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
   for (const sim::SlowRank& r : slow) ranks.push_back({{"rank", r.rank}, {"factor", r.factor}});
@@ -207,6 +247,11 @@ nlohmann::ordered_json what_if_json(const std::vector<sim::SlowRank>& slow, cons
     nlohmann::ordered_json n = nlohmann::ordered_json::array();
     for (const sim::SlowNic& x : nics) n.push_back({{"node", x.node}, {"nic", x.rail}, {"factor", x.factor}});
     j["slow_nics"] = n;
+  }
+  if (!links.empty()) {
+    nlohmann::ordered_json n = nlohmann::ordered_json::array();
+    for (const sim::SlowLink& x : links) n.push_back({{"from", x.from}, {"to", x.to}, {"factor", x.factor}});
+    j["slow_links"] = n;
   }
   j["baseline_step_time_s"] = baseline_s;
   j["step_time_s"] = step_s;
@@ -306,6 +351,12 @@ void run_simulate(const SimulateArgs& args) {
                      "needs --fidelity full: folded fidelity costs each collective with its symmetric copies at "
                      "full speed, so one slow NIC cannot be told apart");
   }
+  const std::vector<sim::SlowLink> slow_links = parse_slow_links(args.slow_links, s.cluster);
+  if (!slow_links.empty() && options.fidelity != sim::Fidelity::kFull) {
+    throw InputError("", "--slow-link",
+                     "needs --fidelity full: folded fidelity costs each collective with its symmetric copies at "
+                     "full speed, so one slow link cannot be told apart");
+  }
   if (!slow.empty() && options.fidelity != sim::Fidelity::kFull) {
     throw InputError("", args.slow_ranks.empty() ? "--slow-node" : "--slow-rank",
                      "needs --fidelity full: folded fidelity simulates one rank per pipeline stage, which stands for "
@@ -329,13 +380,14 @@ void run_simulate(const SimulateArgs& args) {
   const int trace_sample = traced_sample_of(args);
   // The what-if's baseline: the same step with every GPU at speed.
   double baseline_s = 0.0;
-  const bool what_if = !slow.empty() || !slow_nics.empty();
+  const bool what_if = !slow.empty() || !slow_nics.empty() || !slow_links.empty();
   if (what_if) {
     sim::SimulationOptions at_speed = options;
     at_speed.keep_timeline = false;
     baseline_s = sim::simulate(s, at_speed).metrics.step_time_s;
     options.slow_ranks = slow;
     options.slow_nics = slow_nics;
+    options.slow_links = slow_links;
   }
   sim::SimulationResult r;
   std::optional<sim::StepDistribution> distribution;
@@ -383,7 +435,7 @@ void run_simulate(const SimulateArgs& args) {
     training = training_json(s, r, args.train_tokens);
     result["training"] = training;
   }
-  if (what_if) result["what_if"] = what_if_json(slow, slow_nodes, slow_nics, baseline_s, r.metrics.step_time_s);
+  if (what_if) result["what_if"] = what_if_json(slow, slow_nodes, slow_nics, slow_links, baseline_s, r.metrics.step_time_s);
   if (distribution) result["distribution"] = sim::to_json(*distribution);
   const std::string sample_trace_file = fmt::format("trace-sample-{}.json", traced_sample_index);
   if (traced_sample) {
@@ -411,6 +463,10 @@ void run_simulate(const SimulateArgs& args) {
     const std::string compute = who.empty() ? "" : " (compute)";
     for (const sim::SlowNic& x : slow_nics) {
       who += fmt::format("{}node {} NIC {} at 1/{:.2f} of its bandwidth", who.empty() ? "" : ", ", x.node, x.rail,
+                         x.factor);
+    }
+    for (const sim::SlowLink& x : slow_links) {
+      who += fmt::format("{}link {} - {} at 1/{:.2f} of its bandwidth", who.empty() ? "" : ", ", x.from, x.to,
                          x.factor);
     }
     fmt::print("what-if          {}{}: step {} against {} with everything at speed ({:+.1f}%)\n", who, compute,
@@ -485,6 +541,10 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--slow-nic", args->slow_nics,
                   "NODE:NIC:FACTOR, repeatable: what if that fabric NIC carried 1/FACTOR of its bandwidth (a link "
                   "negotiated down, a bad cable); prints the step against every NIC at speed (full fidelity)");
+  cmd->add_option("--slow-link", args->slow_links,
+                  "FROM:TO:FACTOR, repeatable: what if the link between those two vertices (names as result.json's "
+                  "link_utilization gives them, e.g. n0.gpu3:n0.nvswitch) carried 1/FACTOR of its bandwidth, both ways (a "
+                  "degraded NVLink, PCIe or switch cable); prints the step against every link at speed (full fidelity)");
   cmd->add_option("--slow-node", args->slow_nodes,
                   "NODE:FACTOR, repeatable: the same for every GPU of that node (a hot or power-capped node)");
   cmd->add_option("--samples", args->samples,

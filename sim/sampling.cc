@@ -260,7 +260,7 @@ SampledSimulation simulate_sampled(const Simulator& simulator, const ModelSpec& 
 SampledSimulation simulate_sampled(const Scenario& s, const SimulationOptions& options, const Sampling& sampling,
                                    const std::function<void(int, int)>& progress) {
   try {
-    const Simulator simulator(s.cluster, s.profile, options.slow_nics);
+    const Simulator simulator(s.cluster, s.profile, options.slow_nics, options.slow_links);
     return simulate_sampled(simulator, s.model, s.plan, options, sampling, progress);
   } catch (const WorkloadTooLarge& e) {
     throw_too_large(s, options, e);

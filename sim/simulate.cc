@@ -148,9 +148,11 @@ const AttentionKernel* framework_attention_kernel(const FrameworkProfile& framew
   return framework.attention ? &attention_kernel(framework.attention->kernel_for(device)) : nullptr;
 }
 
-topo::Topology build_topology(const ClusterSpec& cluster, const std::vector<SlowNic>& slow_nics) {
+topo::Topology build_topology(const ClusterSpec& cluster, const std::vector<SlowNic>& slow_nics,
+                              const std::vector<SlowLink>& slow_links) {
   topo::Topology t = topo::Topology::build(cluster);
   for (const SlowNic& n : slow_nics) t.slow_nic(n.node, n.rail, n.factor);
+  for (const SlowLink& l : slow_links) t.slow_link(l.from, l.to, l.factor, "", "--slow-link");
   return t;
 }
 
@@ -179,11 +181,12 @@ std::vector<int> critical_path_ranks(const Workload& w, const RunResult& run) {
 }
 
 struct Simulator::State {
-  State(const ClusterSpec& c, const Profile& p, const std::vector<SlowNic>& slow_nics)
+  State(const ClusterSpec& c, const Profile& p, const std::vector<SlowNic>& slow_nics,
+        const std::vector<SlowLink>& slow_links)
       : cluster(c),
         profile(p),
         cost_model(profile),
-        topology(build_topology(cluster, slow_nics)),
+        topology(build_topology(cluster, slow_nics, slow_links)),
         collectives(topology, topo::default_nccl_tuning(), efficiency_from(cost_model)) {}
   ClusterSpec cluster;
   Profile profile;
@@ -193,8 +196,9 @@ struct Simulator::State {
   mutable CommCostCache comm_cache;
 };
 
-Simulator::Simulator(const ClusterSpec& cluster, const Profile& profile, const std::vector<SlowNic>& slow_nics)
-    : state_(std::make_unique<State>(cluster, profile, slow_nics)) {}
+Simulator::Simulator(const ClusterSpec& cluster, const Profile& profile, const std::vector<SlowNic>& slow_nics,
+                     const std::vector<SlowLink>& slow_links)
+    : state_(std::make_unique<State>(cluster, profile, slow_nics, slow_links)) {}
 
 Simulator::~Simulator() = default;
 
@@ -385,7 +389,7 @@ SimulationResult Simulator::run_built(const Workload& workload, Workload* owned,
 
 SimulationResult simulate(const Scenario& s, const SimulationOptions& options) {
   try {
-    return Simulator(s.cluster, s.profile, options.slow_nics).run(s.model, s.plan, options);
+    return Simulator(s.cluster, s.profile, options.slow_nics, options.slow_links).run(s.model, s.plan, options);
   } catch (const WorkloadTooLarge& e) {
     throw_too_large(s, options, e);
   }

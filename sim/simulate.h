@@ -35,6 +35,14 @@ struct SlowNic {
   double factor = 1.0;
 };
 
+// The links between two vertices at 1/factor of their bandwidth
+// (topo::Topology::slow_link).
+struct SlowLink {
+  std::string from;  // vertex names, "n0.gpu3"
+  std::string to;
+  double factor = 1.0;
+};
+
 struct SimulationOptions {
   Fidelity fidelity = Fidelity::kFull;
   std::vector<SlowRank> slow_ranks;
@@ -42,6 +50,7 @@ struct SimulationOptions {
   // free function simulate() builds that Simulator; Simulator::run takes its
   // own topology and ignores this).
   std::vector<SlowNic> slow_nics;
+  std::vector<SlowLink> slow_links;  // the same, for any link
   // Full fidelity: find the step's critical-path ranks (SimulationResult::
   // critical_ranks), one more pass over the tasks; sampled steps ask for it.
   bool critical_path = false;
@@ -130,8 +139,10 @@ std::vector<int> critical_path_ranks(const Workload& workload, const RunResult& 
 // from several threads at once (sweeps).
 class Simulator {
  public:
-  // slow_nics: a what-if topology, those NICs slowed before anything is costed.
-  Simulator(const ClusterSpec& cluster, const Profile& profile, const std::vector<SlowNic>& slow_nics = {});
+  // slow_nics, slow_links: a what-if topology, those NICs and links slowed
+  // before anything is costed.
+  Simulator(const ClusterSpec& cluster, const Profile& profile, const std::vector<SlowNic>& slow_nics = {},
+            const std::vector<SlowLink>& slow_links = {});
   ~Simulator();
   Simulator(const Simulator&) = delete;
   Simulator& operator=(const Simulator&) = delete;

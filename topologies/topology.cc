@@ -78,6 +78,35 @@ std::vector<LinkId> Topology::slow_nic(int node, int rail, double factor) {
   return slowed;
 }
 
+std::vector<LinkId> Topology::slow_link(const std::string& a, const std::string& b, double factor,
+                                        const std::string& file, const std::string& json_path) {
+  auto find = [&](const std::string& name) {
+    for (int v = 0; v < num_vertices(); ++v) {
+      if (vertex(v).name == name) return v;
+    }
+    throw InputError(file, json_path,
+                     fmt::format("no vertex \"{}\" in the cluster (names as result.json's link_utilization gives them: "
+                                 "\"{}\", \"{}\", ...)",
+                                 name, vertex(0).name, num_vertices() > 1 ? vertex(num_vertices() - 1).name : ""));
+  };
+  const int va = find(a), vb = find(b);
+  std::vector<LinkId> slowed;
+  for (std::size_t id = 0; id < state_->built.links.size(); ++id) {
+    Link& l = state_->built.links[id];
+    if ((l.from_vertex == va && l.to_vertex == vb) || (l.from_vertex == vb && l.to_vertex == va)) {
+      l.bandwidth_bytes_per_s /= factor;
+      l.line_rate_bytes_per_s /= factor;
+      slowed.push_back(static_cast<LinkId>(id));
+    }
+  }
+  if (slowed.empty()) {
+    throw InputError(file, json_path, fmt::format("no link joins \"{}\" and \"{}\" (give the two ends of one link, "
+                                                  "as link_utilization's from and to name them)",
+                                                  a, b));
+  }
+  return slowed;
+}
+
 int Topology::num_vertices() const { return static_cast<int>(boost::num_vertices(state_->built.graph)); }
 const VertexInfo& Topology::vertex(int v) const { return state_->built.graph[static_cast<std::size_t>(v)]; }
 const Graph& Topology::graph() const { return state_->built.graph; }

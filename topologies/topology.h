@@ -87,6 +87,13 @@ class Topology {
   // stay as built (NCCL keeps its rails). Returns the links slowed; none when the
   // node has no such NIC on a fabric.
   std::vector<LinkId> slow_nic(int node, int rail, double factor);
+  // A what-if: the links between vertices `a` and `b` (names as result.json's
+  // link_utilization prints them, "n0.gpu3", "n0.nvswitch", "leaf2")
+  // carry 1/factor of their bandwidth, both directions (a degraded NVLink, PCIe
+  // or switch cable). Routes stay as built. Throws InputError(file, json_path)
+  // naming what is allowed when a name is unknown or no link joins the two.
+  std::vector<LinkId> slow_link(const std::string& a, const std::string& b, double factor, const std::string& file,
+                                const std::string& json_path);
   // The NVSwitch vertex of a node, or -1.
   int nvswitch_of_node(int node) const;
   // The links between a GPU and its node's NVSwitch: {GPU → switch, switch → GPU},

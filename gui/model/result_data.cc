@@ -118,6 +118,9 @@ WhatIfData read_what_if(json::ObjectReader r) {
     return fmt::format("node {} NIC {} at 1/{:.2f}", x.integer("node", 0, 100000000), x.integer("nic", 0, 1000),
                        x.number("factor", 0.0, kInf));
   });
+  each("slow_links", [](json::ObjectReader x) {
+    return fmt::format("link {} - {} at 1/{:.2f}", x.string("from"), x.string("to"), x.number("factor", 0.0, kInf));
+  });
   for (const std::string& s : who) w.slowed += (w.slowed.empty() ? "" : ", ") + s;
   return w;
 }

@@ -884,6 +884,42 @@ TEST(SimulateCommand, SlowNicWhatIfSlowsTheStepMoreTheSlowerItIs) {
   EXPECT_FALSE(file_exists(dir.file("bad/result.json")));
 }
 
+// --slow-link: any link between two vertices, here GPU 3's NVLink to its node's
+// NVSwitch: its tensor-parallel group's collectives run at that link's pace, the
+// other replicas wait for it; the slower the link, the slower the step. Names
+// that are not vertices, vertices no link joins, a factor out of range or folded
+// fidelity: exit 2 naming the flag, nothing written.
+TEST(SimulateCommand, SlowLinkWhatIfSlowsTheStepMoreTheSlowerItIs) {
+  TempDir dir;
+  auto run = [&](const std::string& link, const std::string& out, std::vector<std::string> more = {}) {
+    std::vector<std::string> args = llama70b_64(dir.file(out));
+    args.insert(args.end(), {"--no-trace", "--slow-link", link});
+    args.insert(args.end(), more.begin(), more.end());
+    return run_strata(args);
+  };
+  ASSERT_EQ(run("n0.gpu3:n0.nvswitch:2", "half").exit_code, 0);
+  ASSERT_EQ(run("n0.nvswitch:n0.gpu3:4", "quarter").exit_code, 0);
+  const json half = read_json(dir.file("half/result.json"))["what_if"];
+  const json quarter = read_json(dir.file("quarter/result.json"))["what_if"];
+  EXPECT_EQ(half["slow_links"][0]["from"], "n0.gpu3");
+  EXPECT_EQ(half["slow_links"][0]["to"], "n0.nvswitch");
+  EXPECT_DOUBLE_EQ(half["slow_links"][0]["factor"].get<double>(), 2.0);
+  EXPECT_GT(half["slowdown"].get<double>(), 0.05);
+  EXPECT_GT(quarter["slowdown"].get<double>(), half["slowdown"].get<double>());
+  EXPECT_DOUBLE_EQ(half["baseline_step_time_s"].get<double>(), quarter["baseline_step_time_s"].get<double>());
+  for (const auto& [link, more] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"n0.gpu9:n0.nvswitch:2", {}},
+           {"n0.gpu3:n1.gpu3:2", {}},
+           {"n0.gpu3:n0.nvswitch:1", {}},
+           {"n0.gpu3:n0.nvswitch", {}},
+           {"n0.gpu3:n0.nvswitch:2", {"--fidelity", "folded"}}}) {
+    const CommandResult bad = run(link, "bad", more);
+    EXPECT_EQ(bad.exit_code, 2) << link;
+    EXPECT_NE(bad.err.find("--slow-link"), std::string::npos) << bad.err;
+    EXPECT_FALSE(file_exists(dir.file("bad/result.json"))) << link;
+  }
+}
+
 // Sampled steps run on the topology with the slowed NIC too: at a negligible
 // clock spread each sample is the slowed step, not the step at speed.
 TEST(SimulateCommand, SampledStepsKeepTheSlowNic) {
