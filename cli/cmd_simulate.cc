@@ -405,9 +405,7 @@ void run_simulate(const SimulateArgs& args) {
                           "kernels (a persistent difference between GPUs, drawn afresh each step)",
                           s.profile.name)
             : "";
-    const sim::Sampling asked{{clock_cv, args.seed, kernel_jitter, clock_origin},
-                              args.samples, threads,
-                              trace_sample};
+    const sim::Sampling asked{{clock_cv, args.seed, kernel_jitter, clock_origin}, args.samples, threads, trace_sample};
     sim::SampledSimulation both = sim::simulate_sampled(s, options, asked, [&](int done, int total) {
       sampling.update(done, fmt::format("step {} of {}", done, total));
     });
@@ -435,7 +433,9 @@ void run_simulate(const SimulateArgs& args) {
     training = training_json(s, r, args.train_tokens);
     result["training"] = training;
   }
-  if (what_if) result["what_if"] = what_if_json(slow, slow_nodes, slow_nics, slow_links, baseline_s, r.metrics.step_time_s);
+  if (what_if) {
+    result["what_if"] = what_if_json(slow, slow_nodes, slow_nics, slow_links, baseline_s, r.metrics.step_time_s);
+  }
   if (distribution) result["distribution"] = sim::to_json(*distribution);
   const std::string sample_trace_file = fmt::format("trace-sample-{}.json", traced_sample_index);
   if (traced_sample) {
