@@ -17,7 +17,11 @@ void overlap_cp_ring_steps(std::vector<Segment>& segs, const CpRingTime& send_ns
     const TimeNs step_ns = before.ops.back().duration_ns;
     const TimeNs comm_ns = send_ns(transfer.comm_bytes);
     before.ops.back().name = before.ops.back().name.str() + " +send_recv";
-    if (comm_ns > step_ns) before.ops.push_back({"cp ring wait", Category::kCp, comm_ns - step_ns, 0.0, 0.0});
+    // The wait is the transfer's, on the model-parallel lane where it runs: exposed
+    // cp in the metrics, not compute.
+    if (comm_ns > step_ns) {
+      before.ops.push_back({"cp ring wait", Category::kCp, comm_ns - step_ns, 0.0, 0.0, StreamKind::kTpComm});
+    }
     // The transfer is gone: the steps on either side become one compute segment.
     const auto pos = static_cast<std::ptrdiff_t>(k);
     if (k + 1 < segs.size() && !segs[k + 1].is_comm) {
