@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <thread>
 
@@ -174,60 +175,53 @@ int traced_sample_of(const SimulateArgs& args) {
   return static_cast<int>((*k)[0]);
 }
 
-// --clock-cv: an assumed coefficient of variation of each GPU's speed, or
-// "measured", how differently the calibration's ranks ran the same kernels; 0
-// when not given.
-double clock_cv_of(const SimulateArgs& args, const Profile& profile) {
-  if (args.clock_cv.empty()) return 0.0;
+// A spread flag's value: a coefficient of variation in (0, 1], or "measured"
+// (measured() then gives it from the profile, nullopt when the profile lacks it);
+// only with --samples. The one reader of --clock-cv and --kernel-cv.
+template <typename T>
+T spread_of(const std::string& flag, const std::string& text, int samples, const char* measured_is,
+            const std::function<std::optional<T>()>& measured, const std::function<T(double)>& assumed,
+            const std::string& missing) {
   auto fail = [&](const std::string& why) {
-    throw InputError("", "--clock-cv",
+    throw InputError("", flag,
                      fmt::format("\"{}\": {} (allowed: a coefficient of variation in (0, 1], e.g. 0.03, or "
-                                 "\"measured\": the spread across ranks a calibration under mpirun recorded; with "
-                                 "--samples)",
-                                 args.clock_cv, why));
+                                 "\"measured\": {}; with --samples)",
+                                 text, why, measured_is));
   };
-  if (args.samples <= 0) fail("needs --samples");
-  if (args.clock_cv == "measured") {
-    const std::optional<RankSpread> spread = CostModel(profile).rank_spread();
-    if (!spread) {
-      fail(fmt::format("profile {} ({}) has no rank_spread: run `mpirun -n N strata calibrate` on the GPUs and "
-                       "pass its profile with --profile",
-                       profile.name, profile.file));
-    }
-    if (!(spread->median_cv > 0.0)) fail("the profile's ranks ran the kernels at one speed (median_cv 0)");
-    return std::min(spread->median_cv, 1.0);
+  if (samples <= 0) fail("needs --samples");
+  if (text == "measured") {
+    std::optional<T> m = measured();
+    if (!m) fail(missing);
+    return *m;
   }
-  const std::optional<std::vector<double>> cv = colon_numbers(args.clock_cv, 1);
+  const std::optional<std::vector<double>> cv = colon_numbers(text, 1);
   if (!cv || !((*cv)[0] > 0.0) || (*cv)[0] > 1.0) fail("not a coefficient of variation in (0, 1]");
-  return (*cv)[0];
+  return assumed((*cv)[0]);
 }
 
-// --kernel-cv: one assumed coefficient of variation for every kernel family, or
-// "measured", the profile's own repeat spreads; none when not given.
-sim::KernelJitter kernel_jitter_of(const SimulateArgs& args, const Profile& profile) {
-  sim::KernelJitter j;
-  if (args.kernel_cv.empty()) return j;
-  auto fail = [&](const std::string& why) {
-    throw InputError("", "--kernel-cv",
-                     fmt::format("\"{}\": {} (allowed: a coefficient of variation in (0, 1], e.g. 0.02, or "
-                                 "\"measured\": the calibrated profile's repeat spread per kernel family; with --samples)",
-                                 args.kernel_cv, why));
-  };
-  if (args.samples <= 0) fail("needs --samples");
-  if (args.kernel_cv == "measured") {
-    const std::optional<sim::KernelJitter> measured = sim::measured_kernel_jitter(profile);
-    if (!measured) {
-      fail(fmt::format("profile {} ({}) measured no GEMM, attention or memory-bound kernel: run `strata calibrate` "
-                       "on the GPUs and pass its profile with --profile",
-                       profile.name, profile.file));
-    }
-    return *measured;
+// --clock-cv and --kernel-cv as the samples' variation: each GPU's speed per
+// step (assumed, or the spread across ranks a calibration under mpirun
+// recorded) and each kernel's own (assumed, or the profile's repeat spreads).
+sim::ClockVariation variation_of(const SimulateArgs& args, const Profile& profile) {
+  sim::ClockVariation v(0.0, args.seed);
+  if (!args.clock_cv.empty()) {
+    v = spread_of<sim::ClockVariation>(
+        "--clock-cv", args.clock_cv, args.samples, "the spread across ranks a calibration under mpirun recorded",
+        [&] { return sim::measured_clock_variation(profile, args.seed); },
+        [&](double cv) { return sim::ClockVariation(cv, args.seed); },
+        fmt::format("profile {} ({}) has no rank_spread above 0: run `mpirun -n N strata calibrate` on the GPUs and "
+                    "pass its profile with --profile",
+                    profile.name, profile.file));
   }
-  const std::optional<std::vector<double>> cv = colon_numbers(args.kernel_cv, 1);
-  if (!cv || !((*cv)[0] > 0.0) || (*cv)[0] > 1.0) fail("not a coefficient of variation in (0, 1]");
-  j.gemm = j.attention = j.memory_bound = (*cv)[0];
-  j.origin = "assumed (--kernel-cv): each kernel's time on each GPU lognormal, mean 1";
-  return j;
+  if (!args.kernel_cv.empty()) {
+    v.kernel = spread_of<sim::KernelJitter>(
+        "--kernel-cv", args.kernel_cv, args.samples, "the calibrated profile's repeat spread per kernel family",
+        [&] { return sim::measured_kernel_jitter(profile); }, &sim::KernelJitter::assumed,
+        fmt::format("profile {} ({}) measured no GEMM, attention or memory-bound kernel: run `strata calibrate` on "
+                    "the GPUs and pass its profile with --profile",
+                    profile.name, profile.file));
+  }
+  return v;
 }
 
 // What the slow ranks and NICs cost the step, against every GPU and NIC at speed.
@@ -367,9 +361,8 @@ void run_simulate(const SimulateArgs& args) {
                      "needs --fidelity full: folded fidelity simulates one rank per pipeline stage, so the GPUs "
                      "cannot each draw their own speed");
   }
-  const sim::KernelJitter kernel_jitter = kernel_jitter_of(args, s.profile);
-  const double clock_cv = clock_cv_of(args, s.profile);
-  if (args.samples > 0 && clock_cv <= 0.0 && !kernel_jitter.any()) {
+  const sim::ClockVariation variation = variation_of(args, s.profile);
+  if (args.samples > 0 && variation.cv <= 0.0 && !variation.kernel.any()) {
     throw InputError("", "--clock-cv",
                      fmt::format("--samples needs a spread to sample: each GPU's speed, --clock-cv 0.03 (an "
                                  "assumption, a coefficient of variation in (0, 1]) or --clock-cv measured (profile "
@@ -399,13 +392,7 @@ void run_simulate(const SimulateArgs& args) {
     ProgressLine sampling("sampling", args.samples);
     const int threads =
         args.threads > 0 ? args.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    const std::string clock_origin =
-        args.clock_cv == "measured"
-            ? fmt::format("measured: profile {}'s rank_spread, how differently its calibration's ranks ran the same "
-                          "kernels (a persistent difference between GPUs, drawn afresh each step)",
-                          s.profile.name)
-            : "";
-    const sim::Sampling asked{{clock_cv, args.seed, kernel_jitter, clock_origin}, args.samples, threads, trace_sample};
+    const sim::Sampling asked{variation, args.samples, threads, trace_sample};
     sim::SampledSimulation both = sim::simulate_sampled(s, options, asked, [&](int done, int total) {
       sampling.update(done, fmt::format("step {} of {}", done, total));
     });
@@ -480,16 +467,16 @@ void run_simulate(const SimulateArgs& args) {
     const std::string clock = d.variation.cv > 0.0
                                   ? fmt::format("each GPU's speed lognormal with CV {:.2f}% per step ({})",
                                                 100.0 * d.variation.cv,
-                                                args.clock_cv == "measured"
-                                                    ? "measured: the calibration's spread across ranks"
-                                                    : "assumed, --clock-cv")
+                                                d.variation.clock_origin.empty()
+                                                    ? "assumed, --clock-cv"
+                                                    : "measured: the calibration's spread across ranks")
                                   : std::string("every GPU at its mean speed");
     const sim::KernelJitter& k = d.variation.kernel;
     const std::string kernels =
         k.any() ? fmt::format(", each kernel's time lognormal with CV {:.2f}% GEMM, {:.2f}% attention, {:.2f}% "
                               "memory-bound ({})",
                               100.0 * k.gemm, 100.0 * k.attention, 100.0 * k.memory_bound,
-                              args.kernel_cv == "measured" ? "measured: the profile's repeat spread" : "assumed, --kernel-cv")
+                              k.measured() ? "measured: the profile's repeat spread" : "assumed, --kernel-cv")
                 : "";
     fmt::print("samples          {} steps, {}{}, seed {}; 95% confidence intervals\n", d.step_time_s.size(), clock,
                kernels, d.variation.seed);

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "costmodel/cost_model.h"
 #include "costmodel/fitting.h"
 
 namespace strata::sim {
@@ -96,6 +97,22 @@ double KernelJitter::cv_of(Category c) const {
     case Category::kAttention: return attention;
     default: return memory_bound;
   }
+}
+
+KernelJitter KernelJitter::assumed(double cv) {
+  KernelJitter j;
+  j.gemm = j.attention = j.memory_bound = cv;
+  j.origin = "assumed (--kernel-cv): each kernel's time on each GPU lognormal, mean 1";
+  return j;
+}
+
+std::optional<ClockVariation> measured_clock_variation(const Profile& profile, std::uint64_t seed) {
+  const std::optional<RankSpread> spread = CostModel(profile).rank_spread();
+  if (!spread || !(spread->median_cv > 0.0)) return std::nullopt;
+  return ClockVariation(std::min(spread->median_cv, 1.0), seed, {},
+                        fmt::format("measured: profile {}'s rank_spread, how differently its calibration's ranks ran "
+                                    "the same kernels (a persistent difference between GPUs, drawn afresh each step)",
+                                    profile.name));
 }
 
 std::optional<KernelJitter> measured_kernel_jitter(const Profile& profile) {

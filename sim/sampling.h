@@ -46,7 +46,10 @@ struct KernelJitter {
   double memory_bound = 0.0;  // every other compute kernel (norms, activations, optimizer)
   std::string origin;         // where the figures come from, for the result
   bool any() const { return gemm > 0.0 || attention > 0.0 || memory_bound > 0.0; }
+  bool measured() const { return origin.rfind("measured", 0) == 0; }
   double cv_of(Category c) const;
+  // Every family at one assumed coefficient of variation (--kernel-cv X).
+  static KernelJitter assumed(double cv);
 };
 
 // The jitter a calibrated profile measured: per family, the median over its
@@ -66,6 +69,12 @@ struct ClockVariation {
   KernelJitter kernel;  // on top: each kernel's own spread (none by default)
   std::string clock_origin;  // where cv comes from; empty: an assumption (--clock-cv)
 };
+
+// The spread across GPUs a calibration under mpirun measured (the profile's
+// rank_spread: how differently its ranks ran the same kernels) as each GPU's
+// clock variation, its origin named; nullopt when the profile has none, or a
+// spread of 0. A persistent difference between GPUs, drawn afresh each step.
+std::optional<ClockVariation> measured_clock_variation(const Profile& profile, std::uint64_t seed);
 
 // Every rank's compute factor in sample `sample`.
 std::vector<double> clock_factors(const ClockVariation& v, int sample, int ranks);

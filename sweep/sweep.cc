@@ -385,12 +385,8 @@ void rank_sweep(SweepResult& sweep, const ModelSpec& model, const Simulator& sim
   // (sample_steps), one plan after another; with rank_by_p90 the sampled plans,
   // still ahead of the others, in order of their P90 step time.
   if (options.samples > 0) {
-    KernelJitter jitter;
-    if (options.kernel_cv > 0.0) {
-      jitter.gemm = jitter.attention = jitter.memory_bound = options.kernel_cv;
-      jitter.origin = "assumed (--kernel-cv): each kernel's time on each GPU lognormal, mean 1";
-    }
-    const ClockVariation variation(options.clock_cv, options.seed, jitter);
+    const ClockVariation variation(options.clock_cv, options.seed,
+                                   options.kernel_cv > 0.0 ? KernelJitter::assumed(options.kernel_cv) : KernelJitter{});
     for (PlanOutcome& o : sweep.plans) {
       if (o.fidelity != "full") continue;
       const StepDistribution d =

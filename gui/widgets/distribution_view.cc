@@ -47,6 +47,7 @@ void DistributionView::set_result(std::optional<StepDistributionData> distributi
   what_if_ = std::move(what_if);
   title_ = title;
   histogram_ = distribution_ ? histogram_of(distribution_->step_time_s) : Histogram{};
+  tallest_ = histogram_.counts.empty() ? 0 : *std::max_element(histogram_.counts.begin(), histogram_.counts.end());
   if (distribution_) {
     // The bins and the noiseless step, with a margin of 4% of that range each side.
     const double lo = std::min(histogram_.lo, distribution_->noiseless_step_time_s);
@@ -71,9 +72,8 @@ double DistributionView::x_of(double seconds) const {
 QRectF DistributionView::bar_rect(int bin) const {
   if (bin < 0 || bin >= static_cast<int>(histogram_.counts.size())) return {};
   const QRectF plot = plot_rect();
-  const int tallest = *std::max_element(histogram_.counts.begin(), histogram_.counts.end());
   // The tallest bar fills 90% of the height.
-  const double h = 0.9 * plot.height() * histogram_.counts[static_cast<std::size_t>(bin)] / std::max(1, tallest);
+  const double h = 0.9 * plot.height() * histogram_.counts[static_cast<std::size_t>(bin)] / std::max(1, tallest_);
   const double left = x_of(histogram_.lo + histogram_.width * bin);
   const double right = x_of(histogram_.lo + histogram_.width * (bin + 1));
   return QRectF(left, plot.bottom() - h, right - left, h);
@@ -189,11 +189,8 @@ void DistributionView::paintEvent(QPaintEvent*) {
       p.drawText(QRectF(x - 45, plot.bottom() + 4, 90, 16), Qt::AlignCenter, QString::fromStdString(tick.label));
     }
     p.drawText(QRectF(plot.left(), plot.bottom() + 22, plot.width(), 18), Qt::AlignCenter, tr("step time"));
-    const int tallest = histogram_.counts.empty()
-                            ? 0
-                            : *std::max_element(histogram_.counts.begin(), histogram_.counts.end());
     p.drawText(QRectF(0, plot.bottom() - 0.9 * plot.height() - 9, kLeftPx - 8, 18), Qt::AlignRight | Qt::AlignVCenter,
-               tr("%1 steps").arg(tallest));
+               tr("%1 steps").arg(tallest_));
 
     // The marks, each labelled in its own row above the plot.
     int row = 0;

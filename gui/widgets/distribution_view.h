@@ -48,6 +48,7 @@ class DistributionView : public QWidget {
   std::optional<StepDistributionData> distribution_;
   std::optional<WhatIfData> what_if_;
   Histogram histogram_;
+  int tallest_ = 0;  // the histogram's largest count
   double x_lo_ = 0.0, x_hi_ = 1.0;  // the plot's step-time range
   QString title_;
 };
