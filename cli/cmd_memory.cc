@@ -44,7 +44,7 @@ std::string plan_summary(const PlanSpec& p) {
                      p.tp, p.cp > 1 ? fmt::format(" cp {} ({})", p.cp, to_string(p.cp_comm_type)) : std::string(),
                      p.pp, p.dp, p.vpp, stages, moe_summary(p), p.micro_batch_size, p.global_batch_size,
                      to_string(p.schedule), p.zero_stage, p.offload_optimizer ? " + offload" : "",
-                     to_string(p.recompute), p.sequence_parallel ? ", sequence parallel" : "",
+                     recompute_label(p), p.sequence_parallel ? ", sequence parallel" : "",
                      p.flash_attention ? ", flash attention" : "");
 }
 

@@ -275,7 +275,7 @@ void print_summary(const Scenario& s, const sim::SimulationResult& r, double wal
              "ZeRO {}, recompute {}{}, framework {}\n",
              s.model.name, s.cluster.name, r.num_gpus, s.profile.device.name, p.tp, cp, p.pp, p.dp, p.vpp,
              p.micro_batch_size, p.global_batch_size, to_string(p.schedule), p.zero_stage,
-             to_string(p.recompute), p.sequence_parallel ? ", sequence parallel" : "", p.framework);
+             recompute_label(p), p.sequence_parallel ? ", sequence parallel" : "", p.framework);
   fmt::print("simulated {} of {} ranks ({} fidelity), {} events in {:.2f} s\n\n",
              r.workload.global_rank.size(), r.num_gpus, sim::to_string(r.fidelity), r.events, wall_s);
   fmt::print("step time        {}\n", seconds(r.metrics.step_time_s));

@@ -108,9 +108,16 @@ void print_table(const sim::SweepResult& s, int top) {
   // An MoE model's plans show their expert layout ("8/1": ep 8, etp 1) and
   // exposed all-to-all; a dense model's table is as it was.
   const bool moe = !s.plans.empty() && s.plans.front().plan.moe.active;
-  fmt::print("{:>4} {:>3} {:>6}{} {:>9} {:>4} {:>3} {:>3} {:<16} {:>4} {:<9} {:>3} {:>5} {:>9} {:>6} {:>8} {:>7} {:>8} {:>8}{} {:>8} {:>8} {:>8} {}\n",
+  // The recompute column as wide as its widest label ("selective(mla_up_proj)"
+  // for a multi-head latent attention model), 9 at least.
+  std::size_t recompute_width = 9;
+  for (const sim::PlanOutcome& o : s.plans) {
+    if (o.rank == 0 || o.rank > top) break;
+    recompute_width = std::max(recompute_width, recompute_label(o.plan).size());
+  }
+  fmt::print("{:>4} {:>3} {:>6}{} {:>9} {:>4} {:>3} {:>3} {:<16} {:>4} {:<{}} {:>3} {:>5} {:>9} {:>6} {:>8} {:>7} {:>8} {:>8}{} {:>8} {:>8} {:>8} {}\n",
              "rank", "tp", "cp", moe ? fmt::format(" {:>6}", "ep/etp") : "", "pp", "dp", "vpp", "mbs", "schedule",
-             "ZeRO", "recompute", "SP", "flash", "tokens/s", "MFU", "step s", "bubble", "exp tp", "exp cp",
+             "ZeRO", "recompute", recompute_width, "SP", "flash", "tokens/s", "MFU", "step s", "bubble", "exp tp", "exp cp",
              moe ? fmt::format(" {:>8}", "exp ep") : "", "exp dp+z", "peak GiB", "headroom", "fidelity");
   // A sampled sweep's re-simulated plans end their line with their P50 and P90
   // step times (and the P90's 95% interval).
@@ -127,10 +134,10 @@ void print_table(const sim::SweepResult& s, int top) {
     const std::string ep = moe ? fmt::format(" {:>6}", fmt::format("{}/{}", p.moe.ep, p.moe.etp)) : "";
     const std::string exp_ep =
         moe ? fmt::format(" {:>8}", seconds(o.exposed_s[static_cast<int>(sim::CommKind::kEp)])) : "";
-    fmt::print("{:>4} {:>3} {:>6}{} {:>9} {:>4} {:>3} {:>3} {:<16} {:>4} {:<9} {:>3} {:>5} {:>9} {:>5.1f}% {:>8.3f} {:>6.1f}% {:>8} {:>8}{} {:>8} {:>8.1f} {:>7.1f}% {}{}\n",
+    fmt::print("{:>4} {:>3} {:>6}{} {:>9} {:>4} {:>3} {:>3} {:<16} {:>4} {:<{}} {:>3} {:>5} {:>9} {:>5.1f}% {:>8.3f} {:>6.1f}% {:>8} {:>8}{} {:>8} {:>8.1f} {:>7.1f}% {}{}\n",
                o.rank, p.tp, cp, ep, pp, p.dp, p.vpp, p.micro_batch_size, to_string(p.schedule),
                std::to_string(p.zero_stage) + (p.zero_shard_size > 0 ? "/" + std::to_string(p.zero_shard_size) : "") +
-                   (p.offload_optimizer ? "+o" : ""), to_string(p.recompute),
+                   (p.offload_optimizer ? "+o" : ""), recompute_label(p), recompute_width,
                p.sequence_parallel ? "on" : "off", p.flash_attention ? "on" : "off", millions(o.tokens_per_s),
                100 * o.mfu, o.step_time_s, 100 * o.bubble_ratio, seconds(o.exposed_s[0]),
                seconds(o.exposed_s[static_cast<int>(sim::CommKind::kCp)]), exp_ep, seconds(o.exposed_s[2] + o.exposed_s[3]), o.peak_bytes / (1024.0 * 1024 * 1024),

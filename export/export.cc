@@ -93,6 +93,20 @@ std::string shell_word(const std::string& value) {
   return plain ? value : "'" + value + "'";
 }
 
+// A flag's value as shell words: a list flag's space-separated items each its
+// own word (Megatron's nargs='*' --recompute-modules core_attn mla_up_proj).
+std::string shell_words(const std::string& value) {
+  std::string out;
+  std::size_t start = 0;
+  while (start <= value.size()) {
+    const std::size_t end = std::min(value.find(' ', start), value.size());
+    if (!out.empty()) out += ' ';
+    out += shell_word(value.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, std::vector<std::string>* notes) {
@@ -131,6 +145,18 @@ std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, 
   add("--attention-backend", p.flash_attention ? "flash" : "unfused");
   // Megatron's --kv-channels, only where the model's head size is not h / a.
   if (m.kv_channels > 0) add("--kv-channels", std::to_string(m.kv_channels));
+  if (m.mla.enabled) {
+    // Megatron-LM's MLA arguments (arguments.py _add_mla_args); --qk-layernorm
+    // gives the latents their RMSNorms (gpt_layer_specs.py fuses them into the
+    // up-projections only with it), as Strata models them.
+    add("--multi-latent-attention");
+    if (m.mla.q_lora_rank > 0) add("--q-lora-rank", std::to_string(m.mla.q_lora_rank));
+    add("--kv-lora-rank", std::to_string(m.mla.kv_lora_rank));
+    add("--qk-head-dim", std::to_string(m.mla.qk_head_dim));
+    add("--qk-pos-emb-head-dim", std::to_string(m.mla.qk_pos_emb_head_dim));
+    add("--v-head-dim", std::to_string(m.mla.v_head_dim));
+    add("--qk-layernorm");
+  }
   if (m.is_moe()) add_moe_model_flags(m, p, f, notes);
   // Parallelism.
   add("--tensor-model-parallel-size", std::to_string(p.tp));
@@ -249,7 +275,15 @@ std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, 
   add("--micro-batch-size", std::to_string(p.micro_batch_size));
   add("--global-batch-size", std::to_string(p.global_batch_size));
   // Recompute.
-  if (p.recompute == Recompute::kSelective) add("--recompute-granularity", "selective");
+  if (p.recompute == Recompute::kSelective) {
+    add("--recompute-granularity", "selective");
+    if (!p.recompute_modules.is_default()) {
+      std::string modules;
+      if (p.recompute_modules.core_attn) modules = "core_attn";
+      if (p.recompute_modules.mla_up_proj) modules += modules.empty() ? "mla_up_proj" : " mla_up_proj";
+      add("--recompute-modules", modules);
+    }
+  }
   if (p.recompute == Recompute::kSelectiveOp) {
     note("recompute selective_op is torchtitan's op-level policy, which Megatron-LM does not have: no recompute "
          "flag is written; --recompute-granularity selective keeps more activations, full fewer");
@@ -443,7 +477,8 @@ std::string megatron_script(const Scenario& s, const ExportOptions& o, const std
         "--ffn-hidden-size", "--swiglu", "--normalization", "--seq-length", "--max-position-embeddings",
         "--position-embedding-type", "--untie-embeddings-and-output-weights", "--disable-bias-linear",
         "--hidden-dropout", "--attention-dropout", "--attention-backend", "--make-vocab-size-divisible-by",
-        "--kv-channels", "--num-experts", "--moe-router-topk", "--moe-router-pre-softmax", "--moe-ffn-hidden-size",
+        "--kv-channels", "--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim",
+        "--qk-pos-emb-head-dim", "--v-head-dim", "--qk-layernorm", "--num-experts", "--moe-router-topk", "--moe-router-pre-softmax", "--moe-ffn-hidden-size",
         "--moe-shared-expert-intermediate-size", "--moe-layer-freq", "--moe-router-load-balancing-type",
         "--moe-aux-loss-coeff", "--moe-router-num-groups", "--moe-router-group-topk", "--moe-token-dispatcher-type",
         "--moe-flex-dispatcher-backend", "--moe-grouped-gemm", "--moe-expert-capacity-factor"}},
@@ -457,7 +492,7 @@ std::string megatron_script(const Scenario& s, const ExportOptions& o, const std
         "--use-precision-aware-optimizer", "--overlap-grad-reduce",
         "--overlap-param-gather", "--ddp-bucket-size"}},
       {"BATCH_ARGS", {"--micro-batch-size", "--global-batch-size"}},
-      {"RECOMPUTE_ARGS", {"--recompute-granularity", "--recompute-method", "--recompute-num-layers"}},
+      {"RECOMPUTE_ARGS", {"--recompute-granularity", "--recompute-modules", "--recompute-method", "--recompute-num-layers"}},
       {"PRECISION_ARGS", {"--bf16", "--fp16", "--accumulate-allreduce-grads-in-fp32", "--grad-reduce-in-bf16"}},
   };
   // Every flag has its group: one that had none would be dropped from the script.
@@ -480,7 +515,7 @@ std::string megatron_script(const Scenario& s, const ExportOptions& o, const std
       out += f.flag;
       if (!f.value.empty()) {
         out += ' ';
-        out += shell_word(f.value);
+        out += shell_words(f.value);
       }
       out += '\n';
     }

@@ -31,7 +31,20 @@ struct LayerFlops {
   double all = 0.0;
   double attention_core = 0.0;
   double op_sac_recomputed = 0.0;  // torchtitan's selective_op replay
+  double mla_up_proj = 0.0;        // MLA's up-projections (recompute module mla_up_proj)
+  // What selective recompute replays with these modules.
+  double selective(const RecomputeModules& modules) const {
+    return (modules.core_attn ? attention_core : 0.0) + (modules.mla_up_proj ? mla_up_proj : 0.0);
+  }
 };
+
+double mla_up_proj_flops(const std::vector<LayerOp>& ops) {
+  double total = 0.0;
+  for (const LayerOp& op : ops) {
+    if (is_mla_up_proj(op)) total += op.flops;
+  }
+  return total;
+}
 
 LayerFlops model_layer_flops(const ModelSpec& m, const LayerOpContext& c) {
   LayerFlops f;
@@ -43,6 +56,7 @@ LayerFlops model_layer_flops(const ModelSpec& m, const LayerOpContext& c) {
     f.all += layers * sum_flops(ops, false);
     f.attention_core += layers * sum_flops(ops, true);
     for (const LayerOp& op : ops) f.op_sac_recomputed += layers * op.flops * op_sac_recomputed_share(op, m);
+    f.mla_up_proj += layers * mla_up_proj_flops(ops);
   }
   return f;
 }
@@ -67,7 +81,7 @@ StepFlops step_flops(const ModelSpec& m, const PlanSpec& p) {
     f.model_flops = 3.0 * f.forward_flops_per_sequence * p.global_batch_size;
     double recomputed = 0.0;
     if (p.recompute == Recompute::kFull) recomputed = layers.all;
-    if (p.recompute == Recompute::kSelective) recomputed = layers.attention_core;
+    if (p.recompute == Recompute::kSelective) recomputed = layers.selective(p.recompute_modules);
     if (p.recompute == Recompute::kSelectiveOp) recomputed = layers.op_sac_recomputed;
     f.hardware_flops = f.model_flops + recomputed * p.global_batch_size;
     return f;
@@ -81,7 +95,10 @@ StepFlops step_flops(const ModelSpec& m, const PlanSpec& p) {
   f.model_flops = 3.0 * forward * p.global_batch_size;
   double recomputed = 0.0;
   if (p.recompute == Recompute::kFull) recomputed = m.num_layers * layer;
-  if (p.recompute == Recompute::kSelective) recomputed = m.num_layers * core;
+  if (p.recompute == Recompute::kSelective) {
+    recomputed = m.num_layers * ((p.recompute_modules.core_attn ? core : 0.0) +
+                                 (p.recompute_modules.mla_up_proj ? mla_up_proj_flops(layer_forward_ops(m, c)) : 0.0));
+  }
   if (p.recompute == Recompute::kSelectiveOp) {
     for (const LayerOp& op : layer_forward_ops(m, c)) recomputed += m.num_layers * op.flops * op_sac_recomputed_share(op, m);
   }

@@ -54,13 +54,18 @@ const char* to_string(OpRole role) {
     case OpRole::kExpertFc2: return "expert_fc2";
     case OpRole::kPermute: return "permute";
     case OpRole::kSortChunks: return "sort_chunks";
+    case OpRole::kMlaDown: return "mla_down";
+    case OpRole::kMlaUp: return "mla_up";
+    case OpRole::kMlaRope: return "mla_rope";
   }
   return "residual";
 }
 
 bool is_column_parallel(OpRole role) {
-  return role == OpRole::kQkv || role == OpRole::kFc1 || role == OpRole::kLogits;
+  return role == OpRole::kQkv || role == OpRole::kFc1 || role == OpRole::kLogits || role == OpRole::kMlaUp;
 }
+
+bool is_mla_up_proj(const LayerOp& op) { return op.role == OpRole::kMlaUp || op.role == OpRole::kMlaRope; }
 
 double op_sac_recomputed_share(const LayerOp& op, const ModelSpec& m) {
   if (op.kind != OpKind::kGemm || !op.has_weight) return 0.0;
@@ -162,9 +167,10 @@ void append_moe_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, const LayerOp
   }
 }
 
-}  // namespace
-
-std::vector<LayerOp> layer_forward_ops(const ModelSpec& m, const LayerOpContext& c, MlpKind mlp) {
+// Multi-head or grouped-query attention after the input norm, to the
+// projection: QKV (column-parallel), the core (fused, or as its batched GEMMs
+// and softmax), the projection (row-parallel).
+void append_attention(std::vector<LayerOp>& ops, const ModelSpec& m, const LayerOpContext& c, i64 tokens, double e) {
   const i64 t = c.tp;
   const i64 b = c.micro_batch_size;
   const i64 s = m.seq_length;
@@ -173,16 +179,6 @@ std::vector<LayerOp> layer_forward_ops(const ModelSpec& m, const LayerOpContext&
   const i64 q = m.q_width();  // hidden_size unless the model's kv_channels says otherwise
   const i64 d = m.head_dim();
   const i64 kv = m.kv_width() / t;
-  const i64 f = m.ffn_hidden_size / t;
-  const i64 fc1 = m.swiglu ? 2 * f : f;
-  const double e = dtype_bytes(c.dtype);
-  // Context parallelism: this GPU's tokens of each sequence.
-  const i64 tokens = s / c.cp * b;
-  // Elementwise work on the residual stream is split over tp only with sequence parallel.
-  const double stream = static_cast<double>(tokens) * h * e / (c.sequence_parallel ? t : 1);
-
-  std::vector<LayerOp> ops;
-  ops.push_back(elementwise(OpRole::kNorm, "input_norm", 2.0 * stream));
   ops.push_back(gemm(OpRole::kQkv, "qkv", tokens, q / t + 2 * kv, h, 1, true));
   if (c.flash_attention) {
     LayerOp a;
@@ -208,6 +204,93 @@ std::vector<LayerOp> layer_forward_ops(const ModelSpec& m, const LayerOpContext&
     ops.push_back(gemm(OpRole::kAttnValues, "attn_values", s, d, s, b * heads, false, true));
   }
   ops.push_back(gemm(OpRole::kProj, "proj", tokens, h, q / t, 1, true));
+}
+
+// Multi-head latent attention after the input norm, to the projection, in
+// Megatron-Core's MLASelfAttention order (multi_latent_attention.py, with
+// gpt_layer_specs.py's TE modules): the down-projections over this rank's
+// tokens (whole weights: TELinear "duplicated"), the latents' RMSNorms, the
+// up-projections (column-parallel; with sequence parallelism they gather the
+// normed latents over tp, the rotary key with the key/value latent), the
+// rotary embedding assembling Q = [q_nope, rope(q_pe)] and K = [k_nope,
+// rope(k_pe)] per head and V contiguous for the fused kernel, the attention
+// (keys of q_head_dim, values of v_head_dim), the output projection.
+void append_mla_attention(std::vector<LayerOp>& ops, const ModelSpec& m, const LayerOpContext& c, i64 tokens,
+                          double e) {
+  const MlaModel& mla = m.mla;
+  const i64 t = c.tp;
+  const i64 b = c.micro_batch_size;
+  const i64 s = m.seq_length;
+  const i64 h = m.hidden_size;
+  const i64 heads = m.num_attention_heads / t;
+  const i64 qh = mla.q_head_dim();
+  const i64 v = mla.v_head_dim;
+  const i64 own = c.sequence_parallel ? tokens / t : tokens;  // the duplicated layers' tokens
+  const i64 kv_down = mla.kv_lora_rank + mla.qk_pos_emb_head_dim;
+  if (mla.q_lora_rank > 0) ops.push_back(gemm(OpRole::kMlaDown, "q_down", own, mla.q_lora_rank, h, 1, true));
+  ops.push_back(gemm(OpRole::kMlaDown, "kv_down", own, kv_down, h, 1, true));
+  auto latent_norm = [&](const char* name, i64 width) {
+    LayerOp n = elementwise(OpRole::kNorm, name, 2.0 * static_cast<double>(own) * width * e);
+    n.norm_width = width;
+    ops.push_back(n);
+  };
+  if (mla.q_lora_rank > 0) latent_norm("q_norm", mla.q_lora_rank);
+  latent_norm("kv_norm", mla.kv_lora_rank);
+  LayerOp q_up = mla.q_lora_rank > 0 ? gemm(OpRole::kMlaUp, "q_up", tokens, heads * qh, mla.q_lora_rank, 1, true)
+                                     : gemm(OpRole::kMlaUp, "q_proj", tokens, heads * qh, h, 1, true);
+  q_up.tp_input_width = mla.q_lora_rank;  // 0 without compression: the hidden stream
+  ops.push_back(q_up);
+  LayerOp kv_up = gemm(OpRole::kMlaUp, "kv_up", tokens, heads * (mla.qk_head_dim + v), mla.kv_lora_rank, 1, true);
+  kv_up.tp_input_width = kv_down;
+  ops.push_back(kv_up);
+  const double qkv = static_cast<double>(tokens) * heads * (2 * qh + v) * e;  // Q, K, V on this rank
+  ops.push_back(elementwise(OpRole::kMlaRope, "mla_rope", 2.0 * qkv));
+  if (c.flash_attention) {
+    LayerOp a;
+    a.name = "flash_attention";
+    a.role = OpRole::kFlashAttention;
+    a.kind = OpKind::kAttention;
+    // 2 s^2 per head for the scores' q_head_dim and the values' v_head_dim.
+    a.flops = 2.0 * static_cast<double>(b) * heads * s * s * static_cast<double>(qh + v) / static_cast<double>(c.cp);
+    a.bytes = qkv + static_cast<double>(tokens) * heads * v * e;  // Q, K, V in, O out
+    a.attention_core = true;
+    a.attn_batch_heads = b * heads;
+    a.attn_seq = s;
+    a.attn_head_dim = m.head_dim();
+    a.attn_batch_kv_heads = b * heads;
+    ops.push_back(a);
+  } else {
+    const double scores = static_cast<double>(b) * heads * s * s * e;
+    ops.push_back(gemm(OpRole::kAttnScores, "attn_scores", s, s, qh, b * heads, false, true));
+    ops.push_back(elementwise(OpRole::kSoftmax, "softmax", 2.0 * scores, true));
+    if (m.attention_dropout > 0.0) ops.push_back(elementwise(OpRole::kDropout, "attn_dropout", 2.5 * scores, true));
+    ops.push_back(gemm(OpRole::kAttnValues, "attn_values", s, v, s, b * heads, false, true));
+  }
+  ops.push_back(gemm(OpRole::kProj, "proj", tokens, h, heads * v, 1, true));
+}
+
+}  // namespace
+
+std::vector<LayerOp> layer_forward_ops(const ModelSpec& m, const LayerOpContext& c, MlpKind mlp) {
+  const i64 t = c.tp;
+  const i64 b = c.micro_batch_size;
+  const i64 s = m.seq_length;
+  const i64 h = m.hidden_size;
+  const i64 f = m.ffn_hidden_size / t;
+  const i64 fc1 = m.swiglu ? 2 * f : f;
+  const double e = dtype_bytes(c.dtype);
+  // Context parallelism: this GPU's tokens of each sequence.
+  const i64 tokens = s / c.cp * b;
+  // Elementwise work on the residual stream is split over tp only with sequence parallel.
+  const double stream = static_cast<double>(tokens) * h * e / (c.sequence_parallel ? t : 1);
+
+  std::vector<LayerOp> ops;
+  ops.push_back(elementwise(OpRole::kNorm, "input_norm", 2.0 * stream));
+  if (m.mla.enabled) {
+    append_mla_attention(ops, m, c, tokens, e);
+  } else {
+    append_attention(ops, m, c, tokens, e);
+  }
   // Residual add (+ dropout): reads two streams, writes one (and a 1-byte mask).
   ops.push_back(elementwise(OpRole::kResidual, "residual_attn", 3.0 * stream + (m.hidden_dropout > 0 ? stream / e : 0)));
   ops.push_back(elementwise(OpRole::kNorm, "post_attn_norm", 2.0 * stream));

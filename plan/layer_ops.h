@@ -56,6 +56,12 @@ enum class OpRole {
   // reordered expert by expert for the grouped GEMM, and back before the combine
   // (token_dispatcher.py sort_chunks_by_idxs, with more than one local expert).
   kSortChunks,
+  // Multi-head latent attention: the down-projections to the latents, whole
+  // on every tensor-parallel rank over its own tokens (Megatron-Core's TELinear
+  // in "duplicated" mode); the up-projections from the latents (or, without
+  // query compression, the query projection), column-parallel; the rotary
+  // embedding's assembly of Q and K (memory-bound).
+  kMlaDown, kMlaUp, kMlaRope,
 };
 const char* to_string(OpRole role);
 bool is_column_parallel(OpRole role);
@@ -77,6 +83,11 @@ struct LayerOp {
   std::int64_t attn_seq = 0;
   std::int64_t attn_head_dim = 0;
   std::int64_t attn_batch_kv_heads = 0;  // batch * key/value heads (grouped-query attention)
+  // A column-parallel op's input width, what sequence parallelism gathers over
+  // tp before it (0: the hidden stream; MLA's up-projections gather a latent).
+  std::int64_t tp_input_width = 0;
+  // A norm's width (its scale's length; 0: hidden_size; MLA's latent norms).
+  std::int64_t norm_width = 0;
 };
 
 struct LayerOpContext {
@@ -100,6 +111,11 @@ struct LayerOpContext {
   // tokens are sorted by expert and back (kSortChunks).
   bool alltoall = false;
 };
+
+// Multi-head latent attention's recompute set (Megatron-Core's recompute module
+// "mla_up_proj"): the up-projections and the rotary assembly, whose outputs
+// (Q, K, V) are freed after the attention and rebuilt before its backward.
+bool is_mla_up_proj(const LayerOp& op);
 
 // Which MLP a layer has: the dense one, or an MoE layer's router, shared and routed experts.
 enum class MlpKind { kDense, kMoe };

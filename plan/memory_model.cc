@@ -12,6 +12,35 @@
 
 namespace strata {
 
+namespace {
+
+// Multi-head latent attention's stored activations per micro-batch (plan/layer_ops.cc
+// lists its ops): the down-projections' input (the normed stream, shared), each
+// latent norm's input and each up-projection's input (the normed latent; with
+// sequence parallelism each rank keeps its own tokens, as for any
+// column-parallel input), Q, K and V (what the fused attention keeps: heads x
+// q_head_dim, q_head_dim and v_head_dim, rebuilt in backward instead under the
+// recompute module mla_up_proj), the projection's input (heads x v_head_dim) and
+// the output dropout mask. The rotary embedding keeps nothing of its own (its
+// backward needs only the cos/sin tables).
+double mla_attention_bytes(const ModelSpec& m, const PlanSpec& p, double rep) {
+  const MlaModel& mla = m.mla;
+  const double e = dtype_bytes(p.dtype);
+  const double sb = static_cast<double>(m.seq_length / p.cp) * p.micro_batch_size;
+  const double a = m.num_attention_heads;
+  const double t = p.tp;
+  const double ql = mla.q_lora_rank;
+  const double kvl = mla.kv_lora_rank;
+  const bool freed = p.recompute == Recompute::kSelective && p.recompute_modules.mla_up_proj;
+  return e * sb * m.hidden_size / rep                                                     // down-projections' input
+         + e * sb * 2.0 * (ql + kvl) / rep                                                // latent norms' and up-projections' inputs
+         + (freed ? 0.0 : e * sb * a * (2.0 * mla.q_head_dim() + mla.v_head_dim) / t)   // Q, K, V
+         + e * sb * static_cast<double>(m.proj_width()) / t                               // projection input
+         + (m.hidden_dropout > 0.0 ? sb * m.hidden_size / rep : 0.0);                     // 1-byte dropout mask
+}
+
+}  // namespace
+
 LayerActivations layer_activation_bytes(const ModelSpec& m, const PlanSpec& p) {
   const double t = p.tp;
   const double b = p.micro_batch_size;
@@ -53,6 +82,7 @@ LayerActivations layer_activation_bytes(const ModelSpec& m, const PlanSpec& p) {
                      + e * s * b * (q + 2.0 * kv) / t  // Q, K, V
                      + e * sbq / t                     // projection input (context)
                      + (hidden_dropout ? sbh / rep : 0.0);  // 1-byte dropout mask
+  if (m.mla.enabled) attention = mla_attention_bytes(m, p, rep);
   // Attention core: softmax output, dropout mask and dropout output (the 5as^2b of the paper).
   const bool core_stored = !p.flash_attention && p.recompute != Recompute::kSelective;
   if (core_stored) {

@@ -23,6 +23,41 @@ const char* to_string(PositionEmbedding p) {
   return "none";
 }
 
+namespace {
+
+constexpr const char* kMlaKeys[] = {"q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim",
+                                    "v_head_dim"};
+
+// Multi-head latent attention, read as Megatron-Core's MLATransformerConfig
+// names it; every size given (Megatron's defaults are DeepSeek-V2-Lite's, not
+// a model's own), q_lora_rank 0 or absent for no query compression.
+void read_mla_model(json::ObjectReader& r, ModelSpec& m) {
+  constexpr std::int64_t kBig = 1 << 20;
+  m.mla.enabled = r.boolean_or("multi_latent_attention", false);
+  if (!m.mla.enabled) {
+    for (const char* key : kMlaKeys) {
+      if (r.has(key)) r.fail(key, "is a multi-head latent attention size: set multi_latent_attention true, or drop it");
+    }
+    return;
+  }
+  if (r.has("kv_channels")) {
+    r.fail("kv_channels", "multi-head latent attention sizes its heads with qk_head_dim, qk_pos_emb_head_dim and "
+                          "v_head_dim; drop kv_channels");
+  }
+  if (r.has("num_query_groups") && m.num_query_groups != m.num_attention_heads) {
+    r.fail("num_query_groups", fmt::format("multi-head latent attention gives every head its own keys and values: "
+                                           "num_query_groups must be num_attention_heads ({}) or absent",
+                                           m.num_attention_heads));
+  }
+  m.mla.q_lora_rank = static_cast<int>(r.integer_or("q_lora_rank", 0, 0, kBig));
+  m.mla.kv_lora_rank = static_cast<int>(r.integer("kv_lora_rank", 1, kBig));
+  m.mla.qk_head_dim = static_cast<int>(r.integer("qk_head_dim", 1, kBig));
+  m.mla.qk_pos_emb_head_dim = static_cast<int>(r.integer("qk_pos_emb_head_dim", 1, kBig));
+  m.mla.v_head_dim = static_cast<int>(r.integer("v_head_dim", 1, kBig));
+}
+
+}  // namespace
+
 ModelSpec read_model_spec(const nlohmann::json& doc, const std::string& file, const std::string& path) {
   json::ObjectReader r(doc, file, path);
   constexpr std::int64_t kBig = 1 << 24;
@@ -59,12 +94,13 @@ ModelSpec read_model_spec(const nlohmann::json& doc, const std::string& file, co
       m.kv_channels = 0;
     }
   }
+  read_mla_model(r, m);
   read_moe_model(r, m);
   if (r.has("source")) m.source = r.string("source");
   r.allow_text("notes");
   r.finish();
 
-  if (m.kv_channels == 0 && m.hidden_size % m.num_attention_heads != 0) {
+  if (m.kv_channels == 0 && !m.mla.enabled && m.hidden_size % m.num_attention_heads != 0) {
     throw InputError(file, path + ".num_attention_heads",
                      fmt::format("hidden_size {} must be divisible by num_attention_heads {} (or give the "
                                  "head size as kv_channels)",
@@ -114,6 +150,14 @@ nlohmann::ordered_json to_json(const ModelSpec& m) {
   j["attention_dropout"] = m.attention_dropout;
   // Written only when the model has them, so other models echo as before.
   if (m.kv_channels > 0) j["kv_channels"] = m.kv_channels;
+  if (m.mla.enabled) {
+    j["multi_latent_attention"] = true;
+    if (m.mla.q_lora_rank > 0) j["q_lora_rank"] = m.mla.q_lora_rank;
+    j["kv_lora_rank"] = m.mla.kv_lora_rank;
+    j["qk_head_dim"] = m.mla.qk_head_dim;
+    j["qk_pos_emb_head_dim"] = m.mla.qk_pos_emb_head_dim;
+    j["v_head_dim"] = m.mla.v_head_dim;
+  }
   write_moe_model(m, j);
   if (!m.source.empty()) j["source"] = m.source;
   return j;

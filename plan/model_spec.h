@@ -37,6 +37,27 @@ struct MoeModel {
 };
 enum class PositionEmbedding { kLearnedAbsolute, kRope, kAlibi, kNone };
 
+// Multi-head latent attention (DeepSeek-V2/V3; Megatron-Core's
+// --multi-latent-attention and MLATransformerConfig's names): queries and
+// keys/values go through low-rank latents. Per layer: the query down-projection
+// h -> q_lora_rank (none when q_lora_rank is 0: one h -> heads x q_head_dim
+// projection), the key/value down-projection h -> kv_lora_rank +
+// qk_pos_emb_head_dim (the rotary key shared by every head), an RMSNorm on each
+// latent, the up-projections q_lora_rank -> heads x (qk_head_dim +
+// qk_pos_emb_head_dim) and kv_lora_rank -> heads x (qk_head_dim + v_head_dim),
+// attention with keys of q_head_dim and values of v_head_dim, and the output
+// projection heads x v_head_dim -> h. Every head has its own keys and values
+// (num_query_groups = num_attention_heads).
+struct MlaModel {
+  bool enabled = false;
+  int q_lora_rank = 0;          // 0: queries projected from h directly (Megatron's q_lora_rank None)
+  int kv_lora_rank = 0;
+  int qk_head_dim = 0;          // the per-head query/key part without position embedding
+  int qk_pos_emb_head_dim = 0;  // the rotary part of each query and the shared rotary key
+  int v_head_dim = 0;
+  int q_head_dim() const { return qk_head_dim + qk_pos_emb_head_dim; }
+};
+
 struct ModelSpec {
   std::string name;
   int num_layers = 0;
@@ -58,15 +79,29 @@ struct ModelSpec {
   // projection's input are num_attention_heads * kv_channels wide, not
   // hidden_size); 0: hidden_size / num_attention_heads.
   int kv_channels = 0;
+  MlaModel mla;
   MoeModel moe;
   std::string source;              // where the figures come from (free text)
 
-  // Size of one attention head.
-  int head_dim() const { return kv_channels > 0 ? kv_channels : hidden_size / num_attention_heads; }
-  // Width of the Q projection and of the attention projection's input:
-  // num_attention_heads * head_dim (hidden_size unless kv_channels says otherwise).
-  std::int64_t q_width() const { return static_cast<std::int64_t>(num_attention_heads) * head_dim(); }
-  // Width of the K (or V) projection: num_query_groups * head_dim.
+  // Size of one attention head; with MLA the mean of the key and value heads'
+  // sizes, (q_head_dim + v_head_dim) / 2, which gives the attention core its
+  // FLOPs (scores over q_head_dim, values over v_head_dim) and K + V their bytes.
+  int head_dim() const {
+    if (mla.enabled) return (mla.q_head_dim() + mla.v_head_dim) / 2;
+    return kv_channels > 0 ? kv_channels : hidden_size / num_attention_heads;
+  }
+  // Width of Q: num_attention_heads * head_dim (hidden_size unless kv_channels
+  // says otherwise; with MLA heads x q_head_dim).
+  std::int64_t q_width() const {
+    return static_cast<std::int64_t>(num_attention_heads) * (mla.enabled ? mla.q_head_dim() : head_dim());
+  }
+  // Width of the attention projection's input (the attention's output): Q's,
+  // or with MLA heads x v_head_dim.
+  std::int64_t proj_width() const {
+    return mla.enabled ? static_cast<std::int64_t>(num_attention_heads) * mla.v_head_dim : q_width();
+  }
+  // Width of the K (or V) projection: num_query_groups * head_dim; with MLA
+  // the mean of K's and V's widths (their sum is 2 x kv_width).
   std::int64_t kv_width() const {
     return static_cast<std::int64_t>(num_query_groups) * head_dim();
   }

@@ -33,11 +33,29 @@ struct LayerParamParts {
 // Attention (QKV and projection) and the layer's two normalizations.
 LayerParamParts attention_parts(const ModelSpec& m) {
   const i64 h = m.hidden_size;
+  if (m.mla.enabled) {
+    // Multi-head latent attention (plan/layer_ops.cc): the down-projections and
+    // the latents' RMSNorms whole on every tensor-parallel rank; the
+    // up-projections column-parallel, the projection row-parallel; only the
+    // projection has a bias (Megatron-Core builds the others with bias=False).
+    const MlaModel& mla = m.mla;
+    const i64 a = m.num_attention_heads;
+    const i64 ql = mla.q_lora_rank;
+    const i64 kvl = mla.kv_lora_rank;
+    const i64 norm = m.normalization == Normalization::kLayerNorm ? 2 * h : h;
+    LayerParamParts parts;
+    parts.replicated = (ql > 0 ? h * ql + ql : 0) + h * (kvl + mla.qk_pos_emb_head_dim) + kvl;
+    parts.column_parallel_weights = (ql > 0 ? ql : h) * a * mla.q_head_dim() + kvl * a * (mla.qk_head_dim + mla.v_head_dim);
+    parts.row_parallel_weights = m.proj_width() * h;
+    if (m.add_bias_linear) parts.replicated += h;
+    parts.replicated += 2 * norm;
+    return parts;
+  }
   const i64 qkv_out = m.q_width() + 2 * m.kv_width();
   const i64 norm = m.normalization == Normalization::kLayerNorm ? 2 * h : h;
   LayerParamParts parts;
   parts.column_parallel_weights = h * qkv_out;
-  parts.row_parallel_weights = m.q_width() * h;
+  parts.row_parallel_weights = m.proj_width() * h;
   if (m.add_bias_linear) {
     parts.column_parallel_biases = qkv_out;
     parts.replicated += h;  // the projection's bias

@@ -94,6 +94,26 @@ PlanSpec read_plan_spec(const nlohmann::json& doc, const std::string& file, cons
                 : recompute == "selective" ? Recompute::kSelective
                 : recompute == "full"      ? Recompute::kFull
                                            : Recompute::kSelectiveOp;
+  if (r.has("recompute_modules")) {
+    if (p.recompute != Recompute::kSelective) {
+      r.fail("recompute_modules", "names what recompute \"selective\" replays (Megatron-Core's "
+                                  "--recompute-modules); set recompute \"selective\" or drop it");
+    }
+    const nlohmann::json& list = r.array("recompute_modules");
+    p.recompute_modules = RecomputeModules{false, false};
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string name = list[i].is_string() ? list[i].get<std::string>() : "";
+      if (name == "core_attn") {
+        p.recompute_modules.core_attn = true;
+      } else if (name == "mla_up_proj") {
+        p.recompute_modules.mla_up_proj = true;
+      } else {
+        throw InputError(file, r.element_path("recompute_modules", i),
+                         "must be \"core_attn\" or \"mla_up_proj\" (Megatron-Core's modules Strata models)");
+      }
+    }
+    if (list.empty()) r.fail("recompute_modules", "must name at least one module: \"core_attn\" or \"mla_up_proj\"");
+  }
   p.sequence_parallel = r.boolean_or("sequence_parallel", false);
   p.overlap_grad_reduce = r.boolean_or("overlap_grad_reduce", true);
   p.overlap_param_gather = r.boolean_or("overlap_param_gather", true);
@@ -199,6 +219,17 @@ void resolve_and_check_plan(PlanSpec& p, const ModelSpec& m, const PlanContext& 
         }
       }
     }
+  }
+  if (p.recompute == Recompute::kSelectiveOp && m.mla.enabled) {
+    fail("$.recompute", fmt::format("\"selective_op\" (torchtitan's op-level policy) is modelled over standard "
+                                    "attention's matmuls, not multi-head latent attention's (model {}); use "
+                                    "\"selective\" with recompute_modules, or \"full\"",
+                                    m.name));
+  }
+  if (p.recompute == Recompute::kSelective && p.recompute_modules.mla_up_proj && !m.mla.enabled) {
+    fail("$.recompute_modules", fmt::format("\"mla_up_proj\" recomputes multi-head latent attention's "
+                                            "up-projections; model {} has none (multi_latent_attention false)",
+                                            m.name));
   }
   if (m.num_attention_heads % p.tp != 0) {
     fail("$.tp", fmt::format("num_attention_heads {} of model {} must be divisible by tp {}",
@@ -319,6 +350,14 @@ void write_stage_split(const PlanSpec& p, nlohmann::ordered_json& j) {
   if (p.account_for_loss) j["account_for_loss_in_pipeline_split"] = true;
 }
 
+std::string recompute_label(const PlanSpec& p) {
+  if (p.recompute != Recompute::kSelective || p.recompute_modules.is_default()) return to_string(p.recompute);
+  std::string modules;
+  if (p.recompute_modules.core_attn) modules = "core_attn";
+  if (p.recompute_modules.mla_up_proj) modules += modules.empty() ? "mla_up_proj" : "+mla_up_proj";
+  return fmt::format("selective({})", modules);
+}
+
 nlohmann::ordered_json to_json(const PlanSpec& p) {
   nlohmann::ordered_json j;
   j["tp"] = p.tp;
@@ -338,6 +377,12 @@ nlohmann::ordered_json to_json(const PlanSpec& p) {
   if (p.zero_shard_size > 0) j["zero_shard_size"] = p.zero_shard_size;  // only when hybrid
   j["offload_optimizer"] = p.offload_optimizer;
   j["recompute"] = to_string(p.recompute);
+  if (p.recompute == Recompute::kSelective && !p.recompute_modules.is_default()) {  // only when not Megatron's default
+    nlohmann::ordered_json modules = nlohmann::ordered_json::array();
+    if (p.recompute_modules.core_attn) modules.push_back("core_attn");
+    if (p.recompute_modules.mla_up_proj) modules.push_back("mla_up_proj");
+    j["recompute_modules"] = modules;
+  }
   j["sequence_parallel"] = p.sequence_parallel;
   j["overlap_grad_reduce"] = p.overlap_grad_reduce;
   j["overlap_param_gather"] = p.overlap_param_gather;

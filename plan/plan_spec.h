@@ -34,6 +34,18 @@ enum class Schedule { kGpipe, kOneFOneB, kInterleaved, kZbH1, kZbH2, kZbV };
 // op's output is recomputed except the fused attention's and every other matmul's.
 enum class Recompute { kNone, kSelective, kFull, kSelectiveOp };
 
+// What selective recompute replays (Megatron-Core's --recompute-modules with
+// --recompute-granularity selective): core_attn, the attention core (its
+// default); mla_up_proj, multi-head latent attention's up-projections and
+// rotary assembly (Q, K and V freed after the attention, rebuilt before its
+// backward; multi_latent_attention.py's CheckpointWithoutOutput).
+struct RecomputeModules {
+  bool core_attn = true;
+  bool mla_up_proj = false;
+  bool is_default() const { return core_attn && !mla_up_proj; }
+  bool operator==(const RecomputeModules&) const = default;
+};
+
 // How context-parallel attention exchanges keys and values (Megatron-Core's
 // --cp-comm-type, Transformer Engine's attention with context parallelism):
 // kP2p: the ring (cp - 1 steps, each step's K/V sent on while the step before
@@ -107,6 +119,7 @@ struct PlanSpec {
   int zero_shard_size = 0;
   bool offload_optimizer = false;
   Recompute recompute = Recompute::kNone;
+  RecomputeModules recompute_modules;  // read with recompute "selective" only
   bool sequence_parallel = false;
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
@@ -176,6 +189,10 @@ void resolve_and_check_plan(PlanSpec& plan, const ModelSpec& model, const PlanCo
                             const std::string& plan_file, const std::string& plan_path = "$");
 
 nlohmann::ordered_json to_json(const PlanSpec& plan);
+// The recompute setting as tables and plan names show it: to_string(recompute),
+// with selective recompute's modules when not Megatron's default
+// ("selective(mla_up_proj)", "selective(core_attn+mla_up_proj)").
+std::string recompute_label(const PlanSpec& plan);
 
 // The uneven-stage keys (decoder_first/last_pipeline_num_layers,
 // account_for_embedding/loss_in_pipeline_split), named alike in plan.json and

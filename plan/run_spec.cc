@@ -17,6 +17,11 @@ std::optional<RunRefusal> run_refusal(const ModelSpec& model, const PlanSpec& pl
                       "strata run builds attention heads of hidden_size / num_attention_heads; a model with its own "
                       "kv_channels runs with Megatron-LM from megatron-args.sh"};
   }
+  if (model.mla.enabled) {
+    return RunRefusal{"$.model.multi_latent_attention",
+                      "strata run builds multi-head or grouped-query attention; multi-head latent attention runs "
+                      "with Megatron-LM from megatron-args.sh"};
+  }
   if (!model.is_moe()) return std::nullopt;
   // The runtime's MoE layer (runtime/executor/moe_layer.h): routed experts over
   // ep ranks folded in tp x cp x dp, whole experts, the alltoall and allgather dispatchers.

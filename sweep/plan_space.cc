@@ -96,7 +96,7 @@ std::string plan_label(const PlanSpec& p) {
   const std::string ep = p.moe.active ? fmt::format(" ep{} etp{}", p.moe.ep, p.moe.etp) : "";
   return fmt::format("tp{}{}{} pp{}{} dp{} vpp{} mbs{} {} z{}{} {}{}{}{}", p.tp, cp, ep, p.pp, split, p.dp, p.vpp,
                      p.micro_batch_size, to_string(p.schedule), zero,
-                     p.offload_optimizer ? "+offload" : "", to_string(p.recompute),
+                     p.offload_optimizer ? "+offload" : "", recompute_label(p),
                      p.sequence_parallel ? " sp" : "", p.flash_attention ? " flash" : "", rest);
 }
 
@@ -120,6 +120,12 @@ std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& clu
   // Hybrid sharding is tried only where a constraint lists shard sizes (0: all replicas).
   const std::vector<int> shard_sizes =
       option_values<int>(req.constraints, "zero_shard_size", 0, [](const std::string& v) { return std::stoi(v); });
+  // Recompute settings: none, Megatron's selective (the attention core), full;
+  // a multi-head latent attention model also selective of its up-projections
+  // (recompute module mla_up_proj, NeMo's DeepSeek-V3 recipes' choice).
+  std::vector<std::pair<Recompute, RecomputeModules>> recompute_options = {
+      {Recompute::kNone, {}}, {Recompute::kSelective, {}}, {Recompute::kFull, {}}};
+  if (m.mla.enabled) recompute_options.push_back({Recompute::kSelective, RecomputeModules{false, true}});
   PlanContext context{gpus, cluster.gpus_per_node, req.allow_cross_node_tp};
   // An MoE model's expert layouts of a grid: ep dividing num_experts and the
   // stage's ranks, etp 1 (MoE Parallel Folding's choice) or tp (Megatron-Core's
@@ -184,7 +190,7 @@ std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& clu
             for (int shard : shards) {
               for (bool offload : {false, true}) {
                 if (offload && zero == 0) continue;
-                for (Recompute recompute : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+                for (const auto& [recompute, modules] : recompute_options) {
                   for (bool sp : {false, true}) {
                     if (sp && g.tp == 1) continue;
                     for (bool fa : grid_flash) {
@@ -216,6 +222,7 @@ std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& clu
                                 p.zero_shard_size = shard;
                                 p.offload_optimizer = offload;
                                 p.recompute = recompute;
+                                p.recompute_modules = modules;
                                 p.sequence_parallel = sp;
                                 p.flash_attention = fa;
                                 p.overlap_grad_reduce = og;

@@ -74,7 +74,7 @@ std::string plan_differences(const PlanSpec& a, const PlanSpec& b) {
     add("ZeRO shard group", std::to_string(a.zero_shards()), std::to_string(b.zero_shards()));
   }
   add("offload", a.offload_optimizer ? "on" : "off", b.offload_optimizer ? "on" : "off");
-  add("recompute", to_string(a.recompute), to_string(b.recompute));
+  add("recompute", recompute_label(a), recompute_label(b));
   add("sequence parallel", a.sequence_parallel ? "on" : "off", b.sequence_parallel ? "on" : "off");
   add("flash attention", a.flash_attention ? "on" : "off", b.flash_attention ? "on" : "off");
   std::string out;

@@ -86,7 +86,7 @@ std::string sweep_csv(const SweepResult& sweep) {
     out += o.rank > 0 ? std::to_string(o.rank) : "";
     out += fmt::format(",{},{},{},{},{},{},{},{},{},{},{},{}", p.tp, p.pp, p.dp, p.vpp, p.micro_batch_size,
                        p.global_batch_size, to_string(p.schedule), p.zero_stage, tf(p.offload_optimizer),
-                       to_string(p.recompute), tf(p.sequence_parallel), tf(o.fits));
+                       recompute_label(p), tf(p.sequence_parallel), tf(o.fits));
     if (o.simulated) {
       out += fmt::format(",{},{},{},{},{},{},{},{},{},{}", num(o.step_time_s), num(o.tokens_per_s), num(o.mfu),
                          num(o.hfu), num(o.tflops_per_gpu), num(o.bubble_ratio), num(o.exposed_s[0]),

@@ -13,7 +13,8 @@ KernelKind kernel_kind_of(OpRole role) {
     case OpRole::kDropout:
     case OpRole::kEmbedding: return KernelKind::kElementwise;
     case OpRole::kPermute:
-    case OpRole::kSortChunks: return KernelKind::kCopy;  // rows gathered or scattered: a copy's traffic
+    case OpRole::kSortChunks:
+    case OpRole::kMlaRope: return KernelKind::kCopy;  // rows gathered or scattered, Q/K assembled: a copy's traffic
     // GEMMs and attention are costed by their own models, not as memory-bound kernels.
     case OpRole::kQkv:
     case OpRole::kProj:
@@ -25,7 +26,9 @@ KernelKind kernel_kind_of(OpRole role) {
     case OpRole::kFlashAttention:
     case OpRole::kRouter:
     case OpRole::kExpertFc1:
-    case OpRole::kExpertFc2: break;
+    case OpRole::kExpertFc2:
+    case OpRole::kMlaDown:
+    case OpRole::kMlaUp: break;
   }
   return KernelKind::kElementwise;
 }

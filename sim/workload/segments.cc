@@ -27,6 +27,10 @@ struct Item {
   // (Megatron-LM's LinearWithGradAccumulationAndAsyncCommunication, Strata's
   // runtime Kernels::gather_column_input): the bytes of that gather, 0 if none.
   double wgrad_gather_bytes = 0.0;
+  // Part of multi-head latent attention's up-projections (the op, or the gather
+  // before it): replayed before the attention's backward under the recompute
+  // module mla_up_proj.
+  bool mla_up = false;
 };
 
 Category op_category(const LayerOp& op) {
@@ -269,9 +273,20 @@ BlockSegments build(const std::vector<Item>& items, const PlanSpec& p, const OpC
       if (it->point.backward) bwd.add_comm(*it->point.backward, it->point.bytes, it->point.group);
       continue;
     }
+    // Selective recompute replays its modules' forward just before the
+    // attention's backward, which needs what they rebuild: the attention core
+    // (core_attn), MLA's up-projections with their gathers (mla_up_proj).
     if (p.recompute == Recompute::kSelective && it->op.attention_core && !core_replayed) {
       for (const Item& f : items) {
-        if (!f.is_point && f.op.attention_core) add_forward(bwd, f.op, p, c, "recompute ");
+        if (f.is_point) {
+          if (p.recompute_modules.mla_up_proj && f.mla_up && f.point.forward) {
+            bwd.add_comm(*f.point.forward, f.point.bytes, f.point.group);
+          }
+          continue;
+        }
+        const bool replay = (p.recompute_modules.core_attn && f.op.attention_core) ||
+                            (p.recompute_modules.mla_up_proj && f.mla_up);
+        if (replay) add_forward(bwd, f.op, p, c, "recompute ");
       }
       core_replayed = true;
     }
@@ -401,11 +416,13 @@ std::vector<ParameterModule> layer_parameter_modules(const ModelSpec& m, const P
       // layers split n and k over tp); the bias is as wide as the output on this
       // GPU (split with a column-parallel layer's, whole with a row-parallel one's).
       mod.params.push_back(op.gemm.k * op.gemm.n);
-      if (m.add_bias_linear) mod.params.push_back(op.gemm.n);
+      const bool mla_latent = op.role == OpRole::kMlaDown || op.role == OpRole::kMlaUp;  // bias=False in Megatron-Core
+      if (m.add_bias_linear && !mla_latent) mod.params.push_back(op.gemm.n);
     } else {
-      // A norm: its scale, and LayerNorm's shift.
-      mod.params.push_back(m.hidden_size);
-      if (m.normalization == Normalization::kLayerNorm) mod.params.push_back(m.hidden_size);
+      // A norm: its scale, and LayerNorm's shift (MLA's latent norms are RMSNorms).
+      const std::int64_t width = op.norm_width > 0 ? op.norm_width : m.hidden_size;
+      mod.params.push_back(width);
+      if (m.normalization == Normalization::kLayerNorm && op.norm_width == 0) mod.params.push_back(width);
     }
     out.push_back(std::move(mod));
   }
@@ -442,10 +459,18 @@ BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCost
     const bool column_parallel = is_column_parallel(op.role);
     const bool row_parallel = is_row_parallel(op.role);
     const OpRole role = op.role;
-    if (tp && column_parallel) items.push_back(before_column_parallel(p, bytes));
+    // What a column-parallel op gathers: the stream, or MLA's latent.
+    const double input_bytes =
+        op.tp_input_width > 0 ? bytes * static_cast<double>(op.tp_input_width) / m.hidden_size : bytes;
+    const bool mla_up = is_mla_up_proj(op);
+    if (tp && column_parallel) {
+      items.push_back(before_column_parallel(p, input_bytes));
+      items.back().mla_up = mla_up;
+    }
     const bool dispatch = role == dispatch_before && !dispatched;
     if (dispatch) add_moe_exchange(items, m, p, true, options.experts_per_node);
-    items.push_back(column_parallel ? column_parallel_item(std::move(op), p, bytes) : op_item(std::move(op)));
+    items.push_back(column_parallel ? column_parallel_item(std::move(op), p, input_bytes) : op_item(std::move(op)));
+    items.back().mla_up = mla_up;
     if (tp && row_parallel) items.push_back(after_row_parallel(p, bytes));
     if (role == combine_after && !dispatch) add_moe_exchange(items, m, p, false, options.experts_per_node);
     dispatched = dispatched || dispatch;

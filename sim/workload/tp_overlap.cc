@@ -24,7 +24,8 @@ TpOverlap async_backward_overlap(const TpAsyncBackward& async) {
   TpOverlapGemm beside;
   beside.method = TpOverlapMethod::kNcclBeside;
   beside.num_sm = async.num_sm;
-  for (const char* layer : {"qkv", "fc1", "logits"}) {
+  // Every column-parallel layer: MLA's up-projections are TE's too.
+  for (const char* layer : {"qkv", "fc1", "logits", "q_up", "kv_up", "q_proj"}) {
     t.gemms[std::string(layer) + "_dgrad"] = beside;
     t.gemms[std::string(layer) + "_wgrad"] = beside;
   }

@@ -97,13 +97,24 @@ TEST(MoeCommand, DeepSeekLayerPatternIsQuotedForTheShell) {
   TempDir dir;
   const std::string plan = dir.write("plan.json", R"({"tp": 1, "pp": 8, "ep": 8, "micro_batch_size": 1,
       "global_batch_size": 64, "zero_stage": 1, "flash_attention": true, "moe_token_dispatcher_type": "alltoall",
-      "decoder_first_pipeline_num_layers": 5, "decoder_last_pipeline_num_layers": 8})");
+      "decoder_first_pipeline_num_layers": 5, "decoder_last_pipeline_num_layers": 8, "recompute": "selective",
+      "recompute_modules": ["core_attn", "mla_up_proj"]})");
   const CommandResult r = run_strata({"export", "--model", "deepseek-v3", "--plan", plan, "--cluster", "dgx-h100-8node",
                                       "--force", "--out", dir.file("launch")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string script = read_file(dir.file("launch/megatron-args.sh"));
   EXPECT_NE(script.find("  --moe-layer-freq '([0]*3+[1]*58)'\n"), std::string::npos) << script;
-  EXPECT_NE(script.find("  --kv-channels 96\n"), std::string::npos) << script;
+  // Multi-head latent attention by Megatron-LM's own flags (arguments.py _add_mla_args).
+  EXPECT_NE(script.find("  --multi-latent-attention\n  --q-lora-rank 1536\n  --kv-lora-rank 512\n  --qk-head-dim 128\n"
+                        "  --qk-pos-emb-head-dim 64\n  --v-head-dim 128\n  --qk-layernorm\n"),
+            std::string::npos)
+      << script;
+  EXPECT_EQ(script.find("--kv-channels"), std::string::npos) << script;
+  // Megatron's nargs='*' list: one shell word per module.
+  EXPECT_NE(script.find("  --recompute-granularity selective\n  --recompute-modules core_attn mla_up_proj\n"),
+            std::string::npos)
+      << script;
+  EXPECT_EQ(script.find("--num-query-groups"), std::string::npos) << script;
   EXPECT_NE(script.find("  --moe-shared-expert-intermediate-size 2048\n"), std::string::npos) << script;
   // Node-limited routing: 8 groups, at most 4 per token (DeepSeek-V3 section 2.1.2).
   EXPECT_NE(script.find("  --moe-router-num-groups 8\n  --moe-router-group-topk 4\n"), std::string::npos) << script;

@@ -66,7 +66,12 @@ TEST(MoeParams, DeepSeekV3DenseAndMoeLayers) {
   EXPECT_EQ(m.num_moe_layers(), 58);
   EXPECT_FALSE(m.is_moe_layer(2));
   EXPECT_TRUE(m.is_moe_layer(3));
-  const std::int64_t attention = 7168LL * (12288 + 2 * 768) + 12288LL * 7168;  // the GQA stand-in for MLA
+  // Multi-head latent attention (DeepSeek-V3 report section 4.2: 128 heads,
+  // query latent 1536, key/value latent 512, heads of 128 + a 64-wide rotary
+  // part, values of 128): wq_a, q_norm, wq_b, wkv_a, kv_norm, wkv_b, wo.
+  const std::int64_t attention = 7168LL * 1536 + 1536 + 1536LL * 128 * 192 + 7168LL * 576 + 512 +
+                                 512LL * 128 * 256 + 128LL * 128 * 7168;
+  EXPECT_EQ(attention, 187'107'328);  // the figure the shipped model's notes derive
   const std::int64_t norms = 2 * 7168;
   EXPECT_EQ(layer_params(m), attention + norms + 3LL * 7168 * 18432);
   EXPECT_EQ(expert_params(m), 3LL * 7168 * 2048);
@@ -89,10 +94,15 @@ TEST(MoeFlops, ForwardIsTwoFlopsPerActiveParameterPlusAttention) {
   for (const char* name : {"mixtral-8x7b", "mixtral-8x22b", "qwen2-57b-a14b", "deepseek-v3"}) {
     const ModelSpec m = load_model_spec(name);
     const double s = m.seq_length;
-    const double norms = static_cast<double>(m.num_layers) * 2 * m.hidden_size + m.hidden_size;  // RMSNorm
+    // MLA's latent norms (DeepSeek-V3: 1536 + 512 per layer) do no GEMM either.
+    const double latent_norms = m.mla.enabled ? m.mla.q_lora_rank + m.mla.kv_lora_rank : 0.0;
+    const double norms =
+        static_cast<double>(m.num_layers) * (2 * m.hidden_size + latent_norms) + m.hidden_size;  // RMSNorm
     const double gemm_params =
         static_cast<double>(active_params(m)) - static_cast<double>(word_embedding_params(m)) - norms;
-    const double attention = m.num_layers * 4.0 * s * s * static_cast<double>(m.q_width());
+    // Scores over the key's head size, values over the value's: 2 s^2 each per head.
+    const double head_sizes = m.mla.enabled ? m.mla.q_head_dim() + m.mla.v_head_dim : 2.0 * m.head_dim();
+    const double attention = m.num_layers * 2.0 * s * s * m.num_attention_heads * head_sizes;
     EXPECT_NEAR(forward_flops_per_sequence(m) / (2.0 * s * gemm_params + attention), 1.0, 1e-12) << name;
     PlanSpec p;
     p.global_batch_size = 16;

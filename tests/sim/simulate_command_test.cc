@@ -602,9 +602,8 @@ TEST(ValidateCommand, PublishedRunsReportTheirErrors) {
     EXPECT_NEAR(c["relative_error"].get<double>(), (pred - pub) / pub, 1e-12) << c["id"];
     EXPECT_EQ(c["predicted"].get<double>(), c[c["metric"].get<std::string>()].get<double>()) << c["id"];
     // The source trained it, so it fits: a run the memory model puts over capacity is
-    // its error. Known: DeepSeek-V3 on 512 GPUs (82.3 of 79.6 GiB), whose multi-head
-    // latent attention Strata stands in for with grouped-query attention, keeping
-    // GQA's activations where NeMo recomputes MLA's up-projections (docs/validation.md).
+    // its error. Known: DeepSeek-V3 on 512 GPUs (81.7 of 79.6 GiB on stage 1, its MoE
+    // layers' stored activations over 7 micro-batches in flight; docs/validation.md).
     const bool known_over = c["id"] == "dgxc-deepseekv3-671B-bf16-512gpu";
     EXPECT_EQ(c["fits"].get<bool>(), !known_over) << c["id"];
     errors.push_back(std::abs((pred - pub) / pub));

@@ -476,3 +476,41 @@ TEST(SweepAnswers, DoublingNodesDoesNotSlowTheBestPlan) {
 
 }  // namespace
 }  // namespace strata::sim
+
+namespace strata::sim {
+namespace {
+
+// A multi-head latent attention model's space also holds selective recompute
+// of its up-projections (Megatron-Core's module mla_up_proj), each such plan
+// the twin of a core_attn one; a model without MLA has none.
+TEST(Sweep, MlaModelsAlsoTryRecomputingTheUpProjections) {
+  const ClusterSpec c = cluster("dgx-h100-8node", 8);
+  PlanSpaceRequest req;
+  req.global_batch_size = 64;
+  req.max_micro_batch_size = 1;
+  req.max_vpp = 1;
+  auto mla_plans = [&](const ModelSpec& m, std::int64_t* core_attn) {
+    PlanSpaceCounts counts;
+    std::int64_t up = 0;
+    *core_attn = 0;
+    for (const PlanSpec& p : enumerate_plans(m, c, req, counts)) {
+      if (p.recompute != Recompute::kSelective) continue;
+      if (p.recompute_modules.mla_up_proj) {
+        ++up;
+        EXPECT_FALSE(p.recompute_modules.core_attn);
+        EXPECT_EQ(recompute_label(p), "selective(mla_up_proj)");
+      } else {
+        ++*core_attn;
+      }
+    }
+    return up;
+  };
+  std::int64_t core_attn = 0;
+  EXPECT_EQ(mla_plans(load_model_spec("deepseek-v3"), &core_attn), core_attn);
+  EXPECT_GT(core_attn, 0);
+  EXPECT_EQ(mla_plans(load_model_spec("mixtral-8x7b"), &core_attn), 0);
+  EXPECT_GT(core_attn, 0);
+}
+
+}  // namespace
+}  // namespace strata::sim
