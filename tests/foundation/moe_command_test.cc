@@ -174,6 +174,10 @@ const char* kTopkTooLarge = R"({"name": "m", "num_layers": 4, "hidden_size": 256
   "moe_router_topk": 9})";
 const char* kDense = R"({"name": "m", "num_layers": 4, "hidden_size": 256, "num_attention_heads": 8,
   "num_query_groups": 4, "ffn_hidden_size": 512, "seq_length": 128, "vocab_size": 1024})";
+// Multi-head latent attention with grouped keys and values, which MLA does not have.
+const char* kGroupedMla = R"({"name": "m", "num_layers": 4, "hidden_size": 256, "num_attention_heads": 8,
+  "num_query_groups": 4, "ffn_hidden_size": 512, "seq_length": 128, "vocab_size": 1024,
+  "multi_latent_attention": true, "kv_lora_rank": 64, "qk_head_dim": 32, "qk_pos_emb_head_dim": 16, "v_head_dim": 32})";
 
 TEST_P(BadMoeInput, ExitsTwoNamesPathWritesNothing) {
   const BadMoe c = GetParam();
@@ -203,6 +207,14 @@ INSTANTIATE_TEST_SUITE_P(
             "global_batch_size": 8})", "plan.json", "$.ep", "model m has no experts"},
         BadMoe{"TensorParallelWithoutSequenceParallel", kSmallMoe, R"({"tp": 2, "pp": 1, "micro_batch_size": 1,
             "global_batch_size": 8})", "plan.json", "$.sequence_parallel", "moe_layer.py:636"},
+        BadMoe{"MlaWithGroupedKeys", kGroupedMla, R"({"tp": 1, "pp": 1, "micro_batch_size": 1,
+            "global_batch_size": 8})", "model.json", "$.num_query_groups", "every head its own keys and values"},
+        BadMoe{"MlaUpProjRecomputeWithoutMla", kDense, R"({"tp": 1, "pp": 1, "micro_batch_size": 1,
+            "global_batch_size": 8, "recompute": "selective", "recompute_modules": ["mla_up_proj"]})", "plan.json",
+               "$.recompute_modules", "model m has none"},
+        BadMoe{"RecomputeModuleNotModelled", kDense, R"({"tp": 1, "pp": 1, "micro_batch_size": 1,
+            "global_batch_size": 8, "recompute": "selective", "recompute_modules": ["core_attn", "moe_act"]})",
+               "plan.json", "$.recompute_modules[1]", "\"core_attn\" or \"mla_up_proj\""},
         BadMoe{"UnknownDispatcher", kSmallMoe, R"({"tp": 1, "pp": 1, "moe_token_dispatcher_type": "deepep",
             "micro_batch_size": 1, "global_batch_size": 8})", "plan.json", "$.moe_token_dispatcher_type",
                "alltoall"}),
