@@ -157,6 +157,7 @@ std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, 
     add("--v-head-dim", std::to_string(m.mla.v_head_dim));
     add("--qk-layernorm");
   }
+  if (m.mtp_num_layers > 0) add("--mtp-num-layers", std::to_string(m.mtp_num_layers));
   if (m.is_moe()) add_moe_model_flags(m, p, f, notes);
   // Parallelism.
   add("--tensor-model-parallel-size", std::to_string(p.tp));
@@ -478,7 +479,7 @@ std::string megatron_script(const Scenario& s, const ExportOptions& o, const std
         "--position-embedding-type", "--untie-embeddings-and-output-weights", "--disable-bias-linear",
         "--hidden-dropout", "--attention-dropout", "--attention-backend", "--make-vocab-size-divisible-by",
         "--kv-channels", "--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim",
-        "--qk-pos-emb-head-dim", "--v-head-dim", "--qk-layernorm", "--num-experts", "--moe-router-topk", "--moe-router-pre-softmax", "--moe-ffn-hidden-size",
+        "--qk-pos-emb-head-dim", "--v-head-dim", "--qk-layernorm", "--mtp-num-layers", "--num-experts", "--moe-router-topk", "--moe-router-pre-softmax", "--moe-ffn-hidden-size",
         "--moe-shared-expert-intermediate-size", "--moe-layer-freq", "--moe-router-load-balancing-type",
         "--moe-aux-loss-coeff", "--moe-router-num-groups", "--moe-router-group-topk", "--moe-token-dispatcher-type",
         "--moe-flex-dispatcher-backend", "--moe-grouped-gemm", "--moe-expert-capacity-factor"}},

@@ -17,6 +17,7 @@ const char* to_string(ParamBlock block) {
     case ParamBlock::kPositionEmbedding: return "position_embedding";
     case ParamBlock::kLayer: return "layer";
     case ParamBlock::kFinalNorm: return "final_norm";
+    case ParamBlock::kMtp: return "mtp";
     case ParamBlock::kOutputLayer: return "output_layer";
   }
   return "layer";
@@ -46,6 +47,10 @@ std::vector<BlockRef> chunk_blocks(const ModelSpec& model, const PlanSpec& plan,
     if (model.untie_embeddings_and_output_weights || !embedding_on_head_rank(plan)) {
       blocks.push_back({ParamBlock::kOutputLayer});
     }
+    // Multi-token prediction: its layers, and with untied embeddings on another
+    // rank than the first stage's, the copy of the word embedding its input reads.
+    if (mtp_embedding_copy(model, plan)) blocks.push_back({ParamBlock::kWordEmbedding});
+    if (model.mtp_num_layers > 0) blocks.push_back({ParamBlock::kMtp});
   }
   return blocks;
 }
@@ -57,12 +62,15 @@ std::int64_t block_params_per_gpu(const ModelSpec& model, const PlanSpec& plan, 
     case ParamBlock::kPositionEmbedding: return position_embedding_params(model);
     case ParamBlock::kLayer: return layer_params_per_gpu(model, plan.tp);
     case ParamBlock::kFinalNorm: return final_norm_params(model);
+    case ParamBlock::kMtp: return mtp_dense_params_per_gpu(model, plan);
   }
   return 0;
 }
 
 bool is_shared_embedding(const ModelSpec& model, const PlanSpec& plan, const BlockRef& block) {
   const bool embedding = block.kind == ParamBlock::kWordEmbedding || block.kind == ParamBlock::kOutputLayer;
+  // Untied, the word embedding is shared only with multi-token prediction's copy.
+  if (mtp_embedding_copy(model, plan)) return block.kind == ParamBlock::kWordEmbedding;
   return embedding && !model.untie_embeddings_and_output_weights && !embedding_on_head_rank(plan);
 }
 
@@ -117,6 +125,9 @@ std::vector<GradBucket> grad_buckets(const ModelSpec& model, const PlanSpec& pla
       if (block.kind == ParamBlock::kLayer && split && model.is_moe_layer(first_layer + block.layer)) {
         current.params += moe_layer_dense_params_per_gpu(model, plan.tp);
         current.expert_params += moe_layer_expert_params_per_gpu(model, plan);
+      } else if (block.kind == ParamBlock::kMtp) {
+        current.params += mtp_dense_params_per_gpu(model, plan);
+        current.expert_params += mtp_expert_params_per_gpu(model, plan);
       } else {
         current.params += block_params_per_gpu(model, plan, block);
       }

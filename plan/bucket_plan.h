@@ -23,7 +23,8 @@
 namespace strata {
 
 // The parameter blocks of a model chunk.
-enum class ParamBlock { kWordEmbedding, kPositionEmbedding, kLayer, kFinalNorm, kOutputLayer };
+// kMtp: the multi-token prediction layers of the last stage (ModelSpec::mtp_num_layers).
+enum class ParamBlock { kWordEmbedding, kPositionEmbedding, kLayer, kFinalNorm, kOutputLayer, kMtp };
 const char* to_string(ParamBlock block);
 
 struct BlockRef {

@@ -50,7 +50,9 @@ LayerFlops model_layer_flops(const ModelSpec& m, const LayerOpContext& c) {
   LayerFlops f;
   const int moe_layers = m.num_moe_layers();
   for (const MlpKind kind : {MlpKind::kDense, MlpKind::kMoe}) {
-    const double layers = kind == MlpKind::kMoe ? moe_layers : m.num_layers - moe_layers;
+    // Multi-token prediction's transformer layers are of the decoder's last layer's kind.
+    const int mtp = (kind == MlpKind::kMoe) == m.mtp_layer_is_moe() ? m.mtp_num_layers : 0;
+    const double layers = (kind == MlpKind::kMoe ? moe_layers : m.num_layers - moe_layers) + mtp;
     if (layers == 0) continue;
     const std::vector<LayerOp> ops = layer_forward_ops(m, c, kind);
     f.all += layers * sum_flops(ops, false);
@@ -61,14 +63,25 @@ LayerFlops model_layer_flops(const ModelSpec& m, const LayerOpContext& c) {
   return f;
 }
 
+// Multi-token prediction's forward work per sequence beside its transformer
+// layers: eh_proj (2h -> h) and the output layer again (`head`), per MTP layer.
+double mtp_extra_flops(const ModelSpec& m, double head) {
+  const double s = m.seq_length, h = m.hidden_size;
+  return m.mtp_num_layers * (2.0 * s * 2.0 * h * h + head);
+}
+
+// The transformer layers a dense model's sequence passes: the decoder's and MTP's.
+double dense_layers(const ModelSpec& m) { return m.num_layers + m.mtp_num_layers; }
+
 }  // namespace
 
 double forward_flops_per_sequence(const ModelSpec& m) {
   LayerOpContext c = whole_model_context(false);
+  const double head = sum_flops(head_forward_ops(m, c), false);
   if (!m.is_moe()) {
-    return m.num_layers * sum_flops(layer_forward_ops(m, c), false) + sum_flops(head_forward_ops(m, c), false);
+    return dense_layers(m) * sum_flops(layer_forward_ops(m, c), false) + head + mtp_extra_flops(m, head);
   }
-  return model_layer_flops(m, c).all + sum_flops(head_forward_ops(m, c), false);
+  return model_layer_flops(m, c).all + head + mtp_extra_flops(m, head);
 }
 
 StepFlops step_flops(const ModelSpec& m, const PlanSpec& p) {
@@ -77,7 +90,7 @@ StepFlops step_flops(const ModelSpec& m, const PlanSpec& p) {
   if (m.is_moe()) {
     const LayerFlops layers = model_layer_flops(m, c);
     StepFlops f;
-    f.forward_flops_per_sequence = layers.all + head;
+    f.forward_flops_per_sequence = layers.all + head + mtp_extra_flops(m, head);
     f.model_flops = 3.0 * f.forward_flops_per_sequence * p.global_batch_size;
     double recomputed = 0.0;
     if (p.recompute == Recompute::kFull) recomputed = layers.all;
@@ -89,18 +102,19 @@ StepFlops step_flops(const ModelSpec& m, const PlanSpec& p) {
   // Dense models: one layer's ops times num_layers (the figures golden outputs hold).
   const double layer = sum_flops(layer_forward_ops(m, c), false);
   const double core = sum_flops(layer_forward_ops(m, c), true);
-  const double forward = m.num_layers * layer + head;
+  const double layers = dense_layers(m);
+  const double forward = layers * layer + head + mtp_extra_flops(m, head);
   StepFlops f;
   f.forward_flops_per_sequence = forward;
   f.model_flops = 3.0 * forward * p.global_batch_size;
   double recomputed = 0.0;
-  if (p.recompute == Recompute::kFull) recomputed = m.num_layers * layer;
+  if (p.recompute == Recompute::kFull) recomputed = layers * layer;
   if (p.recompute == Recompute::kSelective) {
-    recomputed = m.num_layers * ((p.recompute_modules.core_attn ? core : 0.0) +
-                                 (p.recompute_modules.mla_up_proj ? mla_up_proj_flops(layer_forward_ops(m, c)) : 0.0));
+    recomputed = layers * ((p.recompute_modules.core_attn ? core : 0.0) +
+                           (p.recompute_modules.mla_up_proj ? mla_up_proj_flops(layer_forward_ops(m, c)) : 0.0));
   }
   if (p.recompute == Recompute::kSelectiveOp) {
-    for (const LayerOp& op : layer_forward_ops(m, c)) recomputed += m.num_layers * op.flops * op_sac_recomputed_share(op, m);
+    for (const LayerOp& op : layer_forward_ops(m, c)) recomputed += layers * op.flops * op_sac_recomputed_share(op, m);
   }
   f.hardware_flops = f.model_flops + recomputed * p.global_batch_size;
   return f;

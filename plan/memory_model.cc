@@ -318,6 +318,18 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const DeviceMe
       // logits of the micro-batch in its loss: 16-bit logits plus fp32 softmax.
       activations += 2.0 * e * sbh / rep * std::max(1.0, microbatches_in_flight / p.vpp);
       activations += (e + 4.0) * tokens * p.micro_batch_size * static_cast<double>(vocab_rows_per_gpu(m, p));
+      if (m.mtp_num_layers > 0) {
+        // Multi-token prediction, per MTP layer: its transformer layer (the decoder's
+        // last layer's kind), its two norms' inputs and eh_proj's 2h-wide input
+        // (this rank's tokens, as any column-parallel input), its final norm's
+        // and output layer's inputs per micro-batch in flight, and the logits of
+        // the micro-batch in its loss.
+        const double layer = m.mtp_layer_is_moe() ? report.moe_layer_activations.total() : per_layer;
+        const double own = layer + 6.0 * e * sbh / rep;
+        activations += m.mtp_num_layers *
+                       (own * std::max(1.0, microbatches_in_flight / p.vpp) +
+                        (e + 4.0) * tokens * p.micro_batch_size * static_cast<double>(vocab_rows_per_gpu(m, p)));
+      }
     }
     st.activations_bytes = activations;
 

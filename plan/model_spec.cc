@@ -95,6 +95,7 @@ ModelSpec read_model_spec(const nlohmann::json& doc, const std::string& file, co
     }
   }
   read_mla_model(r, m);
+  m.mtp_num_layers = static_cast<int>(r.integer_or("mtp_num_layers", 0, 0, 64));
   read_moe_model(r, m);
   if (r.has("source")) m.source = r.string("source");
   r.allow_text("notes");
@@ -158,6 +159,7 @@ nlohmann::ordered_json to_json(const ModelSpec& m) {
     j["qk_pos_emb_head_dim"] = m.mla.qk_pos_emb_head_dim;
     j["v_head_dim"] = m.mla.v_head_dim;
   }
+  if (m.mtp_num_layers > 0) j["mtp_num_layers"] = m.mtp_num_layers;
   write_moe_model(m, j);
   if (!m.source.empty()) j["source"] = m.source;
   return j;

@@ -80,6 +80,13 @@ struct ModelSpec {
   // hidden_size); 0: hidden_size / num_attention_heads.
   int kv_channels = 0;
   MlaModel mla;
+  // Multi-token prediction (Megatron-Core's --mtp-num-layers; DeepSeek-V3's MTP
+  // module): after the decoder, on the last pipeline stage, each of these layers
+  // normalizes the previous hidden states and the embedding of the tokens one
+  // further ahead, projects their concatenation 2h -> h (eh_proj), runs one
+  // transformer layer of the decoder's last layer's kind, and predicts through
+  // the model's output layer and loss again. 0: none.
+  int mtp_num_layers = 0;
   MoeModel moe;
   std::string source;              // where the figures come from (free text)
 
@@ -108,6 +115,9 @@ struct ModelSpec {
   // Whether the model has MoE layers, and whether layer `layer` (0-based) is one.
   bool is_moe() const { return moe.num_experts > 0; }
   bool is_moe_layer(int layer) const;
+  // An MTP layer's transformer layer is of the decoder's last layer's kind
+  // (Megatron-Core's pretrain_gpt.py builds it from the last layer's spec).
+  bool mtp_layer_is_moe() const { return is_moe_layer(num_layers - 1); }
   // MoE layers in [first, first + count).
   int moe_layers_in(int first, int count) const;
   int num_moe_layers() const { return moe_layers_in(0, num_layers); }

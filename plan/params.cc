@@ -154,14 +154,37 @@ std::int64_t final_norm_params(const ModelSpec& m) {
 }
 
 std::int64_t total_params(const ModelSpec& m) {
-  return transformer_params(m) + embedding_params(m) + output_layer_params(m) + final_norm_params(m);
+  return transformer_params(m) + embedding_params(m) + output_layer_params(m) + final_norm_params(m) +
+         m.mtp_num_layers * mtp_layer_params(m);
+}
+
+std::int64_t mtp_layer_params(const ModelSpec& m) {
+  const i64 h = m.hidden_size;
+  const i64 layer = m.mtp_layer_is_moe() ? moe_layer_params(m) : layer_params(m);
+  return layer + 2 * h * h + 3 * final_norm_params(m);
+}
+
+std::int64_t mtp_dense_params_per_gpu(const ModelSpec& m, const PlanSpec& p) {
+  if (m.mtp_num_layers == 0) return 0;
+  const i64 h = m.hidden_size;
+  const i64 layer = m.mtp_layer_is_moe() ? moe_layer_dense_params_per_gpu(m, p.tp) : layer_params_per_gpu(m, p.tp);
+  return m.mtp_num_layers * (layer + 2 * h * h / p.tp + 3 * final_norm_params(m));
+}
+
+std::int64_t mtp_expert_params_per_gpu(const ModelSpec& m, const PlanSpec& p) {
+  return m.mtp_layer_is_moe() ? m.mtp_num_layers * moe_layer_expert_params_per_gpu(m, p) : 0;
+}
+
+bool mtp_embedding_copy(const ModelSpec& m, const PlanSpec& p) {
+  return m.mtp_num_layers > 0 && m.untie_embeddings_and_output_weights && !embedding_on_head_rank(p);
 }
 
 std::int64_t active_params(const ModelSpec& m) {
   // A token passes the dense parts, the shared experts and top-k of the routed
   // experts of each MoE layer (the count MoE papers report as "activated").
   const i64 idle_experts = m.is_moe() ? m.moe.num_experts - m.moe.moe_router_topk : 0;
-  return total_params(m) - static_cast<i64>(m.num_moe_layers()) * idle_experts * expert_params(m);
+  const i64 moe_layers = m.num_moe_layers() + (m.mtp_layer_is_moe() ? m.mtp_num_layers : 0);
+  return total_params(m) - moe_layers * idle_experts * expert_params(m);
 }
 
 std::int64_t embedding_params_per_gpu(const ModelSpec& m, const PlanSpec& p) {
@@ -173,12 +196,17 @@ std::int64_t head_params_per_gpu(const ModelSpec& m, const PlanSpec& p) {
   if (m.untie_embeddings_and_output_weights || !embedding_on_head_rank(p)) {
     params += vocab_rows_per_gpu(m, p) * m.hidden_size;  // untied output layer, or Megatron's tied copy
   }
+  // Multi-token prediction's layers (their routed experts are counted with the
+  // stage's, stage_expert_params_per_gpu).
+  params += mtp_dense_params_per_gpu(m, p);
+  if (mtp_embedding_copy(m, p)) params += vocab_rows_per_gpu(m, p) * m.hidden_size;
   return params;
 }
 
 std::int64_t stage_expert_params_per_gpu(const ModelSpec& m, const PlanSpec& p, int stage) {
   if (!m.is_moe()) return 0;
-  return pipeline_split(m, p).stage_moe_layers(m, stage) * moe_layer_expert_params_per_gpu(m, p);
+  return pipeline_split(m, p).stage_moe_layers(m, stage) * moe_layer_expert_params_per_gpu(m, p) +
+         (stage == head_rank(p) ? mtp_expert_params_per_gpu(m, p) : 0);
 }
 
 std::int64_t stage_params_per_gpu(const ModelSpec& m, const PlanSpec& p, int stage) {

@@ -47,7 +47,8 @@ std::int64_t stage_params_per_gpu(const ModelSpec& m, const PlanSpec& p, int sta
 // Embedding parameters one GPU of the first stage holds (vocabulary split over tp).
 std::int64_t embedding_params_per_gpu(const ModelSpec& m, const PlanSpec& p);
 // Output-head parameters one GPU of the last stage holds: final norm and the output
-// layer (untied, or Megatron's copy of the tied embedding when pp > 1).
+// layer (untied, or Megatron's copy of the tied embedding when pp > 1), and the
+// multi-token prediction layers' dense part (with its embedding copy).
 std::int64_t head_params_per_gpu(const ModelSpec& m, const PlanSpec& p);
 // Parameters of one dense layer held by one GPU under tensor parallelism.
 std::int64_t layer_params_per_gpu(const ModelSpec& m, int tp);
@@ -58,6 +59,17 @@ std::int64_t moe_layer_dense_params_per_gpu(const ModelSpec& m, int tp);
 std::int64_t moe_layer_expert_params_per_gpu(const ModelSpec& m, const PlanSpec& p);
 // The most parameters one layer of the model puts on one GPU (a ZeRO-3 gather's unit).
 std::int64_t max_layer_params_per_gpu(const ModelSpec& m, const PlanSpec& p);
+// Multi-token prediction (ModelSpec::mtp_num_layers): one MTP layer whole
+// (its transformer layer, eh_proj 2h x h, and its three norms: the embedding's,
+// the hidden states', the final one; the output layer is the model's own), and
+// all of them on one GPU of the last stage: the part split over tp (and the
+// norms), and the routed experts of MoE ones. With untied embeddings and pp > 1
+// the last stage also holds a copy of the word embedding for the MTP input,
+// shared with the first stage as Megatron's tied copy is.
+std::int64_t mtp_layer_params(const ModelSpec& m);
+std::int64_t mtp_dense_params_per_gpu(const ModelSpec& m, const PlanSpec& p);
+std::int64_t mtp_expert_params_per_gpu(const ModelSpec& m, const PlanSpec& p);
+bool mtp_embedding_copy(const ModelSpec& m, const PlanSpec& p);
 // Of stage_params_per_gpu, the routed experts' (0 for a dense model): sharded
 // by ZeRO over the expert data-parallel group, not dp*cp.
 std::int64_t stage_expert_params_per_gpu(const ModelSpec& m, const PlanSpec& p, int stage);

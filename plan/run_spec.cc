@@ -17,6 +17,11 @@ std::optional<RunRefusal> run_refusal(const ModelSpec& model, const PlanSpec& pl
                       "strata run builds attention heads of hidden_size / num_attention_heads; a model with its own "
                       "kv_channels runs with Megatron-LM from megatron-args.sh"};
   }
+  if (model.mtp_num_layers > 0) {
+    return RunRefusal{"$.model.mtp_num_layers",
+                      "strata run does not build multi-token prediction layers; the model runs with Megatron-LM "
+                      "from megatron-args.sh"};
+  }
   if (model.mla.enabled) {
     return RunRefusal{"$.model.multi_latent_attention",
                       "strata run builds multi-head or grouped-query attention; multi-head latent attention runs "

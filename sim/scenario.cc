@@ -92,6 +92,16 @@ std::optional<InputError> simulation_refusal(const ModelSpec& model, const PlanS
                           ") with ZeRO stages 0 to 2, as Megatron-Core's distributed optimizer shards them; "
                           "ZeRO-3 / FSDP over expert-parallel groups is not modelled yet: use zero_stage 0, 1 or 2");
   }
+  if (model.mtp_num_layers > 0 && plan.cp > 1) {
+    return InputError(plan_file, "$.cp",
+                      "the event simulator does not model multi-token prediction (model " + model.name +
+                          ", mtp_num_layers) with context parallelism yet: use cp 1");
+  }
+  if (model.mtp_num_layers > 0 && plan.zero_stage == 3) {
+    return InputError(plan_file, "$.zero_stage",
+                      "the event simulator does not model multi-token prediction (model " + model.name +
+                          ", mtp_num_layers) with ZeRO-3's per-module gathers yet: use zero_stage 0, 1 or 2");
+  }
   if (model.is_moe() && plan.zero_shard_size > 0 && plan.dp > 0 && plan.zero_shard_groups() > 1) {
     return InputError(plan_file, "$.zero_shard_size",
                       "the event simulator does not model hybrid sharding of MoE layers yet (several distributed-"

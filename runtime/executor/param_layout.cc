@@ -285,6 +285,7 @@ class LayoutBuilder {
       case ParamBlock::kLayer: return out_.layer_units[chunk][block.layer];
       case ParamBlock::kFinalNorm: return out_.final_norm_unit[chunk];
       case ParamBlock::kOutputLayer: return out_.output_unit[chunk];
+      case ParamBlock::kMtp: break;  // strata run refuses multi-token prediction (run_refusal)
     }
     return -1;
   }

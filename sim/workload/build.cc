@@ -43,7 +43,8 @@ WorkloadBuild::BlockSlot WorkloadBuild::block_slot(int op, const BlockRef& block
   switch (block.kind) {
     case ParamBlock::kLayer: return {BlockSlot::In::kLayer, op * chunk_layers() + block.layer};
     case ParamBlock::kFinalNorm:
-    case ParamBlock::kOutputLayer: return {BlockSlot::In::kHead, op};
+    case ParamBlock::kOutputLayer:
+    case ParamBlock::kMtp: return {BlockSlot::In::kHead, op};
     case ParamBlock::kWordEmbedding:
     case ParamBlock::kPositionEmbedding: break;
   }

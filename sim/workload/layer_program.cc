@@ -320,6 +320,12 @@ LayerProgram::LayerProgram(WorkloadBuild& b) : b_(b), stretches_(b) {
   head_ = head_segments(b.model, b.plan, b.op_costs);
   if (b.plan.tp > 1) overlap_tp_comm();
   if (b.plan.cp > 1) overlap_cp_ring();
+  // Multi-token prediction's layers follow the head on the last stage, each
+  // with a transformer layer as the decoder's last (its overlaps already applied).
+  if (b.model.mtp_num_layers > 0) {
+    const BlockSegments mtp = mtp_segments(b.model, b.plan, b.op_costs, b.model.mtp_layer_is_moe() ? moe_layer_ : layer_);
+    for (int i = 0; i < b.model.mtp_num_layers; ++i) append_after(head_, mtp);
+  }
   layer_ids_ = register_block(layer_);
   if (b.model.is_moe()) moe_layer_ids_ = register_block(moe_layer_);
   embedding_ids_ = register_block(embedding_);

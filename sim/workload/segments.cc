@@ -519,4 +519,76 @@ BlockSegments head_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts
   return build(items, p, costs);
 }
 
+namespace {
+
+// Appends `more` to `segs`, merging a compute segment that meets another.
+void concat(std::vector<Segment>& segs, const std::vector<Segment>& more) {
+  for (const Segment& s : more) {
+    if (!s.is_comm && !segs.empty() && !segs.back().is_comm && s.hook < 0) {
+      Segment& last = segs.back();
+      last.ops.insert(last.ops.end(), s.ops.begin(), s.ops.end());
+      recompute_totals(last);
+      continue;
+    }
+    segs.push_back(s);
+  }
+}
+
+std::vector<Segment> joined(std::initializer_list<const std::vector<Segment>*> parts) {
+  std::vector<Segment> out;
+  for (const std::vector<Segment>* part : parts) concat(out, *part);
+  return out;
+}
+
+}  // namespace
+
+BlockSegments mtp_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs, const BlockSegments& layer) {
+  const double stream = stream_bytes(m, p);
+  const double tokens = static_cast<double>(m.seq_length / p.cp) * p.micro_batch_size;
+  const double own = stream / (p.sequence_parallel ? p.tp : 1);  // this rank's part of the stream
+  std::vector<Item> items;
+  for (LayerOp op : embedding_forward_ops(m, layer_op_context(p))) {
+    op.name = "mtp_embedding";
+    items.push_back(op_item(std::move(op)));
+  }
+  if (p.tp > 1) items.push_back(after_row_parallel(p, stream));
+  LayerOp norm;
+  norm.kind = OpKind::kElementwise;
+  norm.role = OpRole::kNorm;
+  norm.bytes = 2.0 * own;
+  norm.name = "mtp_enorm";
+  items.push_back(op_item(norm));
+  norm.name = "mtp_hnorm";
+  items.push_back(op_item(norm));
+  LayerOp eh;
+  eh.name = "mtp_eh_proj";
+  eh.role = OpRole::kFc1;  // column-parallel, 2h -> h
+  eh.kind = OpKind::kGemm;
+  eh.has_weight = true;
+  eh.gemm = {static_cast<std::int64_t>(tokens), m.hidden_size / p.tp, 2LL * m.hidden_size, 1};
+  eh.flops = eh.gemm.flops();
+  if (p.tp > 1) items.push_back(before_column_parallel(p, 2.0 * stream));
+  items.push_back(column_parallel_item(std::move(eh), p, 2.0 * stream));
+  // Its output split over tp is gathered whole (gather_from_tensor_model_parallel_region),
+  // then, with sequence parallelism, scattered back to this rank's tokens, whose
+  // backward is an all-gather.
+  if (p.tp > 1) {
+    items.push_back(point(CollectiveOp::kAllGather,
+                          p.sequence_parallel ? std::optional(CollectiveOp::kAllGather) : std::nullopt, stream));
+  }
+  const BlockSegments pre = build(items, p, costs);
+  const BlockSegments head = head_segments(m, p, costs);
+  BlockSegments out;
+  out.forward = joined({&pre.forward, &layer.forward, &head.forward});
+  out.backward = joined({&head.backward, &layer.recompute, &layer.backward, &pre.backward});
+  out.weight_grad = joined({&head.weight_grad, &layer.weight_grad, &pre.weight_grad});
+  return out;
+}
+
+void append_after(BlockSegments& block, const BlockSegments& after) {
+  concat(block.forward, after.forward);
+  block.backward = joined({&after.backward, &block.backward});
+  block.weight_grad = joined({&after.weight_grad, &block.weight_grad});
+}
+
 }  // namespace strata::sim

@@ -148,5 +148,16 @@ BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCost
                              const LayerSegmentOptions& options = {}, MlpKind mlp = MlpKind::kDense);
 BlockSegments embedding_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs);
 BlockSegments head_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs);
+// One multi-token prediction layer (ModelSpec::mtp_num_layers; Megatron-Core's
+// MultiTokenPredictionLayer), run on the last stage after the head: the
+// embedding of the tokens one further ahead (the vocabulary-parallel lookup and
+// its reduction), the two norms, eh_proj (2h -> h, column-parallel: its input
+// gathered with sequence parallelism, its output gathered over tp and scattered
+// back), `layer` (a transformer layer's segments, of the decoder's last layer's
+// kind), then the output layer and loss again (head_segments). Its backward runs
+// first in the head's (the replay of full recompute at its start).
+BlockSegments mtp_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs, const BlockSegments& layer);
+// Appends `after` to `block`: forward after block's, backward (and W) before.
+void append_after(BlockSegments& block, const BlockSegments& after);
 
 }  // namespace strata::sim

@@ -110,6 +110,7 @@ TEST(MoeCommand, DeepSeekLayerPatternIsQuotedForTheShell) {
             std::string::npos)
       << script;
   EXPECT_EQ(script.find("--kv-channels"), std::string::npos) << script;
+  EXPECT_NE(script.find("  --mtp-num-layers 1\n"), std::string::npos) << script;  // its MTP module
   // Megatron's nargs='*' list: one shell word per module.
   EXPECT_NE(script.find("  --recompute-granularity selective\n  --recompute-modules core_attn mla_up_proj\n"),
             std::string::npos)

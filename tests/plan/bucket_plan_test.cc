@@ -101,7 +101,13 @@ TEST(GradBuckets, InterleavedChunksInTheOrderTheirBackwardEnds) {
 TEST(GradBuckets, HoldWhatAGpuOfTheStageHolds) {
   ModelSpec untied = gpt_small();
   untied.untie_embeddings_and_output_weights = true;
-  for (const ModelSpec& m : {gpt_small(), untied}) {
+  // Multi-token prediction's layers on the last stage, untied (with their copy
+  // of the word embedding when pp > 1) and tied.
+  ModelSpec mtp_untied = untied;
+  mtp_untied.mtp_num_layers = 1;
+  ModelSpec mtp_tied = gpt_small();
+  mtp_tied.mtp_num_layers = 2;
+  for (const ModelSpec& m : {gpt_small(), untied, mtp_untied, mtp_tied}) {
     for (int tp : {1, 2}) {
       for (int pp : {1, 2, 4}) {
         for (int zero : {0, 1, 3}) {
@@ -117,6 +123,30 @@ TEST(GradBuckets, HoldWhatAGpuOfTheStageHolds) {
       }
     }
   }
+}
+
+// With untied embeddings and pp > 1, multi-token prediction reads the word
+// embedding on the last stage from a copy that is shared with the first stage
+// (their gradients all-reduced as Megatron's tied copy's are); its layers come
+// last; the output layer is the last stage's own.
+TEST(GradBuckets, MultiTokenPredictionOnTheLastStage) {
+  ModelSpec m = gpt_small();
+  m.untie_embeddings_and_output_weights = true;
+  m.mtp_num_layers = 1;
+  const PlanSpec p = plan_of(2, 2, 1);
+  EXPECT_EQ(chunk_blocks(m, p, 1, 0).back().kind, ParamBlock::kMtp);
+  bool shared_copy = false;
+  for (const GradBucket& b : grad_buckets(m, p, 1)) {
+    if (b.holds(ParamBlock::kWordEmbedding)) shared_copy = b.shared_embedding;
+    if (b.holds(ParamBlock::kOutputLayer)) EXPECT_FALSE(b.shared_embedding);
+  }
+  EXPECT_TRUE(shared_copy);
+  EXPECT_TRUE(is_shared_embedding(m, p, {ParamBlock::kWordEmbedding}));
+  ModelSpec without = m;
+  without.mtp_num_layers = 0;
+  EXPECT_EQ(stage_params_per_gpu(m, p, 1) - stage_params_per_gpu(without, p, 1),
+            mtp_layer_params(m) + word_embedding_params(m));  // tp 1: whole
+  EXPECT_EQ(stage_params_per_gpu(m, p, 0), stage_params_per_gpu(without, p, 0));
 }
 
 }  // namespace

@@ -33,7 +33,10 @@ const Published kPublished[] = {
 
 TEST(MoeParams, ShippedModelsHaveTheirPublishedSizes) {
   for (const Published& p : kPublished) {
-    const ModelSpec m = load_model_spec(p.model);
+    // The published sizes are the main model's: without a multi-token prediction
+    // module (DeepSeek-V3's 14B beside its 671B; tests/sim/mtp_test.cc checks the 685B).
+    ModelSpec m = load_model_spec(p.model);
+    m.mtp_num_layers = 0;
     const double total = static_cast<double>(total_params(m)) / 1e9;
     const double active = static_cast<double>(active_params(m)) / 1e9;
     EXPECT_LT(std::abs(total - p.total_b), p.digit_b) << p.model << " total " << total << " B; " << p.source;
@@ -62,7 +65,8 @@ TEST(MoeParams, Mixtral8x7bByHand) {
 // their MLP is the 18432-wide dense one; the MoE layers carry 1 shared + 256
 // routed experts of 2048 and a 256 x 7168 router.
 TEST(MoeParams, DeepSeekV3DenseAndMoeLayers) {
-  const ModelSpec m = load_model_spec("deepseek-v3");
+  ModelSpec m = load_model_spec("deepseek-v3");
+  m.mtp_num_layers = 0;  // the main model (tests/sim/mtp_test.cc counts its MTP module)
   EXPECT_EQ(m.num_moe_layers(), 58);
   EXPECT_FALSE(m.is_moe_layer(2));
   EXPECT_TRUE(m.is_moe_layer(3));
@@ -92,7 +96,8 @@ TEST(MoeParams, DenseModelsAreAllActive) {
 // sequence, as the MoE papers count MFU (6 * N_active * tokens + attention).
 TEST(MoeFlops, ForwardIsTwoFlopsPerActiveParameterPlusAttention) {
   for (const char* name : {"mixtral-8x7b", "mixtral-8x22b", "qwen2-57b-a14b", "deepseek-v3"}) {
-    const ModelSpec m = load_model_spec(name);
+    ModelSpec m = load_model_spec(name);
+    m.mtp_num_layers = 0;  // DeepSeek-V3's MTP module: tests/sim/mtp_test.cc
     const double s = m.seq_length;
     // MLA's latent norms (DeepSeek-V3: 1536 + 512 per layer) do no GEMM either.
     const double latent_norms = m.mla.enabled ? m.mla.q_lora_rank + m.mla.kv_lora_rank : 0.0;
@@ -115,7 +120,8 @@ TEST(MoeFlops, ForwardIsTwoFlopsPerActiveParameterPlusAttention) {
 
 // Full recompute repeats the forward of every layer, dense and MoE alike.
 TEST(MoeFlops, FullRecomputeRepeatsEveryLayer) {
-  const ModelSpec m = load_model_spec("deepseek-v3");
+  ModelSpec m = load_model_spec("deepseek-v3");
+  m.mtp_num_layers = 0;
   PlanSpec p;
   p.global_batch_size = 4;
   p.flash_attention = true;
