@@ -138,7 +138,9 @@ TEST(GradBuckets, MultiTokenPredictionOnTheLastStage) {
   bool shared_copy = false;
   for (const GradBucket& b : grad_buckets(m, p, 1)) {
     if (b.holds(ParamBlock::kWordEmbedding)) shared_copy = b.shared_embedding;
-    if (b.holds(ParamBlock::kOutputLayer)) EXPECT_FALSE(b.shared_embedding);
+    if (b.holds(ParamBlock::kOutputLayer)) {
+      EXPECT_FALSE(b.shared_embedding);
+    }
   }
   EXPECT_TRUE(shared_copy);
   EXPECT_TRUE(is_shared_embedding(m, p, {ParamBlock::kWordEmbedding}));
