@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/data_paths.h"
 #include "core/error.h"
@@ -279,10 +280,7 @@ std::vector<MegatronFlag> megatron_flags(const ModelSpec& m, const PlanSpec& p, 
   if (p.recompute == Recompute::kSelective) {
     add("--recompute-granularity", "selective");
     if (!p.recompute_modules.is_default()) {
-      std::string modules;
-      if (p.recompute_modules.core_attn) modules = "core_attn";
-      if (p.recompute_modules.mla_up_proj) modules += modules.empty() ? "mla_up_proj" : " mla_up_proj";
-      add("--recompute-modules", modules);
+      add("--recompute-modules", fmt::format("{}", fmt::join(recompute_module_names(p.recompute_modules), " ")));
     }
   }
   if (p.recompute == Recompute::kSelectiveOp) {

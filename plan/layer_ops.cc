@@ -20,6 +20,23 @@ LayerOp gemm(OpRole role, std::string name, i64 m, i64 n, i64 k, i64 batch, bool
   return op;
 }
 
+// The fused attention core over a sequence of s: batch x heads (and key/value
+// heads), the kernel's head size, its FLOPs and bytes on this GPU.
+LayerOp flash_attention(i64 s, i64 batch_heads, i64 batch_kv_heads, i64 head_dim, double flops, double bytes) {
+  LayerOp a;
+  a.name = "flash_attention";
+  a.role = OpRole::kFlashAttention;
+  a.kind = OpKind::kAttention;
+  a.flops = flops;
+  a.bytes = bytes;
+  a.attention_core = true;
+  a.attn_batch_heads = batch_heads;
+  a.attn_seq = s;
+  a.attn_head_dim = head_dim;
+  a.attn_batch_kv_heads = batch_kv_heads;
+  return a;
+}
+
 LayerOp elementwise(OpRole role, std::string name, double bytes, bool attention_core = false) {
   LayerOp op;
   op.name = std::move(name);
@@ -181,20 +198,11 @@ void append_attention(std::vector<LayerOp>& ops, const ModelSpec& m, const Layer
   const i64 kv = m.kv_width() / t;
   ops.push_back(gemm(OpRole::kQkv, "qkv", tokens, q / t + 2 * kv, h, 1, true));
   if (c.flash_attention) {
-    LayerOp a;
-    a.name = "flash_attention";
-    a.role = OpRole::kFlashAttention;
-    a.kind = OpKind::kAttention;
     // Scores + values over the whole s x s (Megatron's count); a context-parallel
     // rank does 1/cp of it (its load-balanced chunks' share of the causal work).
-    a.flops = 4.0 * static_cast<double>(b) * heads * s * s * d / static_cast<double>(c.cp);
-    a.bytes = static_cast<double>(tokens) * (2 * heads * d + 2 * kv) * e;  // Q, K, V in, O out
-    a.attention_core = true;
-    a.attn_batch_heads = b * heads;
-    a.attn_seq = s;
-    a.attn_head_dim = d;
-    a.attn_batch_kv_heads = b * (kv / d);
-    ops.push_back(a);
+    ops.push_back(flash_attention(s, b * heads, b * (kv / d), d,
+                                  4.0 * static_cast<double>(b) * heads * s * s * d / static_cast<double>(c.cp),
+                                  static_cast<double>(tokens) * (2 * heads * d + 2 * kv) * e));  // Q, K, V in, O out
   } else {
     const double scores = static_cast<double>(b) * heads * s * s * e;
     ops.push_back(gemm(OpRole::kAttnScores, "attn_scores", s, s, d, b * heads, false, true));
@@ -246,19 +254,11 @@ void append_mla_attention(std::vector<LayerOp>& ops, const ModelSpec& m, const L
   const double qkv = static_cast<double>(tokens) * heads * (2 * qh + v) * e;  // Q, K, V on this rank
   ops.push_back(elementwise(OpRole::kMlaRope, "mla_rope", 2.0 * qkv));
   if (c.flash_attention) {
-    LayerOp a;
-    a.name = "flash_attention";
-    a.role = OpRole::kFlashAttention;
-    a.kind = OpKind::kAttention;
     // 2 s^2 per head for the scores' q_head_dim and the values' v_head_dim.
-    a.flops = 2.0 * static_cast<double>(b) * heads * s * s * static_cast<double>(qh + v) / static_cast<double>(c.cp);
-    a.bytes = qkv + static_cast<double>(tokens) * heads * v * e;  // Q, K, V in, O out
-    a.attention_core = true;
-    a.attn_batch_heads = b * heads;
-    a.attn_seq = s;
-    a.attn_head_dim = m.head_dim();
-    a.attn_batch_kv_heads = b * heads;
-    ops.push_back(a);
+    ops.push_back(flash_attention(
+        s, b * heads, b * heads, m.head_dim(),
+        2.0 * static_cast<double>(b) * heads * s * s * static_cast<double>(qh + v) / static_cast<double>(c.cp),
+        qkv + static_cast<double>(tokens) * heads * v * e));  // Q, K, V in, O out
   } else {
     const double scores = static_cast<double>(b) * heads * s * s * e;
     ops.push_back(gemm(OpRole::kAttnScores, "attn_scores", s, s, qh, b * heads, false, true));

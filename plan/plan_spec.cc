@@ -3,6 +3,7 @@
 #include "plan/pipeline_split.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/data_paths.h"
 #include "core/error.h"
@@ -350,12 +351,16 @@ void write_stage_split(const PlanSpec& p, nlohmann::ordered_json& j) {
   if (p.account_for_loss) j["account_for_loss_in_pipeline_split"] = true;
 }
 
+std::vector<std::string> recompute_module_names(const RecomputeModules& modules) {
+  std::vector<std::string> names;
+  if (modules.core_attn) names.push_back("core_attn");
+  if (modules.mla_up_proj) names.push_back("mla_up_proj");
+  return names;
+}
+
 std::string recompute_label(const PlanSpec& p) {
   if (p.recompute != Recompute::kSelective || p.recompute_modules.is_default()) return to_string(p.recompute);
-  std::string modules;
-  if (p.recompute_modules.core_attn) modules = "core_attn";
-  if (p.recompute_modules.mla_up_proj) modules += modules.empty() ? "mla_up_proj" : "+mla_up_proj";
-  return fmt::format("selective({})", modules);
+  return fmt::format("selective({})", fmt::join(recompute_module_names(p.recompute_modules), "+"));
 }
 
 nlohmann::ordered_json to_json(const PlanSpec& p) {
@@ -378,10 +383,7 @@ nlohmann::ordered_json to_json(const PlanSpec& p) {
   j["offload_optimizer"] = p.offload_optimizer;
   j["recompute"] = to_string(p.recompute);
   if (p.recompute == Recompute::kSelective && !p.recompute_modules.is_default()) {  // only when not Megatron's default
-    nlohmann::ordered_json modules = nlohmann::ordered_json::array();
-    if (p.recompute_modules.core_attn) modules.push_back("core_attn");
-    if (p.recompute_modules.mla_up_proj) modules.push_back("mla_up_proj");
-    j["recompute_modules"] = modules;
+    j["recompute_modules"] = recompute_module_names(p.recompute_modules);
   }
   j["sequence_parallel"] = p.sequence_parallel;
   j["overlap_grad_reduce"] = p.overlap_grad_reduce;

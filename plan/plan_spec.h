@@ -193,6 +193,8 @@ nlohmann::ordered_json to_json(const PlanSpec& plan);
 // with selective recompute's modules when not Megatron's default
 // ("selective(mla_up_proj)", "selective(core_attn+mla_up_proj)").
 std::string recompute_label(const PlanSpec& plan);
+// Selective recompute's modules by Megatron-Core's names, in its order.
+std::vector<std::string> recompute_module_names(const RecomputeModules& modules);
 
 // The uneven-stage keys (decoder_first/last_pipeline_num_layers,
 // account_for_embedding/loss_in_pipeline_split), named alike in plan.json and
