@@ -29,8 +29,9 @@ std::string moe_summary(const PlanSpec& p) {
   const std::string capacity = p.moe.expert_capacity_factor > 0.0
                                    ? fmt::format("capacity factor {}", p.moe.expert_capacity_factor)
                                    : fmt::format("dropless, routing imbalance {}", p.moe.router_imbalance);
-  return fmt::format(", ep {} etp {} ({} dispatcher, {}{})", p.moe.ep, p.moe.etp, to_string(p.moe.token_dispatcher),
-                     capacity, p.moe.grouped_gemm ? ", grouped GEMM" : "");
+  return fmt::format(", ep {} etp {} ({} dispatcher, {}{}{})", p.moe.ep, p.moe.etp, to_string(p.moe.token_dispatcher),
+                     capacity, p.moe.grouped_gemm ? ", grouped GEMM" : "",
+                     p.moe.shared_expert_overlap ? ", shared experts beside the exchanges" : "");
 }
 
 std::string plan_summary(const PlanSpec& p) {

@@ -72,6 +72,7 @@ void add_moe_model_flags(const ModelSpec& m, const PlanSpec& p, std::vector<Mega
   // transformer_config.py: the flex dispatcher's backend, DeepEP (its default, said).
   if (p.moe.token_dispatcher == MoeDispatcher::kFlex) add("--moe-flex-dispatcher-backend", "deepep");
   if (p.moe.grouped_gemm) add("--moe-grouped-gemm");
+  if (p.moe.shared_expert_overlap) add("--moe-shared-expert-overlap");
   if (p.moe.expert_capacity_factor > 0.0) {
     add("--moe-expert-capacity-factor", fmt::format("{}", p.moe.expert_capacity_factor));
   }
@@ -480,7 +481,8 @@ std::string megatron_script(const Scenario& s, const ExportOptions& o, const std
         "--qk-pos-emb-head-dim", "--v-head-dim", "--qk-layernorm", "--mtp-num-layers", "--num-experts", "--moe-router-topk", "--moe-router-pre-softmax", "--moe-ffn-hidden-size",
         "--moe-shared-expert-intermediate-size", "--moe-layer-freq", "--moe-router-load-balancing-type",
         "--moe-aux-loss-coeff", "--moe-router-num-groups", "--moe-router-group-topk", "--moe-token-dispatcher-type",
-        "--moe-flex-dispatcher-backend", "--moe-grouped-gemm", "--moe-expert-capacity-factor"}},
+        "--moe-flex-dispatcher-backend", "--moe-grouped-gemm", "--moe-shared-expert-overlap",
+        "--moe-expert-capacity-factor"}},
       {"PARALLEL_ARGS",
        {"--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--context-parallel-size", "--cp-comm-type",
         "--expert-model-parallel-size", "--expert-tensor-parallel-size",

@@ -181,6 +181,7 @@ void append_moe_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, const LayerOp
     ops.push_back(elementwise(OpRole::kActivation, m.swiglu ? "shared_swiglu" : "shared_gelu",
                               static_cast<double>(tokens) * (sfc1 + sf) * e));
     ops.push_back(gemm(OpRole::kFc2, "shared_fc2", tokens, h, sf, 1, true));
+    for (auto it = ops.end() - 3; it != ops.end(); ++it) it->shared_expert = true;
   }
 }
 

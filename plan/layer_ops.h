@@ -88,6 +88,8 @@ struct LayerOp {
   std::int64_t tp_input_width = 0;
   // A norm's width (its scale's length; 0: hidden_size; MLA's latent norms).
   std::int64_t norm_width = 0;
+  // Part of an MoE layer's shared experts (their fc1, activation and fc2).
+  bool shared_expert = false;
 };
 
 struct LayerOpContext {

@@ -33,6 +33,7 @@ const std::vector<std::string>& moe_plan_keys() {
                                                 "moe_token_dispatcher_type",
                                                 "moe_expert_capacity_factor",
                                                 "moe_grouped_gemm",
+                                                "moe_shared_expert_overlap",
                                                 "moe_router_imbalance"};
   return keys;
 }
@@ -187,6 +188,7 @@ void read_moe_plan(json::ObjectReader& r, PlanSpec& p) {
   moe.token_dispatcher = parse_moe_dispatcher(r.choice_or("moe_token_dispatcher_type", "allgather", moe_dispatcher_names()));
   moe.expert_capacity_factor = r.number_or("moe_expert_capacity_factor", 0.0, 0.01, 1000.0);
   moe.grouped_gemm = r.boolean_or("moe_grouped_gemm", false);
+  moe.shared_expert_overlap = r.boolean_or("moe_shared_expert_overlap", false);
   moe.router_imbalance = r.number_or("moe_router_imbalance", 1.0, 1.0, 1e6);
 }
 
@@ -197,6 +199,7 @@ void write_moe_plan(const PlanSpec& p, nlohmann::ordered_json& j) {
   j["moe_token_dispatcher_type"] = to_string(p.moe.token_dispatcher);
   if (p.moe.expert_capacity_factor > 0.0) j["moe_expert_capacity_factor"] = p.moe.expert_capacity_factor;
   j["moe_grouped_gemm"] = p.moe.grouped_gemm;
+  if (p.moe.shared_expert_overlap) j["moe_shared_expert_overlap"] = true;
   j["moe_router_imbalance"] = p.moe.router_imbalance;
 }
 
@@ -246,6 +249,15 @@ void check_moe_plan(PlanSpec& p, const ModelSpec& m, const PlanFailure& fail) {
                                 "(etp defaults to tp): set etp 1, or use the alltoall dispatcher",
                                 moe.etp));
     }
+  }
+  // transformer_config.py:1820-1826: "moe_shared_expert_overlap only works with
+  // alltoall or flex token dispatcher."
+  if (moe.shared_expert_overlap && moe.token_dispatcher == MoeDispatcher::kAllGather) {
+    fail("$.moe_shared_expert_overlap",
+         "runs the shared experts beside the token all-to-alls, which the allgather dispatcher does not have: "
+         "Megatron-Core allows it with moe_token_dispatcher_type alltoall or flex only "
+         "(transformer_config.py: \"moe_shared_expert_overlap only works with alltoall or flex token "
+         "dispatcher\"); remove it or change the dispatcher");
   }
   // transformer_config.py:2612-2615: "Bias in Moe is only supported when ETP==1".
   if (m.add_bias_linear && moe.etp != 1) {

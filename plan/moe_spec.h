@@ -36,7 +36,7 @@ void read_moe_model(json::ObjectReader& r, ModelSpec& m);
 void write_moe_model(const ModelSpec& m, nlohmann::ordered_json& j);
 
 // plan.json: ep, etp, moe_token_dispatcher_type, moe_expert_capacity_factor,
-// moe_grouped_gemm, moe_router_imbalance. Checked against the model by check_moe_plan.
+// moe_grouped_gemm, moe_shared_expert_overlap, moe_router_imbalance. Checked against the model by check_moe_plan.
 void read_moe_plan(json::ObjectReader& r, PlanSpec& p);
 void write_moe_plan(const PlanSpec& p, nlohmann::ordered_json& j);
 

@@ -76,6 +76,9 @@ struct MoePlan {
   // --moe-expert-capacity-factor; the rest are dropped); 0: dropless.
   double expert_capacity_factor = 0.0;
   bool grouped_gemm = false;     // --moe-grouped-gemm
+  // --moe-shared-expert-overlap: the shared experts run on a side stream beside
+  // the dispatch and combine all-to-alls (alltoall and flex dispatchers only).
+  bool shared_expert_overlap = false;
   // Expected max / mean tokens per expert (1: balanced routing). A what-if
   // input: the busiest expert's rank holds this many times its share.
   double router_imbalance = 1.0;

@@ -99,15 +99,27 @@ TimeNs collapsed_comm_ns(const CommSpec& spec) {
   return ns;
 }
 
+TimeNs beside_exposed_ns(const std::vector<Segment>& segs, std::size_t k, TimeNs comm_ns) {
+  if (!segs[k].beside_next) return comm_ns;
+  TimeNs run = 0;
+  for (std::size_t i = k + 1; i < segs.size(); ++i) {
+    if (segs[i].is_comm) continue;  // queued behind the exchange: counted on its own
+    run += segs[i].duration_ns;
+    if (segs[i].beside_end) break;
+  }
+  return std::max<TimeNs>(0, comm_ns - run);
+}
+
 const CollapsedStretches::BlockSummary& CollapsedStretches::summary(const std::vector<Segment>& segs,
                                                                     const CommOf& comm_of) {
   auto it = block_summaries_.find(&segs);
   if (it != block_summaries_.end()) return it->second;
   BlockSummary sum;
-  for (const Segment& s : segs) {
+  for (std::size_t k = 0; k < segs.size(); ++k) {
+    const Segment& s = segs[k];
     if (s.is_comm) {
       sum.comms.push_back(comm_of(s));
-      sum.ns += collapsed_comm_ns(b_.w.graph.comm(sum.comms.back()));
+      sum.ns += beside_exposed_ns(segs, k, collapsed_comm_ns(b_.w.graph.comm(sum.comms.back())));
       continue;
     }
     for (const DetailOp& op : s.ops) {

@@ -38,6 +38,10 @@ Boundaries collapse_boundaries(const WorkloadBuild& b, int stage);
 // A collective's time inside a collapsed stretch: statically costed, its
 // contention already in the rate (TopologyCommCosts::folded).
 TimeNs collapsed_comm_ns(const CommSpec& spec);
+// Inside a collapsed stretch, the exchange at segs[k] with the compute after it
+// beside it (Segment::beside_next) costs what it outlasts that compute by,
+// max(0, comm_ns - the run's compute time): both ends' dependencies meet there.
+TimeNs beside_exposed_ns(const std::vector<Segment>& segs, std::size_t k, TimeNs comm_ns);
 
 // One collapsed stretch: its time, bytes and kernels, its detail and label, and
 // the layers (of its chunk) and head it covers.

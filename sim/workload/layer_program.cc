@@ -152,9 +152,21 @@ class OpEmitter {
     // Each op of a segment is one kernel (a GEMM's backward is its dgrad and wgrad ops).
     b_.issue(members_, t, s.ops.size(), b_.w.notes.label(ids.label[k]).phase);
     if (prev_ >= 0 && prev_comm_) b_.w.graph.add_dependency(prev_, t);
+    wait_beside(t);
+    if (s.beside_end && beside_ >= 0) {  // what follows waits for the exchange
+      beside_wait_ = beside_;
+      beside_ = -1;
+    }
     prev_ = t;
     prev_comm_ = false;
     mark(t, j);
+  }
+
+  // A task after a run beside an MoE exchange waits for the exchange.
+  void wait_beside(TaskId t) {
+    if (beside_wait_ < 0) return;
+    b_.depend(beside_wait_, t);
+    beside_wait_ = -1;
   }
 
   // The module hook before task t (its first task) of layer j; `before` is the
@@ -187,9 +199,16 @@ class OpEmitter {
     for (int member : members_) slots.emplace_back(member, stream_index(StreamKind::kTpComm));
     TaskId t = b_.comm_task(slots, comm_of(s), label, info);
     if (prev_ >= 0) b_.depend(prev_, t);
+    wait_beside(t);
+    mark(t, j);
+    if (s.beside_next) {
+      // The compute after it runs beside it, waiting only for what it waits for
+      // (prev_ stays); the task after the run waits for it (compute_task).
+      beside_ = t;
+      return;
+    }
     prev_ = t;
     prev_comm_ = true;
-    mark(t, j);
   }
 
   // Folded fidelity: remembers the block and adds up its time; the ops of a
@@ -213,11 +232,14 @@ class OpEmitter {
     ops.reserve(n);
     for (const PendingBlock& p : pending_) {
       std::size_t comm = 0;
-      for (const Segment& s : *p.segments) {
+      const std::vector<Segment>& segs = *p.segments;
+      for (std::size_t k = 0; k < segs.size(); ++k) {
+        const Segment& s = segs[k];
         if (s.is_comm) {
           const CommSpec& spec = b_.w.graph.comm((*p.comms)[comm++]);
-          ops.push_back({op_name(s.op), comm_category(s), collapsed_comm_ns(spec), 0.0, s.comm_bytes,
-                         StreamKind::kTpComm, p.layer});
+          // An exchange beside the shared experts shows what it outlasts them by.
+          ops.push_back({op_name(s.op), comm_category(s), beside_exposed_ns(segs, k, collapsed_comm_ns(spec)), 0.0,
+                         s.comm_bytes, StreamKind::kTpComm, p.layer});
           continue;
         }
         for (const DetailOp& op : s.ops) {
@@ -283,6 +305,10 @@ class OpEmitter {
   bool collapse_;
   TaskId prev_ = -1;
   bool prev_comm_ = false;
+  // An MoE exchange the compute after it runs beside (Segment::beside_next), and,
+  // once that run has been emitted, the exchange the next task waits for.
+  TaskId beside_ = -1;
+  TaskId beside_wait_ = -1;
   // The pending stretch.
   std::vector<PendingBlock>& pending_;
   TimeNs pending_ns_ = 0;

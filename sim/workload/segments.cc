@@ -31,6 +31,10 @@ struct Item {
   // before it): replayed before the attention's backward under the recompute
   // module mla_up_proj.
   bool mla_up = false;
+  // A point: the MoE exchange the shared experts run beside (Segment::beside_next).
+  bool beside = false;
+  // An op: the last of the shared experts' ops that run beside that exchange.
+  bool beside_end = false;
 };
 
 Category op_category(const LayerOp& op) {
@@ -101,7 +105,8 @@ class SegmentSink {
     flush();
     next_hook_ = module;
   }
-  void add_comm(CollectiveOp op, double bytes, CommGroup group = CommGroup::kTensor, bool beside_previous = false) {
+  void add_comm(CollectiveOp op, double bytes, CommGroup group = CommGroup::kTensor, bool beside_previous = false,
+                bool beside_next = false) {
     flush();
     Segment s;
     s.is_comm = true;
@@ -109,7 +114,13 @@ class SegmentSink {
     s.comm_bytes = bytes;
     s.group = group;
     s.beside_previous = beside_previous;
+    s.beside_next = beside_next;
     out_.push_back(std::move(s));
+  }
+  // The compute so far is the last that runs beside the exchange before it.
+  void end_beside() {
+    flush();
+    if (!out_.empty() && !out_.back().is_comm) out_.back().beside_end = true;
   }
   std::vector<Segment> take() {
     flush();
@@ -245,8 +256,8 @@ BlockSegments build(const std::vector<Item>& items, const PlanSpec& p, const OpC
     const Item& it = items[i];
     if (it.is_point) {
       if (it.point.forward) {
-        fwd.add_comm(*it.point.forward, it.point.bytes, it.point.group);
-        rec.add_comm(*it.point.forward, it.point.bytes, it.point.group);
+        fwd.add_comm(*it.point.forward, it.point.bytes, it.point.group, false, it.beside);
+        rec.add_comm(*it.point.forward, it.point.bytes, it.point.group, false, it.beside);
       }
       continue;
     }
@@ -256,20 +267,54 @@ BlockSegments build(const std::vector<Item>& items, const PlanSpec& p, const OpC
     }
     add_forward(fwd, it.op, p, c);
     add_forward(rec, it.op, p, c, "recompute ");
+    if (it.beside_end) {
+      fwd.end_beside();
+      rec.end_beside();
+    }
   }
   b.forward = fwd.take();
   if (p.recompute == Recompute::kFull) b.recompute = rec.take();
 
   // Backward: the forward list in reverse; selective recompute replays the
-  // attention core's forward just before its backward.
+  // attention core's forward just before its backward. An exchange the shared
+  // experts ran beside in forward runs beside their backward: its gradient's
+  // exchange first, then their ops' backward (in reverse), the last of them
+  // ending the run. The run's own input gathers (sequence parallelism's, for the
+  // weight gradients) go first: on the same lane they would queue behind the
+  // exchange, where Megatron-Core's run on their own communicator's stream.
+  std::vector<int> beside_from(items.size(), -1);  // at a run's last op: its exchange
+  std::vector<char> beside_first(items.size(), 0);  // a run's first op
+  std::vector<char> beside_moved(items.size(), 0);  // an exchange moved to its run's end
+  std::vector<char> gathered(items.size(), 0);      // an op whose input gather went first
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (!items[i].is_point || !items[i].beside) continue;
+    std::size_t j = i + 1;
+    while (j < items.size() && (items[j].is_point || !items[j].beside_end)) ++j;
+    if (j == items.size() || !items[i].point.backward) continue;
+    beside_from[j] = static_cast<int>(i);
+    beside_first[i + 1] = 1;
+    beside_moved[i] = 1;
+  }
   SegmentSink bwd;
   SegmentSink wgt;  // W, when the schedule defers it
   const bool split = splits_backward(p.schedule);
   bool core_replayed = false;
   for (auto it = items.rbegin(); it != items.rend(); ++it) {
-    const int module = module_of[static_cast<std::size_t>(items.rend() - it - 1)];
+    const std::size_t index = static_cast<std::size_t>(items.rend() - it - 1);
+    if (beside_from[index] >= 0) {
+      const std::size_t from = static_cast<std::size_t>(beside_from[index]);
+      for (std::size_t g = index; g > from && !split; --g) {
+        if (items[g].is_point || items[g].wgrad_gather_bytes <= 0.0) continue;
+        bwd.add_comm(CollectiveOp::kAllGather, items[g].wgrad_gather_bytes);
+        gathered[g] = 1;
+      }
+      const Item& x = items[from];
+      bwd.add_comm(*x.point.backward, x.point.bytes, x.point.group, false, true);
+    }
+    const int module = module_of[index];
     if (module >= 0) bwd.hook(module);
     if (it->is_point) {
+      if (beside_moved[index]) continue;  // already emitted, beside the run after it
       if (it->point.backward) bwd.add_comm(*it->point.backward, it->point.bytes, it->point.group);
       continue;
     }
@@ -294,8 +339,11 @@ BlockSegments build(const std::vector<Item>& items, const PlanSpec& p, const OpC
     // need it; the weight-gradient GEMM waits for it. A deferred W keeps the
     // rank's shard and gathers it again itself (sail-sg's zero-bubble Megatron-LM,
     // megatron/core/tensor_parallel/layers.py: WeightGradStore.put of pre_process).
-    if (it->wgrad_gather_bytes > 0.0) (split ? wgt : bwd).add_comm(CollectiveOp::kAllGather, it->wgrad_gather_bytes);
+    if (it->wgrad_gather_bytes > 0.0 && !gathered[index]) {
+      (split ? wgt : bwd).add_comm(CollectiveOp::kAllGather, it->wgrad_gather_bytes);
+    }
     add_backward(bwd, it->op, p, c, split ? &wgt : nullptr);
+    if (beside_first[index]) bwd.end_beside();
   }
   b.backward = bwd.take();
   b.weight_grad = wgt.take();
@@ -454,6 +502,45 @@ BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCost
   const bool sorted = std::any_of(ops.begin(), ops.end(), [](const LayerOp& o) { return o.role == OpRole::kSortChunks; });
   const OpRole dispatch_before = sorted ? OpRole::kSortChunks : OpRole::kExpertFc1;
   const OpRole combine_after = sorted ? OpRole::kSortChunks : OpRole::kExpertFc2;
+  // moe_shared_expert_overlap: the shared experts' ops move beside the exchanges
+  // (segments.h); with ep 1 there is no token exchange to run beside.
+  std::vector<LayerOp> shared;
+  const bool beside_exchange = mlp == MlpKind::kMoe && p.moe.shared_expert_overlap && p.moe.ep > 1;
+  if (beside_exchange) {
+    for (LayerOp& op : ops) {
+      if (op.shared_expert) shared.push_back(std::move(op));
+    }
+    ops.erase(std::remove_if(ops.begin(), ops.end(), [](const LayerOp& o) { return o.shared_expert; }), ops.end());
+  }
+  // The exchange before (dispatch) or after (combine) the routed experts; with the
+  // shared experts beside it, fc1 and the activation (dispatch) or fc2 (combine)
+  // right after its last token all-to-all.
+  auto add_exchange = [&](bool dispatch) {
+    if (shared.empty()) {
+      add_moe_exchange(items, m, p, dispatch, options.experts_per_node);
+      return;
+    }
+    if (dispatch && tp) items.push_back(before_column_parallel(p, bytes));  // the shared experts' input
+    const std::size_t from = items.size();
+    add_moe_exchange(items, m, p, dispatch, options.experts_per_node);
+    std::size_t at = items.size();
+    for (std::size_t k = from; k < items.size(); ++k) {
+      const CommGroup g = items[k].point.group;
+      if (g == CommGroup::kExpert || g == CommGroup::kExpertNode || g == CommGroup::kExpertRail) at = k;
+    }
+    if (at == items.size()) return;  // none (ep > 1 always has one)
+    items[at].beside = true;
+    std::vector<Item> run;
+    for (LayerOp& op : shared) {
+      if (op.role == OpRole::kFc2 && dispatch) break;
+      if (op.role != OpRole::kFc2 && !dispatch) continue;
+      const bool fc1 = op.role == OpRole::kFc1;
+      run.push_back(fc1 ? column_parallel_item(op, p, bytes) : op_item(op));
+    }
+    run.back().beside_end = true;
+    if (!dispatch && tp) run.push_back(after_row_parallel(p, bytes));
+    items.insert(items.begin() + static_cast<std::ptrdiff_t>(at + 1), run.begin(), run.end());
+  };
   bool dispatched = false;
   for (LayerOp& op : ops) {
     const bool column_parallel = is_column_parallel(op.role);
@@ -468,11 +555,11 @@ BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCost
       items.back().mla_up = mla_up;
     }
     const bool dispatch = role == dispatch_before && !dispatched;
-    if (dispatch) add_moe_exchange(items, m, p, true, options.experts_per_node);
+    if (dispatch) add_exchange(true);
     items.push_back(column_parallel ? column_parallel_item(std::move(op), p, input_bytes) : op_item(std::move(op)));
     items.back().mla_up = mla_up;
     if (tp && row_parallel) items.push_back(after_row_parallel(p, bytes));
-    if (role == combine_after && !dispatch) add_moe_exchange(items, m, p, false, options.experts_per_node);
+    if (role == combine_after && !dispatch) add_exchange(false);
     dispatched = dispatched || dispatch;
   }
   BlockSegments b = build(items, p, costs, options.module_hooks);
@@ -524,9 +611,10 @@ namespace {
 // Appends `more` to `segs`, merging a compute segment that meets another.
 void concat(std::vector<Segment>& segs, const std::vector<Segment>& more) {
   for (const Segment& s : more) {
-    if (!s.is_comm && !segs.empty() && !segs.back().is_comm && s.hook < 0) {
+    if (!s.is_comm && !segs.empty() && !segs.back().is_comm && s.hook < 0 && !segs.back().beside_end) {
       Segment& last = segs.back();
       last.ops.insert(last.ops.end(), s.ops.begin(), s.ops.end());
+      last.beside_end = s.beside_end;
       recompute_totals(last);
       continue;
     }

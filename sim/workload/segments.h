@@ -55,6 +55,13 @@ struct Segment {
   // segment before it (the step that uses the K/V already received), and the
   // compute after it waits for both (LayerProgram folds it into that step).
   bool beside_previous = false;
+  // An MoE layer's token exchange the shared experts run beside (the plan's
+  // moe_shared_expert_overlap): the compute segments after it, up to and
+  // including the one marked beside_end, do not wait for it; what follows them
+  // does. (A collective among them is on the same lane and queues behind it.)
+  bool beside_next = false;
+  // Compute segment: the last of those that run beside the exchange before them.
+  bool beside_end = false;
   // With per-module parameter gathering (ZeRO-3 as DeepSpeed does it): the
   // module whose pre-hook fires just before this compute segment, as its index
   // among the layer's modules with parameters (layer_parameter_modules); -1: none.
@@ -144,6 +151,19 @@ struct LayerSegmentOptions {
 // The all-to-all moves each rank's tokens x topk, scaled by the plan's expert
 // load (capacity factor, or the routing imbalance): the busiest rank receives
 // that much, and the slowest rank sets the exchange's pace.
+// The shared experts (a tensor-parallel MLP of moe_shared_expert_intermediate_size)
+// follow the unpermutation. With moe_shared_expert_overlap (alltoall and flex)
+// they run as Megatron-Core's SharedExpertMLP does on its side stream: the
+// all-gather of their input (sequence parallelism) before the dispatch, fc1 and
+// the activation beside the dispatch's last exchange, fc2 beside the combine's
+// last exchange, then the reduce-scatter of their output, before the
+// unpermutation. Backward, as autograd replays it (each op on its forward's
+// stream, token_dispatcher.py's launch order): the exchange's gradient beside
+// fc2's backward, then beside fc1's and the activation's. Approximations: one
+// compute stream (the side stream's kernels take turns with the main one's, as
+// SMs shared do), the side stream's collectives queued on the model-parallel
+// lane behind the exchange, and the dispatch waits for the input's all-gather
+// (on its own stream in Megatron-Core, beside the permutation).
 BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs,
                              const LayerSegmentOptions& options = {}, MlpKind mlp = MlpKind::kDense);
 BlockSegments embedding_segments(const ModelSpec& m, const PlanSpec& p, const OpCosts& costs);

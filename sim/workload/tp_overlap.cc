@@ -85,11 +85,13 @@ void overlap_tp_collectives(std::vector<Segment>& segs, const TpOverlap& overlap
     gemm.duration_ns = overlapped_ns(it->second, gemm.duration_ns, comm.ns, tp, units, comm.channels);
     gemm.name = gemm.name.str() + " +" + to_string(segs[k].op);
     gemm.bytes += segs[k].comm_bytes;
-    // The collective is gone: the compute segments on either side become one.
-    // Either way the next segment to look at is the one now at k.
+    // The collective is gone: the compute segments on either side become one
+    // (unless the first ends a run beside an MoE exchange, which the second waits
+    // for). Either way the next segment to look at is the one now at k.
     const auto pos = static_cast<std::ptrdiff_t>(k);
-    if (k > 0 && k + 1 < segs.size() && !segs[k - 1].is_comm && !segs[k + 1].is_comm) {
+    if (k > 0 && k + 1 < segs.size() && !segs[k - 1].is_comm && !segs[k + 1].is_comm && !segs[k - 1].beside_end) {
       for (DetailOp& op : segs[k + 1].ops) segs[k - 1].ops.push_back(std::move(op));
+      segs[k - 1].beside_end = segs[k + 1].beside_end;
       recompute_totals(segs[k - 1]);
       segs.erase(segs.begin() + pos, segs.begin() + pos + 2);
     } else {
