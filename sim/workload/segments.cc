@@ -505,10 +505,12 @@ BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCost
   // moe_shared_expert_overlap: the shared experts' ops move beside the exchanges
   // (segments.h); with ep 1 there is no token exchange to run beside.
   std::vector<LayerOp> shared;
-  const bool beside_exchange = mlp == MlpKind::kMoe && p.moe.shared_expert_overlap && p.moe.ep > 1;
+  // (check_moe_plan refuses it with the allgather dispatcher, which has none.)
+  const bool beside_exchange = mlp == MlpKind::kMoe && p.moe.shared_expert_overlap && p.moe.ep > 1 &&
+                               p.moe.token_dispatcher != MoeDispatcher::kAllGather;
   if (beside_exchange) {
-    for (LayerOp& op : ops) {
-      if (op.shared_expert) shared.push_back(std::move(op));
+    for (const LayerOp& op : ops) {
+      if (op.shared_expert) shared.push_back(op);
     }
     ops.erase(std::remove_if(ops.begin(), ops.end(), [](const LayerOp& o) { return o.shared_expert; }), ops.end());
   }
