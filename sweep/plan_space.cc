@@ -208,6 +208,11 @@ std::vector<PlanSpec> enumerate_plans(const ModelSpec& m, const ClusterSpec& clu
                                   // grouped GEMMs: what Megatron-Core's MoE recipes run with ep > 1.
                                   p.moe.token_dispatcher = req.moe_dispatcher;
                                   p.moe.grouped_gemm = true;
+                                  // Shared experts beside the token exchanges where the dispatcher
+                                  // has them (NeMo's DeepSeek-V3 and Llama 4 recipes): no memory,
+                                  // only hidden time.
+                                  p.moe.shared_expert_overlap = m.moe.moe_shared_expert_intermediate_size > 0 &&
+                                                                req.moe_dispatcher != MoeDispatcher::kAllGather;
                                 }
                                 p.tp = g.tp;
                                 p.cp = g.cp;

@@ -512,5 +512,31 @@ TEST(Sweep, MlaModelsAlsoTryRecomputingTheUpProjections) {
   EXPECT_GT(core_attn, 0);
 }
 
+// A model with shared experts runs them beside the token exchanges in every plan
+// of the all-to-all dispatcher's space, never with the allgather dispatcher (which
+// Megatron-Core refuses); a model without shared experts never sets the key.
+TEST(Sweep, SharedExpertsRunBesideTheExchangesWhereTheDispatcherAllows) {
+  const ClusterSpec c = cluster("dgx-h100-8node", 8);
+  PlanSpaceRequest req;
+  req.global_batch_size = 64;
+  req.max_micro_batch_size = 1;
+  req.max_vpp = 1;
+  auto overlapping = [&](const ModelSpec& m, MoeDispatcher d) {
+    req.moe_dispatcher = d;
+    PlanSpaceCounts counts;
+    std::int64_t on = 0, all = 0;
+    for (const PlanSpec& p : enumerate_plans(m, c, req, counts)) {
+      ++all;
+      on += p.moe.shared_expert_overlap ? 1 : 0;
+    }
+    EXPECT_GT(all, 0);
+    return std::make_pair(on, all);
+  };
+  const auto qwen = overlapping(load_model_spec("qwen2-57b-a14b"), MoeDispatcher::kAllToAll);
+  EXPECT_EQ(qwen.first, qwen.second);
+  EXPECT_EQ(overlapping(load_model_spec("qwen2-57b-a14b"), MoeDispatcher::kAllGather).first, 0);
+  EXPECT_EQ(overlapping(load_model_spec("mixtral-8x7b"), MoeDispatcher::kAllToAll).first, 0);
+}
+
 }  // namespace
 }  // namespace strata::sim
