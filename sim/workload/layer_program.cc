@@ -162,7 +162,8 @@ class OpEmitter {
     mark(t, j);
   }
 
-  // A task after a run beside an MoE exchange waits for the exchange.
+  // The compute after a run beside an exchange waits for the exchange (and so
+  // does every collective before that compute: comm_task).
   void wait_beside(TaskId t) {
     if (beside_wait_ < 0) return;
     b_.depend(beside_wait_, t);
@@ -199,7 +200,7 @@ class OpEmitter {
     for (int member : members_) slots.emplace_back(member, stream_index(StreamKind::kTpComm));
     TaskId t = b_.comm_task(slots, comm_of(s), label, info);
     if (prev_ >= 0) b_.depend(prev_, t);
-    wait_beside(t);
+    if (beside_wait_ >= 0) b_.depend(beside_wait_, t);  // the compute after it waits too (compute_task)
     mark(t, j);
     if (s.beside_next) {
       // The compute after it runs beside it, waiting only for what it waits for
@@ -306,7 +307,7 @@ class OpEmitter {
   TaskId prev_ = -1;
   bool prev_comm_ = false;
   // An MoE exchange the compute after it runs beside (Segment::beside_next), and,
-  // once that run has been emitted, the exchange the next task waits for.
+  // once that run has been emitted, the exchange the next tasks wait for.
   TaskId beside_ = -1;
   TaskId beside_wait_ = -1;
   // The pending stretch.
