@@ -200,32 +200,56 @@ std::int32_t WorkloadBuild::expert_collective(CollectiveOp op, CommGroup which, 
   if (fidelity == Fidelity::kFolded || (members_in.size() == 1 && first_count == static_cast<int>(first_group.size()))) {
     id = collective(op, fidelity == Fidelity::kFolded ? expert_group(which, tp_group.front()) : first_group, bytes);
   } else {
-    CommSpec merged;
-    std::map<std::int32_t, double> load;  // link -> bytes per byte of the collective, summed over the shares
-    bool first = true;
+    std::vector<std::pair<std::vector<int>, double>> shares;
     for (const auto& [group, count] : members_in) {
-      const CommSpec s = comm_costs.collective(op, group, bytes);
-      const double share = static_cast<double>(count) / static_cast<double>(group.size());
-      for (std::size_t i = 0; i < s.links.size(); ++i) load[s.links[i]] += s.link_weight(i) * share;
-      if (first) {
-        merged = s;
-        first = false;
-      } else if (s.rate_cap_bytes_per_s > 0.0) {
-        // The task ends with its slowest share.
-        merged.fixed = std::max(merged.fixed, s.fixed);
-        merged.rate_cap_bytes_per_s = merged.rate_cap_bytes_per_s > 0.0
-                                          ? std::min(merged.rate_cap_bytes_per_s, s.rate_cap_bytes_per_s)
-                                          : s.rate_cap_bytes_per_s;
-      }
+      shares.emplace_back(group, static_cast<double>(count) / static_cast<double>(group.size()));
     }
-    merged.drop_links();  // one flow over the shares' summed loads
-    for (const auto& [link, weight] : load) {
-      merged.links.push_back(link);
-      merged.link_weights.push_back(weight);
-    }
-    id = w.graph.add_comm(std::move(merged));
+    id = w.graph.add_comm(merged_shares(op, shares, bytes));
   }
   expert_comm_ids_.emplace(key, id);
+  return id;
+}
+
+CommSpec WorkloadBuild::merged_shares(CollectiveOp op, const std::vector<std::pair<std::vector<int>, double>>& shares,
+                                      double bytes) const {
+  CommSpec merged;
+  std::map<std::int32_t, double> load;  // link -> bytes per byte of the collective, summed over the shares
+  bool first = true;
+  for (const auto& [group, share] : shares) {
+    const CommSpec s = comm_costs.collective(op, group, bytes);
+    for (std::size_t i = 0; i < s.links.size(); ++i) load[s.links[i]] += s.link_weight(i) * share;
+    if (first) {
+      merged = s;
+      first = false;
+    } else if (s.rate_cap_bytes_per_s > 0.0) {
+      // The task ends with its slowest share.
+      merged.fixed = std::max(merged.fixed, s.fixed);
+      merged.rate_cap_bytes_per_s = merged.rate_cap_bytes_per_s > 0.0
+                                        ? std::min(merged.rate_cap_bytes_per_s, s.rate_cap_bytes_per_s)
+                                        : s.rate_cap_bytes_per_s;
+    }
+  }
+  merged.drop_links();  // one flow over the shares' summed loads
+  for (const auto& [link, weight] : load) {
+    merged.links.push_back(link);
+    merged.link_weights.push_back(weight);
+  }
+  return merged;
+}
+
+std::int32_t WorkloadBuild::cp_ring_transfer(const std::vector<int>& tp_group, double bytes) {
+  const auto key = std::make_tuple(tp_group.front(), static_cast<long long>(bytes));
+  auto it = cp_ring_comm_ids_.find(key);
+  if (it != cp_ring_comm_ids_.end()) return it->second;
+  std::vector<std::pair<std::vector<int>, double>> edges;
+  for (int g : tp_group) {
+    const RankCoord c = layout.coord(g);
+    RankCoord next = c;
+    next.cp = (c.cp + 1) % plan.cp;
+    edges.push_back({{g, layout.rank(next)}, 1.0});
+  }
+  const std::int32_t id = w.graph.add_comm(merged_shares(CollectiveOp::kSendRecv, edges, bytes));
+  cp_ring_comm_ids_.emplace(key, id);
   return id;
 }
 

@@ -165,6 +165,15 @@ class WorkloadBuild {
   // links once between them, and alone it takes the collective's time. Folded,
   // the first member's group's collective (its copies already share the links).
   std::int32_t expert_collective(CollectiveOp op, CommGroup which, const std::vector<int>& tp_group, double bytes);
+  // A context-parallel ring step's transfer for the members of a tensor-parallel
+  // group (global ranks) at full fidelity: each member sends `bytes` to its next
+  // context-parallel rank, all at once, as one task (merged_shares).
+  std::int32_t cp_ring_transfer(const std::vector<int>& tp_group, double bytes);
+  // One flow for several groups' collectives run by one task: each group's links
+  // loaded by its share (the part of the collective the task stands for), the
+  // slowest group's latency and rate.
+  CommSpec merged_shares(CollectiveOp op, const std::vector<std::pair<std::vector<int>, double>>& shares,
+                         double bytes) const;
   // CommCosts::collective_beside, added to the graph once.
   std::int32_t collective_beside(CollectiveOp op, const std::vector<int>& group, double bytes, CollectiveOp partner,
                                  double partner_bytes);
@@ -179,6 +188,7 @@ class WorkloadBuild {
   std::map<std::tuple<std::string, int, int>, std::int32_t> label_ids_;
   std::map<std::pair<int, int>, std::int32_t> p2p_ids_;
   std::map<std::tuple<int, int, int, long long>, std::int32_t> expert_comm_ids_;  // (op, which, tp_group[0], bytes)
+  std::map<std::tuple<int, long long>, std::int32_t> cp_ring_comm_ids_;           // (tp_group[0], bytes)
   std::vector<std::vector<int>> last_backward_;  // [pipeline rank][chunk]
   std::vector<std::vector<int>> first_forward_;  // [pipeline rank][chunk]
   std::vector<TaskId> issued_by_;                // [task]: the host task issuing its last kernel, -1: none

@@ -35,4 +35,29 @@ void overlap_cp_ring_steps(std::vector<Segment>& segs, const CpRingTime& send_ns
   }
 }
 
+void cp_ring_transfers_beside(std::vector<Segment>& segs) {
+  for (std::size_t k = 1; k < segs.size(); ++k) {
+    if (!segs[k].is_comm || !segs[k].beside_previous || segs[k - 1].is_comm || segs[k - 1].ops.empty()) continue;
+    Segment transfer = std::move(segs[k]);
+    transfer.beside_previous = false;
+    transfer.beside_next = true;
+    Segment step;
+    step.ops.push_back(std::move(segs[k - 1].ops.back()));
+    step.beside_end = true;
+    recompute_totals(step);
+    segs[k - 1].ops.pop_back();
+    if (segs[k - 1].ops.empty()) {
+      // The segment was the step alone: it becomes the transfer, the step after it.
+      step.hook = segs[k - 1].hook;
+      segs[k - 1] = std::move(transfer);
+      segs[k] = std::move(step);
+    } else {
+      recompute_totals(segs[k - 1]);
+      segs[k] = std::move(step);
+      segs.insert(segs.begin() + static_cast<std::ptrdiff_t>(k), std::move(transfer));
+      ++k;
+    }
+  }
+}
+
 }  // namespace strata::sim

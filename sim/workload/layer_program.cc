@@ -185,6 +185,8 @@ class OpEmitter {
   // parallel group, or its members' expert groups.
   std::int32_t comm_of(const Segment& s) const {
     if (is_expert_group(s.group)) return b_.expert_collective(s.op, s.group, group_, s.comm_bytes);
+    // A ring step's transfer at full fidelity (cp_ring.h).
+    if (s.group == CommGroup::kContext && s.beside_next) return b_.cp_ring_transfer(group_, s.comm_bytes);
     return b_.collective(s.op, s.group == CommGroup::kContext ? cp_group_ : group_, s.comm_bytes);
   }
 
@@ -394,7 +396,16 @@ void LayerProgram::overlap_tp_comm() {
 }
 
 void LayerProgram::overlap_cp_ring() {
-  // Costed on the first ring's first edge (cp rank 0 to 1 of tensor-parallel rank
+  // Full fidelity: the transfers as tasks of their own (cp_ring.h).
+  if (b_.fidelity == Fidelity::kFull) {
+    for (BlockSegments* layer : layer_blocks()) {
+      for (std::vector<Segment>* segs : {&layer->forward, &layer->backward, &layer->recompute}) {
+        cp_ring_transfers_beside(*segs);
+      }
+    }
+    return;
+  }
+  // Folded: costed on the first ring's first edge (cp rank 0 to 1 of tensor-parallel rank
   // 0 in the first replica of stage 0): every edge has the same shape, and the
   // baked cost shares the links with the ring's other edges at either fidelity.
   const std::vector<int> ring = b_.cp_group_gpus(0, 0, 0);

@@ -116,6 +116,34 @@ TEST(ContextParallel, RingStepTakesTheLongerOfComputeAndTransfer) {
   EXPECT_EQ(segs[0].ops[2].lane, sim::StreamKind::kTpComm);
 }
 
+// Full fidelity: each transfer moves before the step it runs beside, the step
+// split from the compute before it and ending the run; the last step stands alone.
+TEST(ContextParallel, FullFidelityRunsEachTransferBesideItsStep) {
+  auto op = [](const std::string& name) { return sim::DetailOp{name, sim::Category::kAttention, 10'000, 0.0, 0.0}; };
+  sim::Segment first;
+  first.ops = {op("qkv"), op("a")};
+  sim::Segment b;
+  b.ops = {op("b")};
+  sim::Segment c;
+  c.ops = {op("c"), op("proj")};
+  sim::Segment transfer;
+  transfer.is_comm = true;
+  transfer.op = CollectiveOp::kSendRecv;
+  transfer.group = sim::CommGroup::kContext;
+  transfer.beside_previous = true;
+  std::vector<sim::Segment> segs{first, transfer, b, transfer, c};
+  sim::cp_ring_transfers_beside(segs);
+  std::vector<std::string> order;
+  for (const sim::Segment& s : segs) {
+    std::string d = s.is_comm ? (s.beside_next ? "send>" : "send") : "";
+    for (const sim::DetailOp& o : s.ops) d += (d.empty() ? "" : " ") + o.name.str();
+    order.push_back(d + (s.beside_end ? " |" : ""));
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"qkv", "send>", "a |", "send>", "b |", "c proj"}));
+  EXPECT_EQ(segs[2].duration_ns, 10'000);
+  EXPECT_EQ(segs[0].duration_ns, 10'000);
+}
+
 // Every stored activation is of seq / cp tokens: at cp 2 a layer keeps exactly
 // half of what it keeps at cp 1 (fused attention, no recompute).
 TEST(ContextParallel, ActivationsDivideByCp) {
@@ -145,11 +173,17 @@ TEST(ContextParallel, PlanChecksNameCp) {
   EXPECT_EQ(failing_path(ok, m, 8), "$.cp");
 }
 
-// The ring's transfers are baked into its attention steps, so the full engine
-// cannot share their links as it runs: both fidelities cost them with the other
-// edges' and tensor-parallel ranks' copies up front (CommCosts::baked), and agree
-// on Llama 3 70B at cp 4 on 64 H100 (tp 8, rings across four nodes) within 1%.
-// (The full engine costed each edge alone before: 19.48 s against 20.80 s.)
+// Folded, the ring's transfers are baked into its attention steps, costed with
+// the other edges' and tensor-parallel ranks' copies up front (CommCosts::baked);
+// the full engine runs each as a task whose flows carry every tensor-parallel
+// rank's send (WorkloadBuild::cp_ring_transfer) beside all other traffic. Llama 3
+// 70B at cp 4 on 64 H100 (tp 8, rings across four nodes): the steps agree within
+// 1% (20.91 s against 20.80 s; costing one edge alone, an earlier version, gave
+// 19.48 s, and baking the folded cost into the full engine's steps 20.80 s). The
+// exposed cp within 5% (2.44 s against 2.56 s): the full engine's transfers share
+// the links only while they overlap, and part of their waits lands on the other
+// ranks' pipeline sends and gradient reductions (pp and dp, 60 ms more).
+// (Transfers of one edge alone, without the other ranks' sends, fail both.)
 TEST(ContextParallel, FullAndFoldedAgreeOnTheRing) {
   const ModelSpec m = load_model_spec("llama3-70b");
   const ClusterSpec c = load_cluster_spec("dgx-h100-8node");
@@ -169,7 +203,7 @@ TEST(ContextParallel, FullAndFoldedAgreeOnTheRing) {
   const double cp_full = full.exposed_s[static_cast<int>(sim::CommKind::kCp)];
   const double cp_folded = folded.exposed_s[static_cast<int>(sim::CommKind::kCp)];
   EXPECT_GT(cp_folded, 0.05 * folded.step_time_s);
-  EXPECT_NEAR(cp_full, cp_folded, 0.01 * cp_folded);
+  EXPECT_NEAR(cp_full, cp_folded, 0.05 * cp_folded);
 }
 
 }  // namespace
