@@ -101,6 +101,27 @@ TEST(SharedExpertOverlap, SegmentsRunTheSharedExpertsBesideTheExchanges) {
                                       "shared_fc1 shared_swiglu shared_fc2", "reduce_scatter(tp)"}));
 }
 
+// The flex (DeepEP) dispatcher on 2 nodes: the shared experts beside each
+// exchange's last hop, the node's all-to-all after the rail's in the dispatch, the
+// rail's after the node's in the combine.
+TEST(SharedExpertOverlap, FlexRunsThemBesideTheLastHop) {
+  const sim::testing::UniformCosts costs(1'000);
+  PlanSpec p = plan(1, 4, 4, true);  // tiny-moe's 4 experts, one per rank, two ranks a node
+  p.moe.token_dispatcher = MoeDispatcher::kFlex;
+  sim::LayerSegmentOptions o;
+  o.experts_per_node = {2, 2};
+  const sim::BlockSegments b = sim::layer_segments(shared_moe(), p, costs, o, MlpKind::kMoe);
+  std::vector<std::string> exchanges;
+  for (std::size_t k = 0; k < b.forward.size(); ++k) {
+    const sim::Segment& s = b.forward[k];
+    if (!s.is_comm) continue;
+    std::string e = s.group == sim::CommGroup::kExpertRail ? "rail" : "node";
+    if (s.beside_next) e += "> " + b.forward[k + 1].ops.front().name.str();
+    exchanges.push_back(e);
+  }
+  EXPECT_EQ(exchanges, (std::vector<std::string>{"rail", "node> shared_fc1", "node", "rail> shared_fc2"}));
+}
+
 // A collapsed stretch counts what an exchange outlasts the run beside it by.
 TEST(SharedExpertOverlap, CollapsedExchangeCostsWhatItOutlastsTheRunBy) {
   std::vector<sim::Segment> segs(4);
