@@ -25,6 +25,10 @@ ModuleGather read_module_gather(json::ObjectReader r) {
   g.reduce_bucket_elements = r.integer("reduce_bucket_elements", 1, kMax);
   g.synchronize = r.boolean("synchronize");
   g.copy_per_rank = r.boolean("copy_per_rank");
+  g.copy_issue_us = r.number_or("copy_issue_us", 0.0, 0.0, 1000.0);
+  if (g.copy_issue_us > 0.0 && !g.copy_per_rank) {
+    r.fail("copy_issue_us", "is the host's time to issue each per-rank copy: it needs copy_per_rank true");
+  }
   g.source = r.string("source");
   r.allow_text("notes");
   r.finish();
@@ -208,6 +212,10 @@ FrameworkProfile read_framework_profile(const nlohmann::json& doc, const std::st
   if (r.has("tp_overlap")) f.tp_overlap = read_tp_overlap(r.object("tp_overlap"));
   if (r.has("tp_async_backward")) f.tp_async_backward = read_tp_async_backward(r.object("tp_async_backward"));
   if (r.has("pipeline_p2p")) f.pipeline_p2p = read_pipeline_p2p(r.object("pipeline_p2p"));
+  if (f.sharded && f.sharded->module_gather && f.sharded->module_gather->copy_issue_us > 0.0 && !f.host_dispatch) {
+    throw InputError(file, "$.sharded_data_parallel.module_gather.copy_issue_us",
+                     "is costed on the host lane, which only host_dispatch adds: give host_dispatch too, or remove it");
+  }
   r.finish();
   return f;
 }
@@ -242,6 +250,7 @@ nlohmann::ordered_json to_json(const FrameworkProfile& f) {
                             {"synchronize", g->synchronize},
                             {"copy_per_rank", g->copy_per_rank},
                             {"source", g->source}};
+      if (g->copy_issue_us > 0.0) s["module_gather"]["copy_issue_us"] = g->copy_issue_us;
     } else {
       s["backward_prefetch"] = to_string(f.sharded->backward_prefetch);
       s["unsharded_layers"] = f.sharded->unsharded_layers;

@@ -55,6 +55,9 @@ struct ModuleGather {
   // all_gather / reduce_scatter before *_base): PyTorch copies each rank's chunk
   // with its own kernel, after the gather and before the reduce-scatter.
   bool copy_per_rank = false;
+  // With copy_per_rank: the host's time to issue each of those copies, µs (each a
+  // cudaMemcpyAsync); 0: not costed. Costed on the host lane (needs host_dispatch).
+  double copy_issue_us = 0.0;
   std::string source;
 };
 

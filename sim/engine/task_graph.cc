@@ -17,6 +17,11 @@ std::int32_t TaskGraph::add_comm(CommSpec comm) {
   return static_cast<std::int32_t>(comms_.size() - 1);
 }
 
+void TaskGraph::extend(TaskId task, Duration extra) {
+  if (finalized_) throw InternalError("task graph: task extended after finalize()");
+  duration_ns_[static_cast<std::size_t>(task)] += extra.ns();
+}
+
 TaskId TaskGraph::new_task(TimeNs duration_ns, std::int32_t comm) {
   if (finalized_) throw InternalError("task graph: task added after finalize()");
   duration_ns_.push_back(duration_ns);

@@ -88,6 +88,9 @@ class TaskGraph {
   TaskId add_comm_task(const std::vector<std::pair<int, int>>& slots, std::int32_t comm);
   // `task` starts only after `before` finished.
   void add_dependency(TaskId before, TaskId task);
+  // Lengthens a task not yet run (before finalize): work found to belong to it
+  // after it was added (a host thread's extra issue time).
+  void extend(TaskId task, Duration extra);
   // Capacity hints, to avoid regrowing millions of entries.
   void reserve(std::size_t tasks, std::size_t slots, std::size_t dependencies);
 

@@ -115,8 +115,22 @@ void WorkloadBuild::issue(const std::vector<int>& ranks, TaskId task, std::size_
     last = w.graph.add_shared_compute(ranks, host, Duration::from_seconds(per_kernel_s * static_cast<double>(kernels - 1)));
     w.notes.add(last, lbl, TaskInfo{});
   }
-  if (issued_by_.size() <= static_cast<std::size_t>(task)) issued_by_.resize(static_cast<std::size_t>(task) + 1, -1);
+  if (issued_by_.size() <= static_cast<std::size_t>(task)) {
+    issued_by_.resize(static_cast<std::size_t>(task) + 1, -1);
+    issued_first_by_.resize(static_cast<std::size_t>(task) + 1, -1);
+  }
   issued_by_[task] = last;
+  issued_first_by_[task] = first;
+}
+
+void WorkloadBuild::issue_after(TaskId task, TaskId gpu_task) {
+  if (static_cast<std::size_t>(task) >= issued_first_by_.size() || issued_first_by_[task] < 0) return;
+  w.graph.add_dependency(gpu_task, issued_first_by_[task]);
+}
+
+void WorkloadBuild::delay_issue(TaskId task, Duration extra) {
+  if (static_cast<std::size_t>(task) >= issued_first_by_.size() || issued_first_by_[task] < 0) return;
+  w.graph.extend(issued_first_by_[task], extra);
 }
 
 void WorkloadBuild::depend(TaskId before, TaskId task) {

@@ -141,6 +141,13 @@ class WorkloadBuild {
   // has issued all of it (a collective is issued after the kernels before it).
   void depend(TaskId before, TaskId task);
   bool has_host_dispatch() const { return options.host_dispatch.has_value(); }
+  // The host spends `extra` more just before issuing compute task `task` (work it
+  // does between two kernels: a list collective's per-rank copies). No-op without
+  // host dispatch or for a task the host did not issue.
+  void delay_issue(TaskId task, Duration extra);
+  // The host issues compute task `task` only after GPU task `gpu_task` finished
+  // (it blocked in a device synchronize between them). No-op without host dispatch.
+  void issue_after(TaskId task, TaskId gpu_task);
 
   // ZeRO-3 gathers each module's parameters at hooks around it (the framework's
   // module_gather): the layer program marks where each hook falls.
@@ -192,6 +199,7 @@ class WorkloadBuild {
   std::vector<std::vector<int>> last_backward_;  // [pipeline rank][chunk]
   std::vector<std::vector<int>> first_forward_;  // [pipeline rank][chunk]
   std::vector<TaskId> issued_by_;                // [task]: the host task issuing its last kernel, -1: none
+  std::vector<TaskId> issued_first_by_;          // [task]: the host task issuing its first kernel, -1: none
   int chunk_stride_ = 1;
   int layer_modules_ = 0;
 };

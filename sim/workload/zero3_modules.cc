@@ -1,6 +1,7 @@
 #include "sim/workload/zero3_modules.h"
 
 #include <map>
+#include <set>
 
 #include "sim/workload/module_gathers.h"
 #include "sim/workload/segments.h"
@@ -138,11 +139,33 @@ class ModuleZero3 {
       if (own != done_.end()) b_.w.graph.add_dependency(own->second[i], first);
     }
     for (int m : g.prefetched) gather(k, m, issued);
+    delay_compute_issue(k, issued.front().size());
     if (cfg_.synchronize) {
       // The host waits in each gather's synchronize for the gathers before it.
       for (std::size_t i = 0; i < members_.size(); ++i) {
         for (std::size_t n = 0; n + 1 < issued[i].size(); ++n) b_.w.graph.add_dependency(issued[i][n], hook_first(k, i));
       }
+    }
+  }
+
+  // The host issues every per-rank copy of the list collectives it launched since
+  // the last hook (the gathers here, the reduce-scatters of gradients since) before
+  // the hook's module's first kernel: that kernel's issue waits for them.
+  void delay_compute_issue(std::size_t k, std::size_t gathers) {
+    const std::size_t calls = gathers + reduces_since_hook_;
+    reduces_since_hook_ = 0;
+    if (cfg_.copy_issue_us <= 0.0 || !cfg_.copy_per_rank || c_.group_size < 2 || calls == 0) return;
+    const Duration extra =
+        Duration::from_seconds(cfg_.copy_issue_us * 1e-6 * static_cast<double>(calls) * c_.group_size);
+    std::set<TaskId> delayed;  // members of a tensor-parallel group share their tasks
+    for (std::size_t i = 0; i < members_.size(); ++i) {
+      const TaskId first = hook_first(k, i);
+      if (first < 0 || !delayed.insert(first).second) continue;
+      // After a device synchronize the host has no lead left to hide the copies' issue in.
+      if (const TaskId before = before_hook(k, i); cfg_.synchronize && gathers > 0 && before >= 0) {
+        b_.issue_after(first, before);
+      }
+      b_.delay_issue(first, extra);
     }
   }
 
@@ -206,6 +229,7 @@ class ModuleZero3 {
         }
       }
       const std::vector<TaskId> done = c_.reduce(info.bytes, info, ready);
+      ++reduces_since_hook_;
       for (std::size_t i = 0; i < members_.size(); ++i) {
         last_reduce_[i] = done[i];
         last_dp_[members_[i]] = done[i];
@@ -235,6 +259,7 @@ class ModuleZero3 {
   std::vector<TaskId> last_reduce_;             // [member]: the last reduction issued
   std::vector<Pending> bucket_;
   std::int64_t bucket_elements_ = 0;
+  std::size_t reduces_since_hook_ = 0;  // list reduce-scatters whose copies' issue the next hook pays
 };
 
 }  // namespace

@@ -11,7 +11,10 @@
 // each gather's synchronize, issues the module's compute only once every gather
 // of the hook but the last has finished. With `copy_per_rank`, each gather is
 // followed, and each reduce-scatter preceded, by one copy kernel per rank of
-// the group on the same stream (PyTorch's list-based all_gather/reduce_scatter).
+// the group on the same stream (PyTorch's list-based all_gather/reduce_scatter),
+// and with `copy_issue_us` the host spends that long issuing each copy before it
+// issues the next module's kernels (the gathers' at its hook, the reduce-scatters'
+// since the hook before); after a synchronize it has no lead left to hide that in.
 //
 // Gradients: every parameter of the layer (persistent ones too) is reduce-
 // scattered on its own; parameters are collected in backward order into

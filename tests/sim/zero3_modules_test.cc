@@ -83,12 +83,13 @@ struct Simulated {
   }
 };
 
-Simulated run(const ShardedDataParallel& z, TimeNs copy_ns = 0) {
+Simulated run(const ShardedDataParallel& z, TimeNs copy_ns = 0, std::optional<HostDispatch> host = std::nullopt) {
   const ModelSpec m = strata::testing::small_gpt(2);
   const testing::GemmAndCopyCosts costs(kUs, m.vocab_size, copy_ns);
   const AlphaBetaComm comm(0, 8192.0 * 1e6);  // 8192 bytes per us
   WorkloadOptions o;
   o.sharded = z;
+  o.host_dispatch = host;
   Simulated out{build_workload(m, plan(), costs, comm, Fidelity::kFull, o), {}};
   out.r = run_task_graph(out.w.graph, nullptr);
   return out;
@@ -134,6 +135,37 @@ TEST(ZeroThreeByModule, ListCollectivesCopyEachRanksChunk) {
   EXPECT_EQ(s.on_rank0("grad reduce_scatter rank copies").size(), 24u);
   // The qkv of layer 0 now waits for its gather's copies: 3 + 1 us.
   EXPECT_EQ(s.forward_start("qkv", 0), 4 * kUs);
+}
+
+// The host issues each per-rank copy (copy_issue_us 1 us, dp 2: 2 us a gather)
+// before the hook's module's kernels, with no lead left after synchronize: hook 0
+// gathers q0 and prefetches p0 (4 us of copies: qkv at 4 instead of 3); at hook 1
+// the host synchronizes for qkv (4-7), issues G(f1)'s copies (2 us): proj at 9
+// instead of 6. Kernel issue itself free (0 us a kernel).
+TEST(ZeroThreeByModule, TheHostIssuesEachRanksCopyBeforeTheModulesKernels) {
+  HostDispatch host;
+  host.per_kernel_us = 0.0;
+  ShardedDataParallel z = per_module(true, true);
+  const Simulated free_issue = run(z, 0, host);
+  EXPECT_EQ(free_issue.forward_start("qkv", 0), 3 * kUs);
+  EXPECT_EQ(free_issue.forward_start("proj", 0), 6 * kUs);
+  z.module_gather->copy_issue_us = 1.0;
+  const Simulated s = run(z, 0, host);
+  EXPECT_EQ(s.forward_start("qkv", 0), 4 * kUs);
+  EXPECT_EQ(s.forward_start("proj", 0), 9 * kUs);
+  // Without host dispatch there is no host lane to cost it on (profiles refuse it).
+  EXPECT_EQ(run(z).forward_start("proj", 0), 6 * kUs);
+  const nlohmann::json bad = nlohmann::json::parse(R"({"name": "x", "description": "d", "source": "s",
+      "sharded_data_parallel": {"reduce_stream": "own", "source": "s", "module_gather": {"prefetch_bucket_elements": 1,
+         "max_live_elements": 1, "max_reuse_distance_elements": 1, "persistence_threshold_elements": 1,
+         "reduce_bucket_elements": 1, "synchronize": true, "copy_per_rank": true, "copy_issue_us": 5,
+         "source": "s"}}})");
+  try {
+    read_framework_profile(bad, "f.json");
+    FAIL() << "copy_issue_us without host_dispatch";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.json_path(), "$.sharded_data_parallel.module_gather.copy_issue_us");
+  }
 }
 
 // The gradients of the whole backward fit one 500M-element bucket: reduced at
