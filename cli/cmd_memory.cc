@@ -27,7 +27,8 @@ struct MemoryArgs {
 std::string moe_summary(const PlanSpec& p) {
   if (!p.moe.active) return "";
   const std::string capacity = p.moe.expert_capacity_factor > 0.0
-                                   ? fmt::format("capacity factor {}", p.moe.expert_capacity_factor)
+                                   ? fmt::format("capacity factor {}{}", p.moe.expert_capacity_factor,
+                                                 p.moe.pad_to_capacity ? ", padded" : "")
                                    : fmt::format("dropless, routing imbalance {}", p.moe.router_imbalance);
   return fmt::format(", ep {} etp {} ({} dispatcher, {}{}{})", p.moe.ep, p.moe.etp, to_string(p.moe.token_dispatcher),
                      capacity, p.moe.grouped_gemm ? ", grouped GEMM" : "",

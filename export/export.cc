@@ -75,6 +75,7 @@ void add_moe_model_flags(const ModelSpec& m, const PlanSpec& p, std::vector<Mega
   if (p.moe.shared_expert_overlap) add("--moe-shared-expert-overlap");
   if (p.moe.expert_capacity_factor > 0.0) {
     add("--moe-expert-capacity-factor", fmt::format("{}", p.moe.expert_capacity_factor));
+    if (p.moe.pad_to_capacity) add("--moe-pad-expert-input-to-capacity");
   }
   if (notes != nullptr && p.moe.router_imbalance != 1.0 && p.moe.expert_capacity_factor == 0.0) {
     notes->push_back(fmt::format("moe_router_imbalance {} is a what-if input of the memory model (the busiest expert "
@@ -482,7 +483,7 @@ std::string megatron_script(const Scenario& s, const ExportOptions& o, const std
         "--moe-shared-expert-intermediate-size", "--moe-layer-freq", "--moe-router-load-balancing-type",
         "--moe-aux-loss-coeff", "--moe-router-num-groups", "--moe-router-group-topk", "--moe-token-dispatcher-type",
         "--moe-flex-dispatcher-backend", "--moe-grouped-gemm", "--moe-shared-expert-overlap",
-        "--moe-expert-capacity-factor"}},
+        "--moe-expert-capacity-factor", "--moe-pad-expert-input-to-capacity"}},
       {"PARALLEL_ARGS",
        {"--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--context-parallel-size", "--cp-comm-type",
         "--expert-model-parallel-size", "--expert-tensor-parallel-size",

@@ -34,6 +34,7 @@ const std::vector<std::string>& moe_plan_keys() {
                                                 "moe_expert_capacity_factor",
                                                 "moe_grouped_gemm",
                                                 "moe_shared_expert_overlap",
+                                                "moe_pad_expert_input_to_capacity",
                                                 "moe_router_imbalance"};
   return keys;
 }
@@ -189,6 +190,7 @@ void read_moe_plan(json::ObjectReader& r, PlanSpec& p) {
   moe.expert_capacity_factor = r.number_or("moe_expert_capacity_factor", 0.0, 0.01, 1000.0);
   moe.grouped_gemm = r.boolean_or("moe_grouped_gemm", false);
   moe.shared_expert_overlap = r.boolean_or("moe_shared_expert_overlap", false);
+  moe.pad_to_capacity = r.boolean_or("moe_pad_expert_input_to_capacity", false);
   moe.router_imbalance = r.number_or("moe_router_imbalance", 1.0, 1.0, 1e6);
 }
 
@@ -200,6 +202,7 @@ void write_moe_plan(const PlanSpec& p, nlohmann::ordered_json& j) {
   if (p.moe.expert_capacity_factor > 0.0) j["moe_expert_capacity_factor"] = p.moe.expert_capacity_factor;
   j["moe_grouped_gemm"] = p.moe.grouped_gemm;
   if (p.moe.shared_expert_overlap) j["moe_shared_expert_overlap"] = true;
+  if (p.moe.pad_to_capacity) j["moe_pad_expert_input_to_capacity"] = true;
   j["moe_router_imbalance"] = p.moe.router_imbalance;
 }
 
@@ -258,6 +261,20 @@ void check_moe_plan(PlanSpec& p, const ModelSpec& m, const PlanFailure& fail) {
          "Megatron-Core allows it with moe_token_dispatcher_type alltoall or flex only "
          "(transformer_config.py: \"moe_shared_expert_overlap only works with alltoall or flex token "
          "dispatcher\"); remove it or change the dispatcher");
+  }
+  // transformer_config.py: "moe_expert_capacity_factor must be set to use
+  // moe_pad_expert_input_to_capacity"; "Flex token dispatcher with deepep backend
+  // does not support moe_pad_expert_input_to_capacity".
+  if (moe.pad_to_capacity && moe.expert_capacity_factor <= 0.0) {
+    fail("$.moe_pad_expert_input_to_capacity",
+         "pads every expert's input to its capacity, which needs moe_expert_capacity_factor (Megatron-Core's "
+         "transformer_config.py: \"moe_expert_capacity_factor must be set to use "
+         "moe_pad_expert_input_to_capacity\"); give the factor or remove it");
+  }
+  if (moe.pad_to_capacity && moe.token_dispatcher == MoeDispatcher::kFlex) {
+    fail("$.moe_pad_expert_input_to_capacity",
+         "is not supported by the flex (DeepEP) dispatcher (transformer_config.py: \"Flex token dispatcher with "
+         "deepep backend does not support moe_pad_expert_input_to_capacity\"); remove it or use alltoall");
   }
   // transformer_config.py:2612-2615: "Bias in Moe is only supported when ETP==1".
   if (m.add_bias_linear && moe.etp != 1) {

@@ -79,6 +79,10 @@ struct MoePlan {
   // --moe-shared-expert-overlap: the shared experts run on a side stream beside
   // the dispatch and combine all-to-alls (alltoall and flex dispatchers only).
   bool shared_expert_overlap = false;
+  // --moe-pad-expert-input-to-capacity: every expert's input padded to its
+  // capacity (needs a capacity factor). The costs are those of the busiest expert
+  // at capacity either way; with padding every expert computes that much.
+  bool pad_to_capacity = false;
   // Expected max / mean tokens per expert (1: balanced routing). A what-if
   // input: the busiest expert's rank holds this many times its share.
   double router_imbalance = 1.0;

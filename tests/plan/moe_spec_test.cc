@@ -206,6 +206,18 @@ TEST(MoePlan, MegatronRulesNameTheKey) {
                               base + "}", 8),
             "$.etp");
   EXPECT_EQ(plan_error(m, R"({"tp": 1, "ep": 8, "moe_token_dispatcher_type": "flex", )" + base + "}", 8), "");
+  // transformer_config.py: padding to capacity needs the factor, and not the flex dispatcher.
+  EXPECT_EQ(plan_error(m, R"({"tp": 1, "ep": 8, "moe_pad_expert_input_to_capacity": true, )" + base + "}", 8),
+            "$.moe_pad_expert_input_to_capacity");
+  EXPECT_EQ(plan_error(m, R"({"tp": 1, "ep": 8, "moe_token_dispatcher_type": "flex", "moe_expert_capacity_factor": 1,
+      "moe_pad_expert_input_to_capacity": true, )" + base + "}", 8), "$.moe_pad_expert_input_to_capacity");
+  const PlanSpec padded = plan_for(m, R"({"tp": 1, "ep": 8, "moe_token_dispatcher_type": "alltoall",
+      "moe_expert_capacity_factor": 1, "moe_pad_expert_input_to_capacity": true, )" + base + "}", 8);
+  EXPECT_TRUE(padded.moe.pad_to_capacity);
+  EXPECT_EQ(to_json(padded)["moe_pad_expert_input_to_capacity"], true);
+  // allgather has no token exchange for the shared experts to run beside.
+  EXPECT_EQ(plan_error(m, R"({"tp": 1, "ep": 8, "moe_token_dispatcher_type": "allgather",
+      "moe_shared_expert_overlap": true, )" + base + "}", 8), "$.moe_shared_expert_overlap");
 }
 
 // Group-limited routing (transformer_config.py:2671-2686): both keys or neither,
