@@ -308,8 +308,10 @@ class OpEmitter {
   bool collapse_;
   TaskId prev_ = -1;
   bool prev_comm_ = false;
-  // An MoE exchange the compute after it runs beside (Segment::beside_next), and,
-  // once that run has been emitted, the exchange the next tasks wait for.
+  // An exchange the compute after it runs beside (Segment::beside_next: an MoE
+  // layer's token exchange, a context-parallel ring step's transfer at full
+  // fidelity), and, once that run has been emitted, the exchange the next tasks
+  // wait for.
   TaskId beside_ = -1;
   TaskId beside_wait_ = -1;
   // The pending stretch.

@@ -148,24 +148,27 @@ class ModuleZero3 {
     }
   }
 
-  // The host issues every per-rank copy of the list collectives it launched since
-  // the last hook (the gathers here, the reduce-scatters of gradients since) before
-  // the hook's module's first kernel: that kernel's issue waits for them.
+  // The host issues the hook's module's first kernel after the gathers it launched
+  // at the hook: with synchronize, only once the GPU's work before the hook is done
+  // (it blocked in the first gather's synchronize); and only once it has issued
+  // every per-rank copy of the list collectives launched since the last hook (the
+  // gathers here, the reduce-scatters of gradients since), copy_issue_us each.
+  // (Without host dispatch there is no host lane: both are no-ops.)
   void delay_compute_issue(std::size_t k, std::size_t gathers) {
     const std::size_t calls = gathers + reduces_since_hook_;
     reduces_since_hook_ = 0;
-    if (cfg_.copy_issue_us <= 0.0 || !cfg_.copy_per_rank || c_.group_size < 2 || calls == 0) return;
-    const Duration extra =
-        Duration::from_seconds(cfg_.copy_issue_us * 1e-6 * static_cast<double>(calls) * c_.group_size);
+    const bool copies = cfg_.copy_issue_us > 0.0 && cfg_.copy_per_rank && c_.group_size > 1 && calls > 0;
+    const Duration extra = copies ? Duration::from_seconds(cfg_.copy_issue_us * 1e-6 * static_cast<double>(calls) *
+                                                           c_.group_size)
+                                  : Duration{};
     std::set<TaskId> delayed;  // members of a tensor-parallel group share their tasks
     for (std::size_t i = 0; i < members_.size(); ++i) {
       const TaskId first = hook_first(k, i);
       if (first < 0 || !delayed.insert(first).second) continue;
-      // After a device synchronize the host has no lead left to hide the copies' issue in.
       if (const TaskId before = before_hook(k, i); cfg_.synchronize && gathers > 0 && before >= 0) {
         b_.issue_after(first, before);
       }
-      b_.delay_issue(first, extra);
+      if (copies) b_.delay_issue(first, extra);
     }
   }
 
