@@ -1,5 +1,6 @@
 #include "plan/params.h"
 
+#include "plan/layer_ops.h"
 #include "plan/pipeline_split.h"
 #include "plan/stage_map.h"
 
@@ -221,6 +222,32 @@ std::int64_t stage_params_per_gpu(const ModelSpec& m, const PlanSpec& p, int sta
   }
   if (stage == 0) params += embedding_params_per_gpu(m, p);
   if (stage == head_rank(p)) params += head_params_per_gpu(m, p);
+  return params;
+}
+
+std::int64_t sequence_parallel_replicated_params(const ModelSpec& m, const PlanSpec& p, int stage) {
+  const LayerOpContext c = layer_op_context(p);
+  auto norm = [&](i64 width, bool latent) {
+    return m.normalization == Normalization::kLayerNorm && !latent ? 2 * width : width;  // LayerNorm's shift too
+  };
+  auto per_layer = [&](MlpKind mlp) {
+    i64 n = 0;
+    for (const LayerOp& op : layer_forward_ops(m, c, mlp)) {
+      if (op.role == OpRole::kNorm) {
+        n += norm(op.norm_width > 0 ? op.norm_width : m.hidden_size, op.norm_width > 0);
+      } else if (op.role == OpRole::kMlaDown || op.role == OpRole::kRouter) {
+        n += op.gemm.k * op.gemm.n;  // whole on every rank, no bias
+      } else if (op.has_weight && is_row_parallel(op.role) && m.add_bias_linear) {
+        n += op.gemm.n;  // the bias is added after the reduction: whole on every rank
+      }
+    }
+    return n;
+  };
+  const i64 layers = p.uneven_stages() ? pipeline_split(m, p).stage_layers(stage) : m.num_layers / p.pp;
+  const i64 moe_layers = m.is_moe() ? pipeline_split(m, p).stage_moe_layers(m, stage) : 0;
+  i64 params = (layers - moe_layers) * per_layer(MlpKind::kDense);
+  if (moe_layers > 0) params += moe_layers * per_layer(MlpKind::kMoe);
+  if (stage == head_rank(p)) params += final_norm_params(m);
   return params;
 }
 

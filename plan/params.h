@@ -70,6 +70,17 @@ std::int64_t mtp_layer_params(const ModelSpec& m);
 std::int64_t mtp_dense_params_per_gpu(const ModelSpec& m, const PlanSpec& p);
 std::int64_t mtp_expert_params_per_gpu(const ModelSpec& m, const PlanSpec& p);
 bool mtp_embedding_copy(const ModelSpec& m, const PlanSpec& p);
+// Of stage_params_per_gpu, those every tensor-parallel rank holds whole whose
+// gradients sequence parallelism leaves partial on each (each rank back-propagates
+// only its own tokens through them): the norms, the row-parallel layers' biases,
+// multi-head latent attention's duplicated down-projections, the MoE router, and
+// on the last stage the final norm. Megatron-Core all-reduces their gradients over
+// tp after the data-parallel reduction (finalize_model_grads.py,
+// _allreduce_non_tensor_model_parallel_grads), as Strata's runtime does
+// (ParameterStore::sum_replicated_over_tp). The plan's tp and sequence
+// parallelism do not enter the count (the caller asks only when both are on);
+// multi-token prediction layers are not counted.
+std::int64_t sequence_parallel_replicated_params(const ModelSpec& m, const PlanSpec& p, int stage);
 // Of stage_params_per_gpu, the routed experts' (0 for a dense model): sharded
 // by ZeRO over the expert data-parallel group, not dp*cp.
 std::int64_t stage_expert_params_per_gpu(const ModelSpec& m, const PlanSpec& p, int stage);

@@ -300,6 +300,7 @@ class DataParallelPass {
         }
       }
     }
+    add_replicated_sync(last_dp);
     add_embedding_sync(last_dp);
     add_step(last_dp, lbl_ag);
   }
@@ -422,6 +423,37 @@ class DataParallelPass {
     add_zero3_by_module(b_, r, members, c, last_dp);
   }
 
+  // Sequence parallelism: after the data-parallel reduction each tensor-parallel
+  // group all-reduces the gradients of the parameters its ranks hold whole
+  // (sequence_parallel_replicated_params: norms, row-parallel biases, MLA's
+  // down-projections, the router), one coalesced all-reduce per group, on the
+  // model-parallel lane (Megatron-Core's finalize_model_grads).
+  void add_replicated_sync(std::vector<TaskId>& last_dp) {
+    if (p_.tp < 2 || !p_.sequence_parallel) return;
+    const std::int32_t lbl = b_.label("replicated grad all_reduce", Category::kTp, Phase::kStep);
+    for (int r = 0; r < p_.pp; ++r) {
+      const double bytes = static_cast<double>(sequence_parallel_replicated_params(m_, p_, r)) * p_.grad_bytes();
+      if (bytes <= 0.0) continue;
+      for (int d = 0; d < p_.grad_replicas(); ++d) {
+        std::vector<std::pair<int, int>> slots;
+        for (int t = 0; t < p_.tp; ++t) {
+          if (const int s = b_.sim_index(b_.global(t, d, r)); s >= 0) slots.emplace_back(s, stream_index(StreamKind::kTpComm));
+        }
+        if (slots.empty()) continue;
+        TaskInfo info;
+        info.bytes = bytes;
+        const TaskId task =
+            b_.comm_task(slots, b_.collective(CollectiveOp::kAllReduce, b_.tp_group_gpus(d, r), bytes), lbl, info);
+        for (const auto& [sim, lane] : slots) {
+          auto& last = last_dp[static_cast<std::size_t>(sim)];
+          b_.depend(b_.last_task[sim], task);  // the backward's last kernel
+          if (last >= 0) b_.depend(last, task);  // and the data-parallel reduction
+          last = task;
+        }
+      }
+    }
+  }
+
   // Tied embeddings with pp > 1: the first and last stages all-reduce the word
   // embedding's gradient (Megatron-LM's embedding group).
   void add_embedding_sync(std::vector<TaskId>& last_dp) {
@@ -440,6 +472,7 @@ class DataParallelPass {
         TaskId task = b_.comm_task({{a, stream_index(StreamKind::kDpComm)}, {b, stream_index(StreamKind::kDpComm)}}, comm, lbl, info);
         for (int s : {a, b}) {
           b_.depend(b_.last_task[s], task);
+          if (last_dp[s] >= 0) b_.depend(last_dp[s], task);  // after the replicated gradients' sum (another lane)
           last_dp[s] = task;
         }
       }

@@ -135,6 +135,15 @@ TEST(MlaLayer, ParametersPerRankAreTheModulesParameters) {
   EXPECT_EQ(modules, layer_params_per_gpu(m, 2));
 }
 
+// Every tensor-parallel rank holds the down-projections, the latents' norms and the
+// layer's two norms whole (`whole` above): under sequence parallelism their
+// gradients are partial and summed over tp at the step's end (4 layers and the
+// final norm on one stage).
+TEST(MlaLayer, TheDuplicatedDownProjectionsGradientsAreSummedOverTp) {
+  const std::int64_t whole = 7168LL * 1536 + 1536 + 7168LL * 576 + 512 + 2 * 7168;
+  EXPECT_EQ(sequence_parallel_replicated_params(mla_model(), tp2(), 0), 4 * whole + 7168);
+}
+
 // With sequence parallelism the up-projections gather their latents over tp
 // (the query's 1536, the key/value's 512 with the 64-wide rotary key), not the
 // 7168-wide stream that QKV would.

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "fake_costs.h"
+#include "plan/params.h"
 #include "test_models.h"
 #include "sim/workload/workload.h"
 
@@ -179,6 +180,49 @@ TEST(Workload, TiedEmbeddingIsSummedBetweenFirstAndLastStage) {
   untied.untie_embeddings_and_output_weights = true;
   EXPECT_TRUE(named(build(plan(2, 1, 0), untied), "embedding grad all_reduce", Phase::kBackward).empty());
   EXPECT_TRUE(named(build(plan(1, 2, 0)), "embedding grad all_reduce", Phase::kBackward).empty());
+}
+
+// Sequence parallelism at tp 2: the parameters both tensor-parallel ranks hold
+// whole (per layer two LayerNorms of 2 x 64 and the projection's and fc2's biases
+// of 64: 384; the final norm's 128 on the last stage) have partial gradients,
+// all-reduced over tp once the data-parallel reduction is done, before the norm
+// pass. pp 2: stage 0 holds 384 x 1, stage 1 384 + 128; bf16 gradients.
+TEST(Workload, SequenceParallelSumsTheReplicatedGradientsOverTp) {
+  PlanSpec p = plan(2, 1, 0);
+  p.tp = 2;
+  p.sequence_parallel = true;
+  EXPECT_EQ(sequence_parallel_replicated_params(model(), p, 0), 384);
+  EXPECT_EQ(sequence_parallel_replicated_params(model(), p, 1), 384 + 128);
+  const Workload w = build(p);
+  const auto pred = predecessors(w);
+  const std::vector<TaskId> sums = named(w, "replicated grad all_reduce", Phase::kStep);
+  ASSERT_EQ(sums.size(), 2u);
+  std::multiset<double> bytes;
+  for (TaskId t : sums) {
+    bytes.insert(w.notes.info(t).bytes);
+    EXPECT_EQ(ranks_of(w, t).size(), 2u);  // the stage's tensor-parallel pair
+  }
+  EXPECT_EQ(bytes, (std::multiset<double>{384 * 2, 512 * 2}));
+  // Each stage's norm pass waits for its sum (through the tied embedding's sum after it).
+  auto waits_for = [&](TaskId task, TaskId before) {
+    std::vector<TaskId> todo{task};
+    std::set<TaskId> seen;
+    while (!todo.empty()) {
+      const TaskId t = todo.back();
+      todo.pop_back();
+      if (t == before) return true;
+      if (!seen.insert(t).second || !pred.count(t)) continue;
+      for (TaskId q : pred.at(t)) todo.push_back(q);
+    }
+    return false;
+  };
+  for (TaskId pass : named(w, "gradient norm", Phase::kStep)) {
+    int after = 0;
+    for (TaskId t : sums) after += waits_for(pass, t) ? 1 : 0;
+    EXPECT_GE(after, 1);
+  }
+  p.sequence_parallel = false;
+  EXPECT_TRUE(named(build(p), "replicated grad all_reduce", Phase::kStep).empty());
 }
 
 TEST(Workload, DistributedOptimizerReducesTheSharedEmbeddingAsItsOwnBucket) {
