@@ -24,14 +24,13 @@ void overlap_cp_ring_steps(std::vector<Segment>& segs, const CpRingTime& send_ns
     }
     // The transfer is gone: the steps on either side become one compute segment.
     const auto pos = static_cast<std::ptrdiff_t>(k);
-    if (k + 1 < segs.size() && !segs[k + 1].is_comm && !before.beside_end) {
-      for (DetailOp& op : segs[k + 1].ops) before.ops.push_back(std::move(op));
-      before.beside_end = segs[k + 1].beside_end;
+    if (k + 1 < segs.size() && can_join(before, segs[k + 1])) {
+      join(before, std::move(segs[k + 1]));
       segs.erase(segs.begin() + pos, segs.begin() + pos + 2);
     } else {
+      recompute_totals(before);
       segs.erase(segs.begin() + pos);
     }
-    recompute_totals(before);
   }
 }
 

@@ -1,6 +1,6 @@
 #include "sim/workload/segments.h"
 
-#include "plan/moe_traffic.h"
+#include "core/error.h"
 #include "plan/moe_traffic.h"
 
 #include <algorithm>
@@ -447,6 +447,16 @@ void recompute_totals(Segment& s) {
   }
 }
 
+bool can_join(const Segment& into, const Segment& next) {
+  return !into.is_comm && !next.is_comm && !into.beside_end;
+}
+
+void join(Segment& into, Segment next) {
+  for (DetailOp& op : next.ops) into.ops.push_back(std::move(op));
+  into.beside_end = next.beside_end;
+  recompute_totals(into);
+}
+
 std::int64_t ParameterModule::elements() const {
   std::int64_t n = 0;
   for (std::int64_t e : params) n += e;
@@ -530,14 +540,12 @@ BlockSegments layer_segments(const ModelSpec& m, const PlanSpec& p, const OpCost
       const CommGroup g = items[k].point.group;
       if (g == CommGroup::kExpert || g == CommGroup::kExpertNode || g == CommGroup::kExpertRail) at = k;
     }
-    if (at == items.size()) return;  // none (ep > 1 always has one)
+    if (at == items.size()) throw InternalError("an MoE exchange with ep > 1 has no all-to-all to run beside");
     items[at].beside = true;
-    std::vector<Item> run;
-    for (LayerOp& op : shared) {
-      if (op.role == OpRole::kFc2 && dispatch) break;
-      if (op.role != OpRole::kFc2 && !dispatch) continue;
-      const bool fc1 = op.role == OpRole::kFc1;
-      run.push_back(fc1 ? column_parallel_item(op, p, bytes) : op_item(op));
+    std::vector<Item> run;  // fc1 and the activation beside the dispatch, fc2 beside the combine
+    for (const LayerOp& op : shared) {
+      if ((op.role == OpRole::kFc2) == dispatch) continue;
+      run.push_back(op.role == OpRole::kFc1 ? column_parallel_item(op, p, bytes) : op_item(op));
     }
     run.back().beside_end = true;
     if (!dispatch && tp) run.push_back(after_row_parallel(p, bytes));
@@ -613,11 +621,8 @@ namespace {
 // Appends `more` to `segs`, merging a compute segment that meets another.
 void concat(std::vector<Segment>& segs, const std::vector<Segment>& more) {
   for (const Segment& s : more) {
-    if (!s.is_comm && !segs.empty() && !segs.back().is_comm && s.hook < 0 && !segs.back().beside_end) {
-      Segment& last = segs.back();
-      last.ops.insert(last.ops.end(), s.ops.begin(), s.ops.end());
-      last.beside_end = s.beside_end;
-      recompute_totals(last);
+    if (!segs.empty() && s.hook < 0 && can_join(segs.back(), s)) {
+      join(segs.back(), s);
       continue;
     }
     segs.push_back(s);

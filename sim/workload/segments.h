@@ -83,6 +83,11 @@ std::vector<ParameterModule> layer_parameter_modules(const ModelSpec& m, const P
 // from its longest kernel (a context-parallel ring wait is not one); for the
 // passes that fold collectives into compute (tp_overlap.h, cp_ring.h).
 void recompute_totals(Segment& s);
+// Whether compute segment `next` may join compute segment `into` as one: not when
+// `into` ends a run beside an exchange (Segment::beside_end), which `next` waits for.
+bool can_join(const Segment& into, const Segment& next);
+// Appends `next`'s ops to `into` (can_join), which then ends where `next` ended.
+void join(Segment& into, Segment next);
 
 struct BlockSegments {
   std::vector<Segment> forward;

@@ -89,10 +89,8 @@ void overlap_tp_collectives(std::vector<Segment>& segs, const TpOverlap& overlap
     // (unless the first ends a run beside an MoE exchange, which the second waits
     // for). Either way the next segment to look at is the one now at k.
     const auto pos = static_cast<std::ptrdiff_t>(k);
-    if (k > 0 && k + 1 < segs.size() && !segs[k - 1].is_comm && !segs[k + 1].is_comm && !segs[k - 1].beside_end) {
-      for (DetailOp& op : segs[k + 1].ops) segs[k - 1].ops.push_back(std::move(op));
-      segs[k - 1].beside_end = segs[k + 1].beside_end;
-      recompute_totals(segs[k - 1]);
+    if (k > 0 && k + 1 < segs.size() && can_join(segs[k - 1], segs[k + 1])) {
+      join(segs[k - 1], std::move(segs[k + 1]));
       segs.erase(segs.begin() + pos, segs.begin() + pos + 2);
     } else {
       recompute_totals(segs[at]);

@@ -69,6 +69,34 @@ TEST(TpOverlap, OtherGroupsCollectivesStay) {
   EXPECT_EQ(segs[0].ops[0].duration_ns, 100);
 }
 
+// A reduce-scatter folded into the GEMM that ends a run beside an MoE exchange
+// (Segment::beside_end) leaves the compute after it a segment of its own, which
+// waits for the exchange; folded into a GEMM inside a run, the run grows.
+TEST(TpOverlap, ARunBesideAnExchangeEndsWhereItEnded) {
+  Segment exchange = comm(CollectiveOp::kAllToAll);
+  exchange.group = CommGroup::kExpert;
+  exchange.beside_next = true;
+  Segment run = compute({gemm("fc2", 100)});
+  run.beside_end = true;
+  std::vector<Segment> segs = {exchange, run, comm(CollectiveOp::kReduceScatter), compute({norm("unpermute", 5)})};
+  TpOverlap o;
+  o.gemms["fc2_fprop"] = method(TpOverlapMethod::kBulk, 0);
+  const TpCommTime c = [](CollectiveOp, double) { return TpComm{40, 0}; };
+  overlap_tp_collectives(segs, o, 2, 132, c);
+  ASSERT_EQ(segs.size(), 3u);
+  EXPECT_EQ(segs[1].ops.size(), 1u);
+  EXPECT_EQ(segs[1].ops[0].name, "fc2 +reduce_scatter");
+  EXPECT_TRUE(segs[1].beside_end);
+  EXPECT_EQ(segs[2].ops[0].name, "unpermute");
+  // The run's first segment joins its last: the run ends where the last ended.
+  Segment head = compute({norm("act", 5)});
+  std::vector<Segment> inner = {exchange, head, comm(CollectiveOp::kAllGather), run};
+  overlap_tp_collectives(inner, o, 2, 132, c);
+  ASSERT_EQ(inner.size(), 2u);
+  EXPECT_EQ(inner[1].ops.size(), 2u);
+  EXPECT_TRUE(inner[1].beside_end);
+}
+
 // The forward of a sequence-parallel attention block: norm | AG | qkv, attention,
 // proj | RS | residual. With qkv_fprop overlapped (bulk, no SMs: max(G, C)) and
 // proj_fprop not, the all-gather goes into qkv and the reduce-scatter stays.

@@ -203,23 +203,25 @@ TEST(Workload, SequenceParallelSumsTheReplicatedGradientsOverTp) {
     EXPECT_EQ(ranks_of(w, t).size(), 2u);  // the stage's tensor-parallel pair
   }
   EXPECT_EQ(bytes, (std::multiset<double>{384 * 2, 512 * 2}));
-  // Each stage's norm pass waits for its sum (through the tied embedding's sum after it).
-  auto waits_for = [&](TaskId task, TaskId before) {
-    std::vector<TaskId> todo{task};
-    std::set<TaskId> seen;
-    while (!todo.empty()) {
-      const TaskId t = todo.back();
-      todo.pop_back();
-      if (t == before) return true;
-      if (!seen.insert(t).second || !pred.count(t)) continue;
-      for (TaskId q : pred.at(t)) todo.push_back(q);
-    }
-    return false;
-  };
+  // The tied embedding's sums (one per tensor-parallel rank, over the first and
+  // last stage) wait for both stages' sums; each norm pass for one of them.
+  const std::vector<TaskId> tied = named(w, "embedding grad all_reduce", Phase::kBackward);
+  ASSERT_EQ(tied.size(), 2u);
+  for (TaskId t : tied) {
+    for (TaskId sum : sums) EXPECT_TRUE(pred.at(t).count(sum));
+  }
   for (TaskId pass : named(w, "gradient norm", Phase::kStep)) {
-    int after = 0;
-    for (TaskId t : sums) after += waits_for(pass, t) ? 1 : 0;
-    EXPECT_GE(after, 1);
+    EXPECT_TRUE(pred.at(pass).count(tied[0]) || pred.at(pass).count(tied[1]));
+  }
+  // Untied, nothing between: each norm pass waits for its stage's sum itself.
+  ModelSpec untied = model();
+  untied.untie_embeddings_and_output_weights = true;
+  const Workload u = build(p, untied);
+  const auto upred = predecessors(u);
+  const std::vector<TaskId> usums = named(u, "replicated grad all_reduce", Phase::kStep);
+  ASSERT_EQ(usums.size(), 2u);
+  for (TaskId pass : named(u, "gradient norm", Phase::kStep)) {
+    EXPECT_TRUE(upred.at(pass).count(usums[0]) || upred.at(pass).count(usums[1]));
   }
   p.sequence_parallel = false;
   EXPECT_TRUE(named(build(p), "replicated grad all_reduce", Phase::kStep).empty());

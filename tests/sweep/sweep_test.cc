@@ -483,12 +483,18 @@ namespace {
 // A multi-head latent attention model's space also holds selective recompute
 // of its up-projections (Megatron-Core's module mla_up_proj), each such plan
 // the twin of a core_attn one; a model without MLA has none.
-TEST(Sweep, MlaModelsAlsoTryRecomputingTheUpProjections) {
-  const ClusterSpec c = cluster("dgx-h100-8node", 8);
+// A small plan space: global batch 64, micro-batch 1, no virtual stages.
+PlanSpaceRequest small_space() {
   PlanSpaceRequest req;
   req.global_batch_size = 64;
   req.max_micro_batch_size = 1;
   req.max_vpp = 1;
+  return req;
+}
+
+TEST(Sweep, MlaModelsAlsoTryRecomputingTheUpProjections) {
+  const ClusterSpec c = cluster("dgx-h100-8node", 8);
+  const PlanSpaceRequest req = small_space();
   auto mla_plans = [&](const ModelSpec& m, std::int64_t* core_attn) {
     PlanSpaceCounts counts;
     std::int64_t up = 0;
@@ -517,10 +523,7 @@ TEST(Sweep, MlaModelsAlsoTryRecomputingTheUpProjections) {
 // Megatron-Core refuses); a model without shared experts never sets the key.
 TEST(Sweep, SharedExpertsRunBesideTheExchangesWhereTheDispatcherAllows) {
   const ClusterSpec c = cluster("dgx-h100-8node", 8);
-  PlanSpaceRequest req;
-  req.global_batch_size = 64;
-  req.max_micro_batch_size = 1;
-  req.max_vpp = 1;
+  PlanSpaceRequest req = small_space();
   auto overlapping = [&](const ModelSpec& m, MoeDispatcher d) {
     req.moe_dispatcher = d;
     PlanSpaceCounts counts;
