@@ -246,6 +246,7 @@ class FlowSharing {
   std::vector<char> scratch_done_;
   std::vector<FillEvent> scratch_heap_;
   std::vector<int> scratch_active_;
+  std::vector<int> scratch_fired_;
   // refine_classes's partition of S's links: a class is its parent's links that the
   // flow `flow` crosses with weight `weight` (the root, 0, has no flow). Per class:
   // its links (a list through link_next_/link_prev_), the tightest of them, its

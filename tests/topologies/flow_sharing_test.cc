@@ -91,6 +91,33 @@ TEST(FlowSharing, UnaffectedFlowsAreNotResolved) {
   EXPECT_EQ(s.last_resolved_flows(), 3);
 }
 
+// A long flow over 8 links of 10, held to 2 on a link of 4 it shares with B; a
+// short flow on each of the 8 took the rest (8). When B leaves, the long flow
+// could run at 4, so every short flow must give way: each is faster than it on a
+// full link of its path. The re-solve takes them all in its second round, not one
+// per round (a data-parallel part meeting one saturated NVLink port per round).
+// Then the long flow is at 4 (the small link), the short flows at 6.
+TEST(FlowSharing, AFlowHeldOnManyFullLinksTakesAllTheirFasterFlowsAtOnce) {
+  constexpr int kHops = 8;
+  std::vector<double> capacity(kHops, 10.0);
+  capacity.push_back(4.0);  // link kHops
+  FlowSharing s(capacity);
+  std::vector<LinkId> long_path;
+  for (int k = 0; k <= kHops; ++k) long_path.push_back(k);
+  const FlowId lng = s.add(long_path, FlowSharing::kNoCap);
+  const FlowId b = s.add({kHops}, FlowSharing::kNoCap);
+  std::vector<FlowId> shorts;
+  for (int k = 0; k < kHops; ++k) shorts.push_back(s.add({k}, FlowSharing::kNoCap));
+  ASSERT_EQ(s.rate(lng), 2.0);
+  for (FlowId f : shorts) ASSERT_EQ(s.rate(f), 8.0);
+
+  s.remove(b);
+  EXPECT_EQ(s.rate(lng), 4.0);
+  for (FlowId f : shorts) EXPECT_EQ(s.rate(f), 6.0);
+  EXPECT_EQ(s.last_resolved_flows(), kHops + 1);
+  EXPECT_EQ(s.last_resolve_rounds(), 2);  // one short flow per round would take kHops + 1
+}
+
 TEST(FlowSharing, BadArgumentsAreInternalErrors) {
   FlowSharing s(std::vector<double>{10.0});
   EXPECT_THROW(s.add({1}, FlowSharing::kNoCap), InternalError);
