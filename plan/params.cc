@@ -1,6 +1,5 @@
 #include "plan/params.h"
 
-#include "plan/layer_ops.h"
 #include "plan/pipeline_split.h"
 #include "plan/stage_map.h"
 
@@ -93,6 +92,18 @@ LayerParamParts moe_layer_dense_parts(const ModelSpec& m) {
   parts.replicated += static_cast<i64>(m.moe.num_experts) * m.hidden_size;
   if (m.moe.moe_shared_expert_intermediate_size > 0) parts += mlp_parts(m, m.moe.moe_shared_expert_intermediate_size);
   return parts;
+}
+
+// A pipeline stage's transformer layers and, of them, MoE layers.
+struct StageLayers {
+  i64 layers = 0;
+  i64 moe = 0;
+};
+StageLayers stage_layers(const ModelSpec& m, const PlanSpec& p, int stage) {
+  if (!p.uneven_stages() && !m.is_moe()) return {m.num_layers / p.pp, 0};
+  const PipelineSplit split = pipeline_split(m, p);
+  return {p.uneven_stages() ? split.stage_layers(stage) : m.num_layers / p.pp,
+          m.is_moe() ? split.stage_moe_layers(m, stage) : 0};
 }
 
 i64 transformer_params(const ModelSpec& m) {
@@ -211,14 +222,10 @@ std::int64_t stage_expert_params_per_gpu(const ModelSpec& m, const PlanSpec& p, 
 }
 
 std::int64_t stage_params_per_gpu(const ModelSpec& m, const PlanSpec& p, int stage) {
-  const i64 layers_per_stage = p.uneven_stages() ? pipeline_split(m, p).stage_layers(stage) : m.num_layers / p.pp;
-  i64 params = 0;
-  if (m.is_moe()) {
-    const i64 moe_layers = pipeline_split(m, p).stage_moe_layers(m, stage);
-    params = (layers_per_stage - moe_layers) * layer_params_per_gpu(m, p.tp) +
-             moe_layers * moe_layer_dense_params_per_gpu(m, p.tp) + stage_expert_params_per_gpu(m, p, stage);
-  } else {
-    params = layers_per_stage * layer_params_per_gpu(m, p.tp);
+  const StageLayers l = stage_layers(m, p, stage);
+  i64 params = (l.layers - l.moe) * layer_params_per_gpu(m, p.tp);
+  if (l.moe > 0) {
+    params += l.moe * moe_layer_dense_params_per_gpu(m, p.tp) + stage_expert_params_per_gpu(m, p, stage);
   }
   if (stage == 0) params += embedding_params_per_gpu(m, p);
   if (stage == head_rank(p)) params += head_params_per_gpu(m, p);
@@ -226,27 +233,10 @@ std::int64_t stage_params_per_gpu(const ModelSpec& m, const PlanSpec& p, int sta
 }
 
 std::int64_t sequence_parallel_replicated_params(const ModelSpec& m, const PlanSpec& p, int stage) {
-  const LayerOpContext c = layer_op_context(p);
-  auto norm = [&](i64 width, bool latent) {
-    return m.normalization == Normalization::kLayerNorm && !latent ? 2 * width : width;  // LayerNorm's shift too
-  };
-  auto per_layer = [&](MlpKind mlp) {
-    i64 n = 0;
-    for (const LayerOp& op : layer_forward_ops(m, c, mlp)) {
-      if (op.role == OpRole::kNorm) {
-        n += norm(op.norm_width > 0 ? op.norm_width : m.hidden_size, op.norm_width > 0);
-      } else if (op.role == OpRole::kMlaDown || op.role == OpRole::kRouter) {
-        n += op.gemm.k * op.gemm.n;  // whole on every rank, no bias
-      } else if (op.has_weight && is_row_parallel(op.role) && m.add_bias_linear) {
-        n += op.gemm.n;  // the bias is added after the reduction: whole on every rank
-      }
-    }
-    return n;
-  };
-  const i64 layers = p.uneven_stages() ? pipeline_split(m, p).stage_layers(stage) : m.num_layers / p.pp;
-  const i64 moe_layers = m.is_moe() ? pipeline_split(m, p).stage_moe_layers(m, stage) : 0;
-  i64 params = (layers - moe_layers) * per_layer(MlpKind::kDense);
-  if (moe_layers > 0) params += moe_layers * per_layer(MlpKind::kMoe);
+  // What a tensor-parallel rank holds whole: the layers' `replicated` parts.
+  const StageLayers l = stage_layers(m, p, stage);
+  i64 params = (l.layers - l.moe) * dense_layer_parts(m).replicated;
+  if (l.moe > 0) params += l.moe * moe_layer_dense_parts(m).replicated;
   if (stage == head_rank(p)) params += final_norm_params(m);
   return params;
 }

@@ -480,9 +480,6 @@ TEST(SweepAnswers, DoublingNodesDoesNotSlowTheBestPlan) {
 namespace strata::sim {
 namespace {
 
-// A multi-head latent attention model's space also holds selective recompute
-// of its up-projections (Megatron-Core's module mla_up_proj), each such plan
-// the twin of a core_attn one; a model without MLA has none.
 // A small plan space: global batch 64, micro-batch 1, no virtual stages.
 PlanSpaceRequest small_space() {
   PlanSpaceRequest req;
@@ -492,6 +489,9 @@ PlanSpaceRequest small_space() {
   return req;
 }
 
+// A multi-head latent attention model's space also holds selective recompute
+// of its up-projections (Megatron-Core's module mla_up_proj), each such plan
+// the twin of a core_attn one; a model without MLA has none.
 TEST(Sweep, MlaModelsAlsoTryRecomputingTheUpProjections) {
   const ClusterSpec c = cluster("dgx-h100-8node", 8);
   const PlanSpaceRequest req = small_space();
