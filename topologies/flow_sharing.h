@@ -45,6 +45,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "core/flat_id_map.h"
@@ -154,6 +155,14 @@ class FlowSharing {
   // The live flows, besides `leaving`, bottlenecked on a full link of theirs:
   // those a removal of `leaving` can speed up.
   std::vector<int> bottlenecked_beside(const std::vector<int>& leaving);
+  // Whether the live flow is the fastest on a full link that no flow of the
+  // change crosses (none marked in link_epoch_): its rate stays max-min fair.
+  bool held_elsewhere(int slot) const;
+  // Rule (a) of resolve on S's full link `local` (group `group`): the level at
+  // which the S flows held there meet the outside flows faster than them, once
+  // those give way and every other flow keeps its rate.
+  double level_where_faster_give_way(int group, int local, const std::vector<double>& new_rate,
+                                     const std::vector<int>& bottleneck);
   // Starts a new stamp for the scratch marks.
   void next_epoch();
   // Progressive filling of the affected flows over the capacity left to them; each
@@ -247,6 +256,8 @@ class FlowSharing {
   std::vector<FillEvent> scratch_heap_;
   std::vector<int> scratch_active_;
   std::vector<int> scratch_fired_;
+  std::vector<double> scratch_level_;
+  std::vector<std::pair<double, double>> scratch_outside_;
   // refine_classes's partition of S's links: a class is its parent's links that the
   // flow `flow` crosses with weight `weight` (the root, 0, has no flow). Per class:
   // its links (a list through link_next_/link_prev_), the tightest of them, its

@@ -118,6 +118,43 @@ TEST(FlowSharing, AFlowHeldOnManyFullLinksTakesAllTheirFasterFlowsAtOnce) {
   EXPECT_EQ(s.last_resolve_rounds(), 2);  // one short flow per round would take kHops + 1
 }
 
+// D (a data-parallel part) runs alone on link 0 of 2, its NIC, and crosses link 1
+// of 4, a GPU's NVLink port, beside T, held at 2 on its own link 2 of 2. Link 1 is
+// full and D ties T as the fastest there, so both links certify D's rate. When T
+// ends, link 0 still does (full, D alone, and T never crossed it): D keeps its 2
+// without a re-solve.
+TEST(FlowSharing, AFlowHeldOnALinkTheChangeLeavesAloneIsNotResolved) {
+  FlowSharing s(std::vector<double>{2.0, 4.0, 2.0});
+  const FlowId d = s.add({0, 1}, FlowSharing::kNoCap);
+  const FlowId t = s.add({1, 2}, FlowSharing::kNoCap);
+  ASSERT_EQ(s.rate(d), 2.0);
+  ASSERT_EQ(s.rate(t), 2.0);
+  s.take_changed();
+  s.remove(t);
+  EXPECT_EQ(s.last_resolved_flows(), 0);
+  EXPECT_EQ(s.rate(d), 2.0);
+  EXPECT_TRUE(s.take_changed().empty());
+}
+
+// A full link of 10: D1 and D2 cross it at 1 each, held on their own links of 1;
+// F took the rest, 8. T joins and first gets nothing: every flow there is faster
+// than T. Only F must give way: the level where T and the faster flows meet, with
+// the slower ones kept, is 4 (4 + 1 + 1 + 4 = 10), above D1 and D2. The re-solve
+// takes T and F (not four flows), and T = F = 4.
+TEST(FlowSharing, ANewFlowTakesItsShareOnlyFromTheFlowsAboveItsLevel) {
+  FlowSharing s(std::vector<double>{10.0, 1.0, 1.0});
+  const FlowId d1 = s.add({0, 1}, FlowSharing::kNoCap);
+  const FlowId d2 = s.add({0, 2}, FlowSharing::kNoCap);
+  const FlowId f = s.add({0}, FlowSharing::kNoCap);
+  ASSERT_EQ(s.rate(f), 8.0);
+  const FlowId t = s.add({0}, FlowSharing::kNoCap);
+  EXPECT_EQ(s.last_resolved_flows(), 2);
+  EXPECT_EQ(s.rate(t), 4.0);
+  EXPECT_EQ(s.rate(f), 4.0);
+  EXPECT_EQ(s.rate(d1), 1.0);
+  EXPECT_EQ(s.rate(d2), 1.0);
+}
+
 TEST(FlowSharing, BadArgumentsAreInternalErrors) {
   FlowSharing s(std::vector<double>{10.0});
   EXPECT_THROW(s.add({1}, FlowSharing::kNoCap), InternalError);
