@@ -100,6 +100,10 @@ int FlowSharing::new_group(double capacity, std::uint64_t sig, double load) {
     group_parent_.push_back(-1);
     group_serial_.push_back(0);
     group_parent_serial_.push_back(0);
+    cover_epoch_.push_back(0);
+    cover_links_.push_back(0);
+    cover_weight_.push_back(0.0);
+    cover_hop_.push_back(-1);
   }
   group_made_by_[static_cast<std::size_t>(g)] = -1;
   group_serial_[static_cast<std::size_t>(g)] = ++next_serial_;
@@ -108,13 +112,99 @@ int FlowSharing::new_group(double capacity, std::uint64_t sig, double load) {
   load_[gg] = load;
   group_links_[gg] = 0;
   group_sig_[gg] = sig;
-  if (int* first = group_by_sig_.find(sig)) {
-    group_next_same_sig_[gg] = std::exchange(*first, g);
+  link_sig(g);
+  return g;
+}
+
+void FlowSharing::link_sig(int group) {
+  const auto gg = static_cast<std::size_t>(group);
+  if (int* first = group_by_sig_.find(group_sig_[gg])) {
+    group_next_same_sig_[gg] = std::exchange(*first, group);
   } else {
     group_next_same_sig_[gg] = -1;
-    group_by_sig_.insert(sig, g);
+    group_by_sig_.insert(group_sig_[gg], group);
   }
-  return g;
+}
+
+void FlowSharing::unlink_sig(int group) {
+  const auto gg = static_cast<std::size_t>(group);
+  int* first = group_by_sig_.find(group_sig_[gg]);
+  if (*first == group) {
+    if (group_next_same_sig_[gg] < 0) {
+      group_by_sig_.erase(group_sig_[gg]);
+    } else {
+      *first = group_next_same_sig_[gg];
+    }
+  } else {
+    int g = *first;
+    while (group_next_same_sig_[static_cast<std::size_t>(g)] != group) g = group_next_same_sig_[static_cast<std::size_t>(g)];
+    group_next_same_sig_[static_cast<std::size_t>(g)] = group_next_same_sig_[gg];
+  }
+}
+
+void FlowSharing::count_cover(int slot, bool with_hops) {
+  const Flow& f = flows_[static_cast<std::size_t>(slot)];
+  next_stamp(cover_stamp_, cover_epoch_);
+  for (std::size_t j = 0; j < f.links.size(); ++j) {
+    const int g = group_of_link_[static_cast<std::size_t>(f.links[j])];
+    if (g < 0) continue;
+    const auto gg = static_cast<std::size_t>(g);
+    const double w = f.link_weight.empty() ? 1.0 : f.link_weight[j];
+    if (cover_epoch_[gg] != cover_stamp_) {
+      cover_epoch_[gg] = cover_stamp_;
+      cover_links_[gg] = 0;
+      cover_weight_[gg] = w;
+    } else if (cover_weight_[gg] != w) {
+      cover_weight_[gg] = -1.0;  // several weights: no one group can take them all
+    }
+    ++cover_links_[gg];
+  }
+  if (with_hops) {
+    for (std::size_t i = 0; i < f.path.size(); ++i) cover_hop_[static_cast<std::size_t>(f.path[i])] = static_cast<int>(i);
+  }
+}
+
+bool FlowSharing::covers(int group, double weight) const {
+  const auto gg = static_cast<std::size_t>(group);
+  return cover_epoch_[gg] == cover_stamp_ && cover_links_[gg] == group_links_[gg] && cover_weight_[gg] == weight;
+}
+
+void FlowSharing::renew(int group, std::uint64_t sig) {
+  // Its flows changed in place: another signature, and no parent link to or from
+  // it holds (a group made from it, or it from its parent, differed by one flow
+  // from the old set, not from this one).
+  const auto gg = static_cast<std::size_t>(group);
+  unlink_sig(group);
+  group_sig_[gg] = sig;
+  link_sig(group);
+  group_serial_[gg] = ++next_serial_;
+  group_made_by_[gg] = -1;
+}
+
+void FlowSharing::leave_in_place(int group, int slot, double weight) {
+  Flow& f = flows_[static_cast<std::size_t>(slot)];
+  const auto gg = static_cast<std::size_t>(group);
+  const auto hop = static_cast<std::size_t>(cover_hop_[gg]);
+  // Out of the group's flows: the last entry takes its place.
+  auto& on = link_flows_[gg];
+  const auto at = static_cast<std::size_t>(f.position[hop]);
+  on[at] = on.back();
+  on.pop_back();
+  if (at < on.size()) flows_[static_cast<std::size_t>(on[at].slot)].position[static_cast<std::size_t>(on[at].hop)] = static_cast<int>(at);
+  // Out of the flow's path: its last entry takes the place.
+  const std::size_t last = f.path.size() - 1;
+  if (hop != last) {
+    f.path[hop] = f.path[last];
+    f.weight[hop] = f.weight[last];
+    f.position[hop] = f.position[last];
+    link_flows_[static_cast<std::size_t>(f.path[hop])][static_cast<std::size_t>(f.position[hop])].hop = static_cast<int>(hop);
+    cover_hop_[static_cast<std::size_t>(f.path[hop])] = static_cast<int>(hop);
+  }
+  f.path.pop_back();
+  f.weight.pop_back();
+  f.position.pop_back();
+  load_[gg] -= f.rate * weight;
+  renew(group, group_sig_[gg] - member_sig(id_of(slot), weight));
 }
 
 void FlowSharing::join(int group, int slot, double weight) {
@@ -145,19 +235,7 @@ void FlowSharing::destroy_group(int group) {
     f.position.pop_back();
   }
   link_flows_[gg].clear();
-  // Off its signature's chain.
-  int* first = group_by_sig_.find(group_sig_[gg]);
-  if (*first == group) {
-    if (group_next_same_sig_[gg] < 0) {
-      group_by_sig_.erase(group_sig_[gg]);
-    } else {
-      *first = group_next_same_sig_[gg];
-    }
-  } else {
-    int g = *first;
-    while (group_next_same_sig_[static_cast<std::size_t>(g)] != group) g = group_next_same_sig_[static_cast<std::size_t>(g)];
-    group_next_same_sig_[static_cast<std::size_t>(g)] = group_next_same_sig_[gg];
-  }
+  unlink_sig(group);
   group_serial_[gg] = 0;  // no parent link to it holds any more
   free_groups_.push_back(group);
 }
@@ -192,9 +270,13 @@ void FlowSharing::attach(int slot) {
   // Each link moves from its group G to G plus this flow: a new group (no live one
   // holds this flow yet), one per (G, weight) and, for links without flows, per
   // (capacity, weight). Groups left without links go at the end, so that no id is
-  // reused while this call still looks them up.
+  // reused while this call still looks them up. A group whose every link the flow
+  // crosses, with one weight, takes the flow in place instead of handing its flows
+  // to a copy: a data-parallel part's switch links, each a group of its own, would
+  // otherwise copy every flow on them at each part's start.
   const FlowId id = id_of(slot);
   next_stamp(split_stamp_, split_epoch_);
+  count_cover(slot, false);
   splits_.clear();
   emptied_groups_.clear();
   int none_head = -1;  // the splits of links without flows
@@ -221,7 +303,15 @@ void FlowSharing::attach(int slot) {
           break;
         }
       }
-      if (to < 0) {
+      if (to < 0 && from >= 0 && covers(from, w)) {
+        to = from;
+        renew(from, group_sig_[static_cast<std::size_t>(from)] + member_sig(id, w));
+        join(from, slot, w);
+        last = static_cast<int>(splits_.size());
+        splits_.push_back({from, w, cap, to, head});
+        split_epoch_[static_cast<std::size_t>(from)] = split_stamp_;
+        split_head_[static_cast<std::size_t>(from)] = last;
+      } else if (to < 0) {
         const std::uint64_t base = from < 0 ? capacity_sig(cap) : group_sig_[static_cast<std::size_t>(from)];
         to = new_group(cap, base + member_sig(id, w), from < 0 ? 0.0 : load_[static_cast<std::size_t>(from)]);
         if (from >= 0) {
@@ -245,6 +335,7 @@ void FlowSharing::attach(int slot) {
         }
       }
     }
+    if (to == from) continue;  // the group took the flow in place
     if (from >= 0 && --group_links_[static_cast<std::size_t>(from)] == 0) emptied_groups_.push_back(from);
     ++group_links_[static_cast<std::size_t>(to)];
     group_of_link_[l] = to;
@@ -256,10 +347,12 @@ void FlowSharing::detach(int slot) {
   // Each link moves from its group G to G less this flow: the live group with
   // those flows if there is one, else a new one carrying G's load less this
   // flow's; a link left without flows joins no group. The flow's groups all end
-  // without links and go.
+  // without links and go, but one whose every link the flow crosses, when no live
+  // group has its other flows: that one lets the flow go in place.
   const Flow& f = flows_[static_cast<std::size_t>(slot)];
   const FlowId id = id_of(slot);
   next_stamp(split_stamp_, split_epoch_);
+  count_cover(slot, true);
   emptied_groups_.clear();
   for (std::size_t j = 0; j < f.links.size(); ++j) {
     const auto l = static_cast<std::size_t>(f.links[j]);
@@ -278,7 +371,10 @@ void FlowSharing::detach(int slot) {
         const double w = f.link_weight.empty() ? 1.0 : f.link_weight[j];
         const std::uint64_t sig = group_sig_[ff] - member_sig(id, w);
         to = find_group(sig, capacity_[ff], from, slot);
-        if (to < 0) {
+        if (to < 0 && covers(from, w)) {
+          leave_in_place(from, slot, w);
+          to = from;
+        } else if (to < 0) {
           to = new_group(capacity_[ff], sig, load_[ff] - f.rate * w);
           for (std::size_t m = 0; m < link_flows_[ff].size(); ++m) {
             const OnLink e = link_flows_[ff][m];
@@ -289,6 +385,7 @@ void FlowSharing::detach(int slot) {
       split_epoch_[ff] = split_stamp_;
       split_head_[ff] = to;
     }
+    if (to == from) continue;  // the flow left the group in place
     if (--group_links_[ff] == 0) emptied_groups_.push_back(from);
     if (to >= 0) ++group_links_[static_cast<std::size_t>(to)];
     group_of_link_[l] = to;

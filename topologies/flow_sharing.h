@@ -145,6 +145,19 @@ class FlowSharing {
   void join(int group, int slot, double weight);
   // Drops a group that holds no links from its flows' paths and frees its id.
   void destroy_group(int group);
+  // The group's entry in its signature's chain (group_by_sig_, group_next_same_sig_).
+  void link_sig(int group);
+  void unlink_sig(int group);
+  // Before an attach or detach: how many of the flow's links each group holds and
+  // with which weight (cover_*; -1: several), and, for a detach, where each group
+  // is in the flow's path.
+  void count_cover(int slot, bool with_hops);
+  // Every link of the group is one of the flow's, all with this weight.
+  bool covers(int group, double weight) const;
+  // The group's flows changed in place: its new signature; no parent link holds.
+  void renew(int group, std::uint64_t sig);
+  // Takes the detaching flow out of a group it covers, the group keeping its id.
+  void leave_in_place(int group, int slot, double weight);
   // The live group with this signature, capacity and flows (those of `group` less
   // `slot`), or -1.
   int find_group(std::uint64_t sig, double capacity, int group, int slot);
@@ -214,6 +227,12 @@ class FlowSharing {
   std::vector<int> split_head_;
   std::uint32_t split_stamp_ = 0;
   std::vector<int> emptied_groups_;
+  // count_cover's marks, per group.
+  std::vector<std::uint32_t> cover_epoch_;
+  std::vector<int> cover_links_;
+  std::vector<double> cover_weight_;
+  std::vector<int> cover_hop_;
+  std::uint32_t cover_stamp_ = 0;
   std::vector<std::uint32_t> link_seen_;  // check_new_flow's repeat check
   std::uint32_t seen_stamp_ = 0;
   std::vector<std::uint32_t> member_mark_;  // per slot, for find_group
