@@ -233,11 +233,18 @@ std::int64_t stage_params_per_gpu(const ModelSpec& m, const PlanSpec& p, int sta
 }
 
 std::int64_t sequence_parallel_replicated_params(const ModelSpec& m, const PlanSpec& p, int stage) {
-  // What a tensor-parallel rank holds whole: the layers' `replicated` parts.
+  // What a tensor-parallel rank holds whole: the layers' `replicated` parts, and
+  // on the last stage the final norm and each multi-token-prediction layer's
+  // (its transformer layer's, and its three norms: Megatron-Core marks every norm
+  // sequence-parallel, so their gradients join the same all-reduce).
   const StageLayers l = stage_layers(m, p, stage);
   i64 params = (l.layers - l.moe) * dense_layer_parts(m).replicated;
   if (l.moe > 0) params += l.moe * moe_layer_dense_parts(m).replicated;
-  if (stage == head_rank(p)) params += final_norm_params(m);
+  if (stage == head_rank(p)) {
+    params += final_norm_params(m);
+    const i64 mtp_layer = m.mtp_layer_is_moe() ? moe_layer_dense_parts(m).replicated : dense_layer_parts(m).replicated;
+    params += m.mtp_num_layers * (mtp_layer + 3 * final_norm_params(m));
+  }
   return params;
 }
 

@@ -227,6 +227,20 @@ TEST(Workload, SequenceParallelSumsTheReplicatedGradientsOverTp) {
   EXPECT_TRUE(named(build(p), "replicated grad all_reduce", Phase::kStep).empty());
 }
 
+// A multi-token-prediction layer on the last stage holds its transformer
+// layer's 384 whole and three more norms of 128 (enorm, hnorm, its final norm),
+// all sequence-parallel in Megatron-Core: their gradients join the last stage's
+// sum; the first stage's does not change.
+TEST(Workload, SequenceParallelSumsTheMultiTokenPredictionLayersNormsToo) {
+  ModelSpec m = model();
+  m.mtp_num_layers = 1;
+  PlanSpec p = plan(2, 1, 0);
+  p.tp = 2;
+  p.sequence_parallel = true;
+  EXPECT_EQ(sequence_parallel_replicated_params(m, p, 0), 384);
+  EXPECT_EQ(sequence_parallel_replicated_params(m, p, 1), 384 + 128 + 384 + 3 * 128);
+}
+
 TEST(Workload, DistributedOptimizerReducesTheSharedEmbeddingAsItsOwnBucket) {
   // pp 2, dp 2, ZeRO-1: stage 1's buckets are the output layer alone (8,192) and
   // the final norm with its layer; stage 0's its layer with the positions, then
