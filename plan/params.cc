@@ -94,6 +94,16 @@ LayerParamParts moe_layer_dense_parts(const ModelSpec& m) {
   return parts;
 }
 
+// One multi-token-prediction layer without its routed experts: its transformer
+// layer (of the decoder's last layer's kind), eh_proj (2h -> h, column-parallel)
+// and its three norms (the embedding's, the hidden states', its final one).
+LayerParamParts mtp_layer_dense_parts(const ModelSpec& m) {
+  LayerParamParts parts = m.mtp_layer_is_moe() ? moe_layer_dense_parts(m) : dense_layer_parts(m);
+  parts.column_parallel_weights += 2 * m.hidden_size * m.hidden_size;
+  parts.replicated += 3 * final_norm_params(m);
+  return parts;
+}
+
 // A pipeline stage's transformer layers and, of them, MoE layers.
 struct StageLayers {
   i64 layers = 0;
@@ -171,16 +181,12 @@ std::int64_t total_params(const ModelSpec& m) {
 }
 
 std::int64_t mtp_layer_params(const ModelSpec& m) {
-  const i64 h = m.hidden_size;
-  const i64 layer = m.mtp_layer_is_moe() ? moe_layer_params(m) : layer_params(m);
-  return layer + 2 * h * h + 3 * final_norm_params(m);
+  const i64 experts = m.mtp_layer_is_moe() ? static_cast<i64>(m.moe.num_experts) * expert_params(m) : 0;
+  return mtp_layer_dense_parts(m).total() + experts;
 }
 
 std::int64_t mtp_dense_params_per_gpu(const ModelSpec& m, const PlanSpec& p) {
-  if (m.mtp_num_layers == 0) return 0;
-  const i64 h = m.hidden_size;
-  const i64 layer = m.mtp_layer_is_moe() ? moe_layer_dense_params_per_gpu(m, p.tp) : layer_params_per_gpu(m, p.tp);
-  return m.mtp_num_layers * (layer + 2 * h * h / p.tp + 3 * final_norm_params(m));
+  return m.mtp_num_layers * mtp_layer_dense_parts(m).per_rank(p.tp);
 }
 
 std::int64_t mtp_expert_params_per_gpu(const ModelSpec& m, const PlanSpec& p) {
@@ -234,17 +240,12 @@ std::int64_t stage_params_per_gpu(const ModelSpec& m, const PlanSpec& p, int sta
 
 std::int64_t sequence_parallel_replicated_params(const ModelSpec& m, const PlanSpec& p, int stage) {
   // What a tensor-parallel rank holds whole: the layers' `replicated` parts, and
-  // on the last stage the final norm and each multi-token-prediction layer's
-  // (its transformer layer's, and its three norms: Megatron-Core marks every norm
-  // sequence-parallel, so their gradients join the same all-reduce).
+  // on the last stage the final norm's and the multi-token-prediction layers'
+  // (Megatron-Core marks every norm sequence-parallel, theirs too).
   const StageLayers l = stage_layers(m, p, stage);
   i64 params = (l.layers - l.moe) * dense_layer_parts(m).replicated;
   if (l.moe > 0) params += l.moe * moe_layer_dense_parts(m).replicated;
-  if (stage == head_rank(p)) {
-    params += final_norm_params(m);
-    const i64 mtp_layer = m.mtp_layer_is_moe() ? moe_layer_dense_parts(m).replicated : dense_layer_parts(m).replicated;
-    params += m.mtp_num_layers * (mtp_layer + 3 * final_norm_params(m));
-  }
+  if (stage == head_rank(p)) params += final_norm_params(m) + m.mtp_num_layers * mtp_layer_dense_parts(m).replicated;
   return params;
 }
 

@@ -840,21 +840,28 @@ void FlowSharing::resolve(const std::vector<int>& seed_flows) {
         // NICs). Any of the faster flows would do, as S is solved again until no
         // rule fires; the level only spares the others. (Some outside flow is
         // always above it: below, the held flows would have reached it.)
-        double give_way_above = level_where_faster_give_way(l, kk, new_rate, bottleneck);
-        const bool some_above = std::any_of(on_link.begin(), on_link.end(), [&](const OnLink& e) {
-          return flow_epoch_[static_cast<std::size_t>(e.slot)] != epoch_ &&
-                 flows_[static_cast<std::size_t>(e.slot)].rate > give_way_above * (1.0 + kRelTol);
-        });
-        if (!some_above || !(give_way_above > fastest_bound[k])) give_way_above = fastest_bound[k];  // rounding
-        give_way_level[k] = give_way_above;
-        for (const OnLink& e : on_link) {
-          const int slot = e.slot;
-          if (flow_epoch_[static_cast<std::size_t>(slot)] == epoch_) continue;
-          if (flows_[static_cast<std::size_t>(slot)].rate > give_way_above * (1.0 + kRelTol)) {
-            add_flow(slot);
-            widened = true;
-            fired.push_back(kk);  // see (a, ahead) below
+        // The outside flows above `bound` join S; whether any did.
+        auto take_faster_than = [&](double bound) {
+          bool took = false;
+          for (const OnLink& e : on_link) {
+            if (flow_epoch_[static_cast<std::size_t>(e.slot)] == epoch_) continue;
+            if (flows_[static_cast<std::size_t>(e.slot)].rate > bound * (1.0 + kRelTol)) {
+              add_flow(e.slot);
+              took = true;
+            }
           }
+          return took;
+        };
+        const double level = level_where_faster_give_way(l, kk, new_rate, bottleneck);
+        give_way_level[k] = std::max(level, fastest_bound[k]);
+        bool took = take_faster_than(give_way_level[k]);
+        if (!took && give_way_level[k] > fastest_bound[k]) {  // none above the level, by rounding
+          give_way_level[k] = fastest_bound[k];
+          took = take_faster_than(fastest_bound[k]);
+        }
+        if (took) {
+          widened = true;
+          fired.push_back(kk);  // see (a, ahead) below
         }
       }
       if (full[k]) {

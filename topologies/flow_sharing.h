@@ -275,8 +275,8 @@ class FlowSharing {
   std::vector<FillEvent> scratch_heap_;
   std::vector<int> scratch_active_;
   std::vector<int> scratch_fired_;
-  std::vector<double> scratch_level_;
-  std::vector<std::pair<double, double>> scratch_outside_;
+  std::vector<double> scratch_level_;  // per link of S where rule (a) fired: its give-way level
+  std::vector<std::pair<double, double>> scratch_outside_;  // (rate, weight), level_where_faster_give_way
   // refine_classes's partition of S's links: a class is its parent's links that the
   // flow `flow` crosses with weight `weight` (the root, 0, has no flow). Per class:
   // its links (a list through link_next_/link_prev_), the tightest of them, its

@@ -1,7 +1,7 @@
 // The simulator's speed (Google Benchmark): one GPT-3 175B step on 1,024 A100
 // (tp 8, pp 8, dp 16, micro-batch 1, global batch 1536) at both fidelities, a
 // sweep's per-plan cost, and a ZeRO-2 step at full fidelity where the link
-// sharing's re-solves, not the event loop, set the pace. Numbers go to
+// sharing (re-solves and link-group upkeep) costs as much as the event loop. Numbers go to
 // docs/performance.md with the command and the machine.
 //
 //   cmake --build build/release --target strata_sim_bench
@@ -77,7 +77,8 @@ BENCHMARK(BM_Gpt3FoldedWarm)->Unit(benchmark::kMillisecond);
 // vpp 5, ZeRO-2 after every micro-batch) on 32 of dgx-h100-128node's nodes (dp 16,
 // global batch 256): the data-parallel rings reach the other GPUs' NICs through
 // NVLink, so the tensor-parallel collectives and context-parallel transfers on
-// those ports re-solve the rings' rates (FlowSharing::resolve) all step long.
+// those ports keep reshaping the rings' link groups and re-solving around them
+// (FlowSharing) all step long.
 struct ZeroTwo {
   Scenario s;
   ZeroTwo() {
