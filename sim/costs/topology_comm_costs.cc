@@ -47,6 +47,19 @@ void CommCostCache::insert(Key key, const CommSpec& spec) {
   specs_.emplace(std::move(key), spec);
 }
 
+bool CommCostCache::find_rate(const RateKey& key, double& rate) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = rates_.find(key);
+  if (it == rates_.end()) return false;
+  rate = it->second;
+  return true;
+}
+
+void CommCostCache::insert_rate(RateKey key, double rate) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  rates_.emplace(std::move(key), rate);
+}
+
 const FlowShape* CommCostCache::find_shape(const ShapeKey& key) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = shapes_.find(key);
@@ -107,16 +120,17 @@ const FlowShape& TopologyCommCosts::flow_shape(CollectiveOp op, const std::vecto
   return cache_.insert_shape(std::move(key), std::move(shape));
 }
 
-CommSpec TopologyCommCosts::from_flows(CollectiveOp op, const std::vector<int>& group,
-                                       double bytes) const {
-  CommSpec spec;
-  if (group.size() < 2 || bytes <= 0.0) return spec;
-  const topo::CollectiveEstimate choice = collectives_.estimate(op, group, bytes);
-  const FlowShape& shape = flow_shape(op, group, bytes, choice);
-  spec.fixed = Duration::from_seconds(shape.fixed_ns * 1e-9);
-  spec.channels = choice.channels;
-  const double bandwidth_s = choice.bandwidth_s;
-  if (shape.links.empty() || !(bandwidth_s > 0.0)) return spec;
+TopologyCommCosts::Alone TopologyCommCosts::alone(CollectiveOp op, const std::vector<int>& group,
+                                                  double bytes) const {
+  Alone a;
+  if (group.size() < 2 || bytes <= 0.0) return a;
+  a.choice = collectives_.estimate(op, group, bytes);
+  const FlowShape& shape = flow_shape(op, group, bytes, a.choice);
+  a.fixed = Duration::from_seconds(shape.fixed_ns * 1e-9);
+  const double bandwidth_s = a.choice.bandwidth_s;
+  if (shape.links.empty() || !(bandwidth_s > 0.0)) return a;
+  a.shape = &shape;
+  a.moves = true;
   // One flow carries the message; each link carries what the collective's flows put
   // on it (its share of the message), so a NIC that carries an eighth of an NVLink
   // edge's bytes is loaded with an eighth. Alone on the wires it runs at the
@@ -126,22 +140,33 @@ CommSpec TopologyCommCosts::from_flows(CollectiveOp op, const std::vector<int>& 
   for (std::size_t i = 0; i < shape.links.size(); ++i) {
     seconds = std::max(seconds, shape.link_share[i] * bytes / topology_.link(shape.links[i]).bandwidth_bytes_per_s);
   }
-  spec.bytes = bytes;
-  spec.links = shape.links;
-  spec.link_weights = shape.link_share;
-  spec.parts = shape.parts;
-  spec.rate_cap_bytes_per_s = bytes / seconds;
+  a.rate_cap_bytes_per_s = bytes / seconds;
   // A measured time for this op, group size and placement replaces the model's.
   if (auto measured = cost_model_.collective_seconds(op, static_cast<int>(group.size()),
                                                      spans_nodes(topology_, group), bytes)) {
-    const double transfer = *measured - spec.fixed.seconds();
+    const double transfer = *measured - a.fixed.seconds();
     if (transfer > 0.0) {
-      spec.rate_cap_bytes_per_s = spec.bytes / transfer;
+      a.rate_cap_bytes_per_s = bytes / transfer;
     } else {
-      spec.fixed = Duration::from_seconds(*measured);
-      spec.bytes = 0.0;
+      a.fixed = Duration::from_seconds(*measured);
+      a.moves = false;
     }
   }
+  return a;
+}
+
+CommSpec TopologyCommCosts::from_flows(CollectiveOp op, const std::vector<int>& group,
+                                       double bytes) const {
+  const Alone a = alone(op, group, bytes);
+  CommSpec spec;
+  spec.fixed = a.fixed;
+  spec.channels = a.choice.channels;
+  if (a.shape == nullptr) return spec;
+  spec.bytes = a.moves ? bytes : 0.0;
+  spec.links = a.shape->links;
+  spec.link_weights = a.shape->link_share;
+  spec.parts = a.shape->parts;
+  spec.rate_cap_bytes_per_s = a.rate_cap_bytes_per_s;
   return spec;
 }
 
@@ -244,45 +269,61 @@ CommSpec TopologyCommCosts::folded(CollectiveOp op, const std::vector<int>& grou
     return own;
   }
   // Solve the sharing with every copy active; the group's collective ends when its
-  // slowest flow does. The solve runs over the copies' links only, renumbered in
-  // their global order (a whole-topology FlowSharing per costing cost more than the
-  // solve).
-  std::vector<CommSpec> specs;
-  std::size_t own_index = 0;  // the group is one of its own copies
-  for (const std::vector<int>& copy : symmetric_copies(group)) {
-    if (copy == group) {
-      own_index = specs.size();
-      specs.push_back(own);
-      continue;
+  // slowest flow does. Each copy's rate cap and link loads are per message byte, so
+  // the solve gives the same rate for every size that makes the same choices: it
+  // is keyed by what it reads and solved once.
+  const std::vector<std::vector<int>> copies = symmetric_copies(group);
+  std::vector<Alone> flows;  // the copies that move bytes, the group's own among them
+  std::size_t own_index = 0;
+  CommCostCache::RateKey key{static_cast<int>(op), partner ? static_cast<int>(partner->op) : -1, 0, {}, {}};
+  std::vector<int>& gpus = std::get<3>(key);
+  std::vector<double>& terms = std::get<4>(key);
+  auto add = [&](CollectiveOp o, const std::vector<int>& copy, double b) {
+    Alone a = alone(o, copy, b);
+    if (a.shape == nullptr || !a.moves) {
+      terms.push_back(-1.0);
+      return;
     }
-    CommSpec s = from_flows(op, copy, bytes);
-    if (s.bytes > 0.0 && !s.links.empty()) specs.push_back(std::move(s));
+    terms.insert(terms.end(), {static_cast<double>(a.choice.algorithm), static_cast<double>(a.choice.protocol),
+                               static_cast<double>(a.choice.channels), a.rate_cap_bytes_per_s});
+    flows.push_back(a);
+  };
+  for (const std::vector<int>& copy : copies) {
+    if (copy == group) own_index = flows.size();
+    gpus.push_back(static_cast<int>(copy.size()));
+    gpus.insert(gpus.end(), copy.begin(), copy.end());
+    add(op, copy, bytes);
   }
+  std::get<2>(key) = static_cast<int>(own_index);
   if (partner) {
-    for (const std::vector<int>& copy : symmetric_copies(group)) {
-      CommSpec s = from_flows(partner->op, copy, partner->bytes);
-      if (s.bytes > 0.0 && !s.links.empty()) specs.push_back(std::move(s));
-    }
+    for (const std::vector<int>& copy : copies) add(partner->op, copy, partner->bytes);
   }
-  std::vector<std::int32_t> links;
-  for (const CommSpec& s : specs) links.insert(links.end(), s.links.begin(), s.links.end());
-  std::sort(links.begin(), links.end());
-  links.erase(std::unique(links.begin(), links.end()), links.end());
-  std::vector<double> capacities;
-  capacities.reserve(links.size());
-  for (std::int32_t l : links) capacities.push_back(topology_.link(l).bandwidth_bytes_per_s);
-  topo::FlowSharing sharing(std::move(capacities));
-  topo::FlowSharing::FlowId mine = -1;
-  std::vector<std::int32_t> local;
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    local.clear();
-    for (std::int32_t l : specs[i].links) {
-      local.push_back(static_cast<std::int32_t>(std::lower_bound(links.begin(), links.end(), l) - links.begin()));
+  double rate = 0.0;
+  if (!cache_.find_rate(key, rate)) {
+    // The solve runs over the copies' links only, renumbered in their global order
+    // (a whole-topology FlowSharing per costing cost more than the solve).
+    std::vector<std::int32_t> links;
+    for (const Alone& f : flows) links.insert(links.end(), f.shape->links.begin(), f.shape->links.end());
+    std::sort(links.begin(), links.end());
+    links.erase(std::unique(links.begin(), links.end()), links.end());
+    std::vector<double> capacities;
+    capacities.reserve(links.size());
+    for (std::int32_t l : links) capacities.push_back(topology_.link(l).bandwidth_bytes_per_s);
+    topo::FlowSharing sharing(std::move(capacities));
+    topo::FlowSharing::FlowId mine = -1;
+    std::vector<std::int32_t> local;
+    for (std::size_t i = 0; i < flows.size(); ++i) {
+      local.clear();
+      for (std::int32_t l : flows[i].shape->links) {
+        local.push_back(static_cast<std::int32_t>(std::lower_bound(links.begin(), links.end(), l) - links.begin()));
+      }
+      const auto id = sharing.add(local, flows[i].rate_cap_bytes_per_s, flows[i].shape->link_share);
+      if (i == own_index) mine = id;
     }
-    const auto id = sharing.add(local, specs[i].rate_cap_bytes_per_s, specs[i].link_weights);
-    if (i == own_index) mine = id;
+    rate = sharing.rate(mine);
+    cache_.insert_rate(std::move(key), rate);
   }
-  own.rate_cap_bytes_per_s = std::min(own.rate_cap_bytes_per_s, sharing.rate(mine));
+  own.rate_cap_bytes_per_s = std::min(own.rate_cap_bytes_per_s, rate);
   own.drop_links();  // costed without the network: the contention is already in the rate
   return own;
 }

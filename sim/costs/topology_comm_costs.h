@@ -70,10 +70,22 @@ class CommCostCache {
   const FlowShape* find_shape(const ShapeKey& key) const;
   const FlowShape& insert_shape(ShapeKey key, FlowShape shape);
 
+  // A folded collective's rate with its copies sharing the links, which does not
+  // depend on the message size: every flow's rate cap and link load is per message
+  // byte. Keyed by what the solve reads: (op, partner op or -1, the group's index
+  // among its copies, the copies' GPUs (each copy's size, then its GPUs), and per
+  // copy of the group and then of the partner, in order, algorithm, protocol,
+  // channels and rate cap, or -1 for a copy that moves nothing), so an entry is the
+  // rate a fresh solve would give, to the bit.
+  using RateKey = std::tuple<int, int, int, std::vector<int>, std::vector<double>>;
+  bool find_rate(const RateKey& key, double& rate) const;
+  void insert_rate(RateKey key, double rate);
+
  private:
   mutable std::mutex mutex_;
   std::map<Key, CommSpec> specs_;
   std::map<ShapeKey, std::unique_ptr<FlowShape>> shapes_;
+  std::map<RateKey, double> rates_;
 };
 
 class TopologyCommCosts : public CommCosts {
@@ -94,6 +106,16 @@ class TopologyCommCosts : public CommCosts {
   CommSpec baked(CollectiveOp op, const std::vector<int>& group, double bytes) const override;
 
  private:
+  // A collective alone on the wires: NCCL's choice, the flow shape it loads the
+  // links with, and its uncontended time terms.
+  struct Alone {
+    topo::CollectiveEstimate choice;
+    const FlowShape* shape = nullptr;  // null: nothing to move, or no links
+    Duration fixed;
+    bool moves = false;  // false: no bytes (a measured time left no transfer part)
+    double rate_cap_bytes_per_s = 0.0;
+  };
+  Alone alone(CollectiveOp op, const std::vector<int>& group, double bytes) const;
   CommSpec from_flows(CollectiveOp op, const std::vector<int>& group, double bytes) const;
   const FlowShape& flow_shape(CollectiveOp op, const std::vector<int>& group, double bytes,
                               const topo::CollectiveEstimate& choice) const;

@@ -1,6 +1,7 @@
 // Collective costs on a real topology: one flow build serves every message size
 // that makes the same NCCL choice, and the costs do not depend on which size was
 // costed first (a sweep's threads meet sizes in any order).
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -344,6 +345,49 @@ TEST(TopologyCommCosts, FoldedCollectivesBesideEachOtherCostWhatTheEngineGivesTh
   EXPECT_NEAR(seconds(folded_rs) / together, 1.0, 0.01);
   // Alone, folded costs what the engine gives the collective alone.
   EXPECT_NEAR(seconds(folded.collective(CollectiveOp::kAllGather, group, S)) / alone, 1.0, 0.01);
+}
+
+// A folded collective's contended rate is solved once per set of NCCL choices
+// and reused for every size that makes them (CommCostCache's rates): each size
+// costed after the others in one cache gets, to the bit, what it gets costed
+// alone in a fresh one, whichever order the sizes come in, though the sizes make
+// different choices (LL at 64 KB, Simple at 256 MB) and the copies' sharing binds
+// (the all-gather beside the reduce-scatter on the same NICs).
+TEST(TopologyCommCosts, FoldedContendedRateIsTheFreshSolvesAtEverySize) {
+  Fixture f(dp16_on_2_dgx_a100());
+  const std::vector<int> group = first_gpus(16);
+  const std::vector<double> sizes = {64e3, 256.0 * 1024 * 1024, 1e6, 100e6, 512.0 * 1024 * 1024};
+  auto cost = [&](const TopologyCommCosts& c, double bytes) {
+    return std::vector<CommSpec>{
+        c.collective_beside(CollectiveOp::kAllGather, group, bytes, CollectiveOp::kReduceScatter, bytes),
+        c.collective_beside(CollectiveOp::kReduceScatter, group, bytes, CollectiveOp::kAllGather, 2 * bytes),
+        c.collective(CollectiveOp::kAllGather, group, bytes),
+        // The same collective beside a partner that makes another choice.
+        c.collective_beside(CollectiveOp::kAllGather, group, bytes, CollectiveOp::kReduceScatter, 64e3)};
+  };
+  for (const bool reversed : {false, true}) {
+    std::vector<double> order = sizes;
+    if (reversed) std::reverse(order.begin(), order.end());
+    CommCostCache shared;
+    const TopologyCommCosts one(f.topology, f.collectives, f.cost_model, f.s.plan, Fidelity::kFolded, shared);
+    for (double bytes : order) {
+      const std::vector<CommSpec> cached = cost(one, bytes);
+      CommCostCache fresh_cache;
+      const TopologyCommCosts fresh(f.topology, f.collectives, f.cost_model, f.s.plan, Fidelity::kFolded,
+                                    fresh_cache);
+      const std::vector<CommSpec> solved = cost(fresh, bytes);
+      for (std::size_t i = 0; i < cached.size(); ++i) expect_same(cached[i], solved[i]);
+    }
+  }
+  // The sharing binds: beside the reduce-scatter the all-gather runs slower than alone.
+  CommCostCache cache;
+  const TopologyCommCosts folded(f.topology, f.collectives, f.cost_model, f.s.plan, Fidelity::kFolded, cache);
+  const std::vector<CommSpec> big = cost(folded, 256.0 * 1024 * 1024);
+  EXPECT_LT(big[0].rate_cap_bytes_per_s, 0.8 * big[2].rate_cap_bytes_per_s);
+  // A partner of another size takes another share.
+  EXPECT_GT(big[3].rate_cap_bytes_per_s, 1.1 * big[0].rate_cap_bytes_per_s);
+  // And the choices differ: 64 KB moves at a lower rate than 256 MB alone.
+  EXPECT_LT(cost(folded, 64e3)[2].rate_cap_bytes_per_s, 0.5 * big[2].rate_cap_bytes_per_s);
 }
 
 }  // namespace
