@@ -175,7 +175,12 @@ ZeroBubbleHeld zero_bubble_held(const PlanSpec& p, int stage, double full_bytes,
   return peak;
 }
 
-double layer_microbatches_in_flight(const ModelSpec& m, const PlanSpec& p, int stage) {
+namespace {
+
+// layer_microbatches_in_flight, given a zero-bubble schedule's walk
+// (zero_bubble_held with the layer's activations as full_bytes) when the caller
+// has made it: memory_report needs the walk for the held weight gradients too.
+double layers_in_flight(const ModelSpec& m, const PlanSpec& p, int stage, const ZeroBubbleHeld* held) {
   const double mb = p.num_microbatches();
   const double layers_per_stage = stage_layers(m, p, stage);
   switch (p.schedule) {
@@ -190,11 +195,20 @@ double layer_microbatches_in_flight(const ModelSpec& m, const PlanSpec& p, int s
     case Schedule::kZbH2:
     case Schedule::kZbV: {
       // zb-v counts chunk micro-batches, each of a chunk's (half the stage's) layers.
-      const double full = layer_activation_bytes(m, p).total();
-      return zero_bubble_held(p, stage, full, weight_grad_input_bytes(m, p)).full * layers_per_stage / p.vpp;
+      const int full = held != nullptr ? held->full
+                                       : zero_bubble_held(p, stage, layer_activation_bytes(m, p).total(),
+                                                          weight_grad_input_bytes(m, p))
+                                             .full;
+      return full * layers_per_stage / p.vpp;
     }
   }
   return 0.0;
+}
+
+}  // namespace
+
+double layer_microbatches_in_flight(const ModelSpec& m, const PlanSpec& p, int stage) {
+  return layers_in_flight(m, p, stage, nullptr);
 }
 
 namespace {
@@ -275,7 +289,12 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const DeviceMe
     if (m.is_moe()) moe_model_states(m, p, o, stage, st);
 
     // Activations of the layers in flight.
-    st.layer_microbatches_in_flight = layer_microbatches_in_flight(m, p, stage);
+    // Zero-bubble: the walk of the stage's program, for the layers in flight and the
+    // weight gradients held (below).
+    const double w_layer = splits_backward(p.schedule) ? weight_grad_input_bytes(m, p) : 0.0;
+    const ZeroBubbleHeld held = splits_backward(p.schedule) ? zero_bubble_held(p, stage, per_layer, w_layer)
+                                                            : ZeroBubbleHeld{};
+    st.layer_microbatches_in_flight = layers_in_flight(m, p, stage, splits_backward(p.schedule) ? &held : nullptr);
     const MoeStage moe = m.is_moe() ? moe_stage(m, p, stage) : MoeStage{};
     double activations = (m.is_moe() ? moe.per_layer : per_layer) * st.layer_microbatches_in_flight;
     const double microbatches_in_flight = st.layer_microbatches_in_flight / layers_per_stage;
@@ -284,8 +303,6 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const DeviceMe
       // until W (the peak of the program's walk, zero_bubble_held); on the rank
       // with the last virtual stage the output layer's too: its input and the
       // logits' gradient, for each micro-batch of that chunk waiting.
-      const double w_layer = weight_grad_input_bytes(m, p);
-      const ZeroBubbleHeld held = zero_bubble_held(p, stage, per_layer, w_layer);
       double w_bytes = held.waiting_weight_grads * w_layer * layers_per_stage / p.vpp;
       if (stage == head_rank(p)) {
         w_bytes += held.waiting_last_chunk * e *
