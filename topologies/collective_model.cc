@@ -189,7 +189,6 @@ double CollectiveModel::capacity(CollectiveOp op, LinkId id) const {
 }
 
 const CollectiveModel::Plan& CollectiveModel::plan(CollectiveOp op, const std::vector<int>& group) const {
-  topology_.check_group(group, "", "group");
   // Capacities differ per op only when a calibrated efficiency names the op.
   const bool op_specific = efficiency_.get(op, Scope::kIntraNode) || efficiency_.get(op, Scope::kInterNode);
   auto key = std::make_pair(op_specific || is_direct(op) ? static_cast<int>(op) : -1, group);
@@ -198,6 +197,7 @@ const CollectiveModel::Plan& CollectiveModel::plan(CollectiveOp op, const std::v
     auto it = plans_.find(key);
     if (it != plans_.end()) return *it->second;
   }
+  topology_.check_group(group, "", "group");  // a group found above was checked when it was planned
   auto p = std::make_unique<Plan>();
   p->op = op;
   p->calibrated = op_specific;

@@ -34,9 +34,9 @@ class DataParallelPass {
   }
   TaskId dp_comm(const std::vector<int>& members, StreamKind lane, std::int32_t comm, std::int32_t lbl,
                  const TaskInfo& info) {
-    std::vector<std::pair<int, int>> slots;
-    for (int member : members) slots.emplace_back(member, stream_index(lane));
-    return b_.comm_task(slots, comm, lbl, info);
+    slots_.clear();  // reused: a ZeRO-3 step issues thousands
+    for (int member : members) slots_.emplace_back(member, stream_index(lane));
+    return b_.comm_task(slots_, comm, lbl, info);
   }
 
   // The simulated ranks of one (tensor rank, stage) across the replicas, each with
@@ -590,6 +590,7 @@ class DataParallelPass {
   const OpCosts& oc_;
   const CommCosts& cc_;
   std::vector<GatherSpec> step_gathers_;  // ZeRO-1/2 weight gathers after the update (no overlap)
+  std::vector<std::pair<int, int>> slots_;  // dp_comm's (member, stream) list
 };
 
 }  // namespace
