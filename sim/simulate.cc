@@ -206,7 +206,7 @@ const ClusterSpec& Simulator::cluster() const { return state_->cluster; }
 const Profile& Simulator::profile() const { return state_->profile; }
 
 Workload Simulator::build_workload_of(const ModelSpec& model, const PlanSpec& plan,
-                                     const SimulationOptions& options) const {
+                                     const SimulationOptions& options, bool detail_ops) const {
   report_progress(options.progress, 0, kSimulationWork, "building the step");
   const State& st = *state_;
   const auto started = std::chrono::steady_clock::now();
@@ -227,6 +227,7 @@ Workload Simulator::build_workload_of(const ModelSpec& model, const PlanSpec& pl
   workload_options.gpus_per_node = st.topology.gpus_per_node();
   const double budget = options.memory_budget_bytes > 0 ? options.memory_budget_bytes : memory_budget_bytes();
   workload_options.max_tasks = budget / kBytesPerEstimatedTask;
+  workload_options.detail_ops = detail_ops;
   Workload workload = build_workload(model, plan, op_costs, comm_costs, options.fidelity, workload_options);
   // Phase timings go to the debug log (`strata -v simulate ...`).
   if (spdlog::should_log(spdlog::level::debug)) {
@@ -238,12 +239,15 @@ Workload Simulator::build_workload_of(const ModelSpec& model, const PlanSpec& pl
 
 std::shared_ptr<const Workload> Simulator::build(const ModelSpec& model, const PlanSpec& plan,
                                                  const SimulationOptions& options) const {
-  return std::make_shared<const Workload>(build_workload_of(model, plan, options));
+  // Kept and run again, perhaps for a trace: with every stretch's ops.
+  return std::make_shared<const Workload>(build_workload_of(model, plan, options, true));
 }
 
 SimulationResult Simulator::run(const ModelSpec& model, const PlanSpec& plan,
                                 const SimulationOptions& options) const {
-  Workload workload = build_workload_of(model, plan, options);
+  // The workload goes out with the result only with the timeline: otherwise the
+  // metrics read no stretch's ops, only their totals.
+  Workload workload = build_workload_of(model, plan, options, options.keep_timeline);
   return run_built(workload, &workload, model, plan, options);
 }
 

@@ -165,7 +165,10 @@ class Simulator {
   const Profile& profile() const;
 
  private:
-  Workload build_workload_of(const ModelSpec& model, const PlanSpec& plan, const SimulationOptions& options) const;
+  // detail_ops: WorkloadOptions::detail_ops (false only where the step is run once
+  // and dropped, its timeline not kept).
+  Workload build_workload_of(const ModelSpec& model, const PlanSpec& plan, const SimulationOptions& options,
+                             bool detail_ops) const;
   // Runs a built step; `owned`, when given, is `built` itself, moved into the
   // result when the options keep the timeline (else that copies it).
   SimulationResult run_built(const Workload& built, Workload* owned, const ModelSpec& model, const PlanSpec& plan,

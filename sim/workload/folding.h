@@ -76,12 +76,22 @@ class CollapsedStretches {
   const BlockSummary& summary(const std::vector<Segment>& segs, const CommOf& comm_of);
   void start_group() { block_summaries_.clear(); }
 
-  // Stretches of the same shape share one detail; `make_ops` runs only for a
-  // shape not seen before.
-  template <typename MakeOps>
-  std::int32_t detail(std::uint64_t key, MakeOps make_ops) {
+  // Stretches of the same shape share one detail; `for_each_op(sink)` runs only
+  // for a shape not seen before, handing each of the stretch's ops to the sink in
+  // order. Without WorkloadOptions::detail_ops only their totals are kept.
+  template <typename ForEachOp>
+  std::int32_t detail(std::uint64_t key, ForEachOp for_each_op) {
     if (const int* id = detail_ids_.find(key)) return *id;
-    const std::int32_t id = b_.w.notes.add_detail(make_ops());
+    std::int32_t id = -1;
+    if (b_.options.detail_ops) {
+      std::vector<DetailOp> ops;
+      for_each_op([&ops](const DetailOp& op) { ops.push_back(op); });
+      id = b_.w.notes.add_detail(std::move(ops));
+    } else {
+      DetailTotals totals;
+      for_each_op([&totals](const DetailOp& op) { totals.add(op); });
+      id = b_.w.notes.add_detail_totals(totals);
+    }
     detail_ids_.insert(key, id);
     return id;
   }

@@ -225,14 +225,9 @@ class OpEmitter {
     pending_kernels_ += sum.kernels;
   }
 
-  // The ops of the pending stretch, for its detail.
-  std::vector<DetailOp> pending_ops() const {
-    std::vector<DetailOp> ops;
-    std::size_t n = 0;
-    for (const PendingBlock& p : pending_) {
-      for (const Segment& s : *p.segments) n += s.is_comm ? 1 : s.ops.size();
-    }
-    ops.reserve(n);
+  // The ops of the pending stretch, for its detail: each handed to sink(op) in order.
+  template <typename Sink>
+  void for_each_pending_op(Sink&& sink) const {
     for (const PendingBlock& p : pending_) {
       std::size_t comm = 0;
       const std::vector<Segment>& segs = *p.segments;
@@ -241,17 +236,16 @@ class OpEmitter {
         if (s.is_comm) {
           const CommSpec& spec = b_.w.graph.comm((*p.comms)[comm++]);
           // An exchange beside the shared experts shows what it outlasts them by.
-          ops.push_back({op_name(s.op), comm_category(s), beside_exposed_ns(segs, k, collapsed_comm_ns(spec)), 0.0,
-                         s.comm_bytes, StreamKind::kTpComm, p.layer});
+          sink(DetailOp{op_name(s.op), comm_category(s), beside_exposed_ns(segs, k, collapsed_comm_ns(spec)), 0.0,
+                        s.comm_bytes, StreamKind::kTpComm, p.layer});
           continue;
         }
-        for (const DetailOp& op : s.ops) {
-          ops.push_back(op);
-          ops.back().layer_offset = p.layer;
+        for (DetailOp op : s.ops) {
+          op.layer_offset = p.layer;
+          sink(op);
         }
       }
     }
-    return ops;
   }
 
   void flush() {
@@ -271,7 +265,7 @@ class OpEmitter {
                               static_cast<std::uint64_t>(stretch_first_ + shift) << 16 |
                               static_cast<std::uint64_t>(stretch_last_ + shift);
     CollapsedStretch st;
-    st.detail = stretches_.detail(key, [this] { return pending_ops(); });
+    st.detail = stretches_.detail(key, [this](auto&& sink) { for_each_pending_op(sink); });
     st.ns = pending_ns_;
     st.bytes = pending_bytes_;
     st.kernels = pending_kernels_;

@@ -20,19 +20,18 @@ std::int32_t TaskAnnotations::add_label(TaskLabel label) {
 }
 
 std::int32_t TaskAnnotations::add_detail(std::vector<DetailOp> ops) {
-  double flops = 0.0;
-  TimeNs comm_ns = 0;
-  std::array<TimeNs, trace::kNumCategories> by_category{};
-  for (const DetailOp& op : ops) {
-    flops += op.flops;
-    if (op.lane == StreamKind::kCompute) continue;
-    comm_ns += op.duration_ns;
-    by_category[static_cast<std::size_t>(op.category)] += op.duration_ns;
-  }
-  detail_flops_.push_back(flops);
-  detail_comm_ns_.push_back(comm_ns);
-  detail_comm_by_category_.push_back(by_category);
-  details_.push_back(std::move(ops));
+  DetailTotals totals;
+  for (const DetailOp& op : ops) totals.add(op);
+  const std::int32_t id = add_detail_totals(totals);
+  details_.back() = std::move(ops);
+  return id;
+}
+
+std::int32_t TaskAnnotations::add_detail_totals(const DetailTotals& totals) {
+  detail_flops_.push_back(totals.flops);
+  detail_comm_ns_.push_back(totals.comm_ns);
+  detail_comm_by_category_.push_back(totals.comm_by_category);
+  details_.emplace_back();
   return static_cast<std::int32_t>(details_.size() - 1);
 }
 

@@ -85,10 +85,28 @@ struct DetailOp {
   std::int32_t layer_offset = 0;  // added to TaskInfo::layer; -1: no layer (embedding, head)
 };
 
+// What the metrics read of a detail: its FLOPs and its time off the compute lane
+// (the collectives inside a collapsed block), in all and per category, summed op
+// by op in the detail's order.
+struct DetailTotals {
+  double flops = 0.0;
+  TimeNs comm_ns = 0;
+  std::array<TimeNs, trace::kNumCategories> comm_by_category{};
+  void add(const DetailOp& op) {
+    flops += op.flops;
+    if (op.lane == StreamKind::kCompute) return;
+    comm_ns += op.duration_ns;
+    comm_by_category[static_cast<std::size_t>(op.category)] += op.duration_ns;
+  }
+};
+
 class TaskAnnotations {
  public:
   std::int32_t add_label(TaskLabel label);
   std::int32_t add_detail(std::vector<DetailOp> ops);
+  // A detail kept as its totals only, its ops left out (a step simulated for its
+  // metrics: no trace reads them); detail(id) is then empty.
+  std::int32_t add_detail_totals(const DetailTotals& totals);
   // Annotates the next task; tasks are annotated in the order the graph made them.
   void add(TaskId task, std::int32_t label, const TaskInfo& info);
   void reserve(std::size_t tasks);

@@ -59,6 +59,10 @@ struct WorkloadOptions {
   int gpus_per_node = 0;
   // Refuse (WorkloadTooLarge) a step whose estimated_tasks exceed this; 0: no limit.
   double max_tasks = 0.0;
+  // Keep every collapsed stretch's ops (TaskAnnotations::detail: traces, the
+  // validation's GEMM time); false: only their totals, all the metrics read (a
+  // step simulated for its numbers, as each plan of a sweep).
+  bool detail_ops = true;
 };
 
 // Tasks a step's graph holds at most, from the plan alone: each simulated
