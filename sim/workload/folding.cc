@@ -1,6 +1,7 @@
 #include "sim/workload/folding.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <string>
 
@@ -93,6 +94,21 @@ Boundaries collapse_boundaries(const WorkloadBuild& b, int r) {
   return bounds;
 }
 
+Category comm_category(const Segment& s) {
+  if (s.group == CommGroup::kContext) return Category::kCp;
+  return is_expert_group(s.group) ? Category::kEp : Category::kTp;
+}
+
+const OpName& op_name(CollectiveOp op) {
+  constexpr std::size_t kOps = static_cast<std::size_t>(CollectiveOp::kSendRecv) + 1;  // the last kind
+  static const std::array<OpName, kOps> names = [] {
+    std::array<OpName, kOps> out;
+    for (std::size_t i = 0; i < kOps; ++i) out[i] = OpName(to_string(static_cast<CollectiveOp>(i)));
+    return out;
+  }();
+  return names[static_cast<std::size_t>(op)];
+}
+
 TimeNs collapsed_comm_ns(const CommSpec& spec) {
   TimeNs ns = spec.fixed.ns();
   if (spec.bytes > 0.0 && spec.rate_cap_bytes_per_s > 0.0) ns += seconds_to_ns(spec.bytes / spec.rate_cap_bytes_per_s);
@@ -128,7 +144,27 @@ const CollapsedStretches::BlockSummary& CollapsedStretches::summary(const std::v
     }
     sum.kernels += s.ops.size();
   }
+  for_each_block_op(segs, sum.comms, b_.w.graph, 0, [&sum](const DetailOp& op) { sum.totals.add(op); });
   return block_summaries_.emplace(&segs, sum).first->second;
+}
+
+std::int32_t CollapsedStretches::detail(std::uint64_t key, const std::vector<Block>& blocks) {
+  if (const int* id = detail_ids_.find(key)) return *id;
+  std::int32_t id = -1;
+  if (b_.options.detail_ops) {
+    std::vector<DetailOp> ops;
+    for (const Block& block : blocks) {
+      for_each_block_op(*block.segments, block.summary->comms, b_.w.graph, block.layer,
+                        [&ops](const DetailOp& op) { ops.push_back(op); });
+    }
+    id = b_.w.notes.add_detail(std::move(ops));
+  } else {
+    DetailTotals totals;
+    for (const Block& block : blocks) totals.add(block.summary->totals);
+    id = b_.w.notes.add_detail_totals(totals);
+  }
+  detail_ids_.insert(key, id);
+  return id;
 }
 
 std::int32_t CollapsedStretches::label(Phase phase, int first, int last) {

@@ -43,6 +43,33 @@ TimeNs collapsed_comm_ns(const CommSpec& spec);
 // max(0, comm_ns - the run's compute time): both ends' dependencies meet there.
 TimeNs beside_exposed_ns(const std::vector<Segment>& segs, std::size_t k, TimeNs comm_ns);
 
+// A collective segment's trace category (cp, ep or tp) and its op's name as a
+// detail op's.
+Category comm_category(const Segment& s);
+const OpName& op_name(CollectiveOp op);
+
+// A collapsed block's ops in order, as a stretch's detail lists them: each compute
+// segment's ops, and each collective (its comm id the next of `comms`) on the
+// tp-comm lane for the time the block exposes it (beside_exposed_ns); every op
+// with layer_offset `layer`.
+template <typename Sink>
+void for_each_block_op(const std::vector<Segment>& segs, const std::vector<std::int32_t>& comms,
+                       const TaskGraph& graph, int layer, Sink&& sink) {
+  std::size_t comm = 0;
+  for (std::size_t k = 0; k < segs.size(); ++k) {
+    const Segment& s = segs[k];
+    if (s.is_comm) {
+      const TimeNs ns = beside_exposed_ns(segs, k, collapsed_comm_ns(graph.comm(comms[comm++])));
+      sink(DetailOp{op_name(s.op), comm_category(s), ns, 0.0, s.comm_bytes, StreamKind::kTpComm, layer});
+      continue;
+    }
+    for (DetailOp op : s.ops) {
+      op.layer_offset = layer;
+      sink(op);
+    }
+  }
+}
+
 // One collapsed stretch: its time, bytes and kernels, its detail and label, and
 // the layers (of its chunk) and head it covers.
 struct CollapsedStretch {
@@ -67,6 +94,7 @@ class CollapsedStretches {
     double bytes = 0.0;
     std::size_t kernels = 0;  // compute ops (each one kernel the host issues)
     std::vector<std::int32_t> comms;  // the comm id of each collective segment, in order
+    DetailTotals totals;              // of its ops (for_each_block_op)
   };
   // A block's time and bytes with its collectives costed on their groups
   // (comm_of: a collective segment's comm id, on the tensor-parallel group, its
@@ -76,25 +104,17 @@ class CollapsedStretches {
   const BlockSummary& summary(const std::vector<Segment>& segs, const CommOf& comm_of);
   void start_group() { block_summaries_.clear(); }
 
-  // Stretches of the same shape share one detail; `for_each_op(sink)` runs only
-  // for a shape not seen before, handing each of the stretch's ops to the sink in
-  // order. Without WorkloadOptions::detail_ops only their totals are kept.
-  template <typename ForEachOp>
-  std::int32_t detail(std::uint64_t key, ForEachOp for_each_op) {
-    if (const int* id = detail_ids_.find(key)) return *id;
-    std::int32_t id = -1;
-    if (b_.options.detail_ops) {
-      std::vector<DetailOp> ops;
-      for_each_op([&ops](const DetailOp& op) { ops.push_back(op); });
-      id = b_.w.notes.add_detail(std::move(ops));
-    } else {
-      DetailTotals totals;
-      for_each_op([&totals](const DetailOp& op) { totals.add(op); });
-      id = b_.w.notes.add_detail_totals(totals);
-    }
-    detail_ids_.insert(key, id);
-    return id;
-  }
+  // Stretches of the same shape share one detail; for a shape not seen before it
+  // is made of the stretch's blocks (each with its layer): their ops, or with
+  // WorkloadOptions::detail_ops false only their summed totals (the metrics'
+  // integer times are the same either way; the FLOPs, which only traces read,
+  // are summed block by block).
+  struct Block {
+    const BlockSummary* summary;
+    const std::vector<Segment>* segments;
+    int layer;
+  };
+  std::int32_t detail(std::uint64_t key, const std::vector<Block>& blocks);
 
   // The label of a collapsed stretch: "forward layers 3-5" (first < 0: no layer).
   std::int32_t label(Phase phase, int first, int last);

@@ -19,22 +19,6 @@ std::string segment_name(const Segment& s) {
   return s.ops.front().name.str() + ".." + s.ops.back().name.str();
 }
 
-// A collective's name as a detail op's (one OpName per kind, made once).
-const OpName& op_name(CollectiveOp op) {
-  constexpr std::size_t kOps = static_cast<std::size_t>(CollectiveOp::kSendRecv) + 1;  // the last kind
-  static const std::array<OpName, kOps> names = [] {
-    std::array<OpName, kOps> out;
-    for (std::size_t i = 0; i < kOps; ++i) out[i] = OpName(to_string(static_cast<CollectiveOp>(i)));
-    return out;
-  }();
-  return names[static_cast<std::size_t>(op)];
-}
-
-Category comm_category(const Segment& s) {
-  if (s.group == CommGroup::kContext) return Category::kCp;
-  return is_expert_group(s.group) ? Category::kEp : Category::kTp;
-}
-
 // The experts each node of an expert-parallel group holds, in expert order (the
 // group of rank 0; every group of a plan spans its nodes alike). One entry: one node.
 std::vector<int> experts_per_node(const WorkloadBuild& b) {
@@ -219,33 +203,10 @@ class OpEmitter {
   void collect(const std::vector<Segment>& segs, int j) {
     const CollapsedStretches::BlockSummary& sum =
         stretches_.summary(segs, [this](const Segment& s) { return comm_of(s); });
-    pending_.push_back({&segs, j >= 0 ? j : -1, &sum.comms});
+    pending_.push_back({&sum, &segs, j >= 0 ? j : -1});
     pending_ns_ += sum.ns;
     pending_bytes_ += sum.bytes;
     pending_kernels_ += sum.kernels;
-  }
-
-  // The ops of the pending stretch, for its detail: each handed to sink(op) in order.
-  template <typename Sink>
-  void for_each_pending_op(Sink&& sink) const {
-    for (const PendingBlock& p : pending_) {
-      std::size_t comm = 0;
-      const std::vector<Segment>& segs = *p.segments;
-      for (std::size_t k = 0; k < segs.size(); ++k) {
-        const Segment& s = segs[k];
-        if (s.is_comm) {
-          const CommSpec& spec = b_.w.graph.comm((*p.comms)[comm++]);
-          // An exchange beside the shared experts shows what it outlasts them by.
-          sink(DetailOp{op_name(s.op), comm_category(s), beside_exposed_ns(segs, k, collapsed_comm_ns(spec)), 0.0,
-                        s.comm_bytes, StreamKind::kTpComm, p.layer});
-          continue;
-        }
-        for (DetailOp op : s.ops) {
-          op.layer_offset = p.layer;
-          sink(op);
-        }
-      }
-    }
   }
 
   void flush() {
@@ -265,7 +226,7 @@ class OpEmitter {
                               static_cast<std::uint64_t>(stretch_first_ + shift) << 16 |
                               static_cast<std::uint64_t>(stretch_last_ + shift);
     CollapsedStretch st;
-    st.detail = stretches_.detail(key, [this](auto&& sink) { for_each_pending_op(sink); });
+    st.detail = stretches_.detail(key, pending_);
     st.ns = pending_ns_;
     st.bytes = pending_bytes_;
     st.kernels = pending_kernels_;

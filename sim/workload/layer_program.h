@@ -36,12 +36,8 @@ class LayerProgram {
   struct BlockIds {
     SegmentIds forward, backward, recompute, weight_grad;
   };
-  // A block of a pending collapsed stretch.
-  struct PendingBlock {
-    const std::vector<Segment>* segments;
-    int layer;
-    const std::vector<std::int32_t>* comms;  // its collectives' comm ids (CollapsedStretches::BlockSummary)
-  };
+  // A block of a pending collapsed stretch: its segments, summary and layer.
+  using PendingBlock = CollapsedStretches::Block;
 
  private:
   SegmentIds register_segments(const std::vector<Segment>& segs, Phase phase);

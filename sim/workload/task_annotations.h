@@ -98,6 +98,12 @@ struct DetailTotals {
     comm_ns += op.duration_ns;
     comm_by_category[static_cast<std::size_t>(op.category)] += op.duration_ns;
   }
+  // Another run of ops' totals after these (the FLOPs then summed run by run).
+  void add(const DetailTotals& o) {
+    flops += o.flops;
+    comm_ns += o.comm_ns;
+    for (std::size_t c = 0; c < comm_by_category.size(); ++c) comm_by_category[c] += o.comm_by_category[c];
+  }
 };
 
 class TaskAnnotations {
