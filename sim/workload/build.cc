@@ -140,14 +140,27 @@ void WorkloadBuild::depend(TaskId before, TaskId task) {
   }
 }
 
-std::int32_t WorkloadBuild::collective(CollectiveOp op, const std::vector<int>& group, double bytes) {
-  auto key = std::make_tuple(static_cast<int>(op), group.front(), group.size() > 1 ? group[1] - group[0] : 0,
-                             static_cast<int>(group.size()), static_cast<long long>(bytes), -1, 0LL);
-  auto it = comm_ids_.find(key);
-  if (it != comm_ids_.end()) return it->second;
-  std::int32_t id = w.graph.add_comm(comm_costs.collective(op, group, bytes));
-  comm_ids_.emplace(key, id);
+template <typename Cost>
+std::int32_t WorkloadBuild::interned_comm(const CommKey& key, Cost&& cost) {
+  for (const auto& [recent, id] : recent_comms_) {
+    if (id >= 0 && recent == key) return id;
+  }
+  std::int32_t id = -1;
+  if (auto it = comm_ids_.find(key); it != comm_ids_.end()) {
+    id = it->second;
+  } else {
+    id = w.graph.add_comm(cost());
+    comm_ids_.emplace(key, id);
+  }
+  recent_comms_[next_recent_comm_] = {key, id};
+  next_recent_comm_ = (next_recent_comm_ + 1) % recent_comms_.size();
   return id;
+}
+
+std::int32_t WorkloadBuild::collective(CollectiveOp op, const std::vector<int>& group, double bytes) {
+  const CommKey key{static_cast<int>(op), group.front(), group.size() > 1 ? group[1] - group[0] : 0,
+                    static_cast<int>(group.size()), static_cast<long long>(bytes), -1, 0LL};
+  return interned_comm(key, [&] { return comm_costs.collective(op, group, bytes); });
 }
 
 std::vector<int> WorkloadBuild::expert_group(CommGroup which, int global_rank) const {
@@ -269,14 +282,10 @@ std::int32_t WorkloadBuild::cp_ring_transfer(const std::vector<int>& tp_group, d
 
 std::int32_t WorkloadBuild::collective_beside(CollectiveOp op, const std::vector<int>& group, double bytes,
                                               CollectiveOp partner, double partner_bytes) {
-  auto key = std::make_tuple(static_cast<int>(op), group.front(), group.size() > 1 ? group[1] - group[0] : 0,
-                             static_cast<int>(group.size()), static_cast<long long>(bytes),
-                             static_cast<int>(partner), static_cast<long long>(partner_bytes));
-  auto it = comm_ids_.find(key);
-  if (it != comm_ids_.end()) return it->second;
-  std::int32_t id = w.graph.add_comm(comm_costs.collective_beside(op, group, bytes, partner, partner_bytes));
-  comm_ids_.emplace(key, id);
-  return id;
+  const CommKey key{static_cast<int>(op), group.front(), group.size() > 1 ? group[1] - group[0] : 0,
+                    static_cast<int>(group.size()), static_cast<long long>(bytes), static_cast<int>(partner),
+                    static_cast<long long>(partner_bytes)};
+  return interned_comm(key, [&] { return comm_costs.collective_beside(op, group, bytes, partner, partner_bytes); });
 }
 
 std::int32_t WorkloadBuild::p2p(int src_gpu, int dst_gpu) {

@@ -9,6 +9,7 @@
 // share one entry.
 #pragma once
 
+#include <array>
 #include <map>
 #include <string>
 #include <tuple>
@@ -191,7 +192,15 @@ class WorkloadBuild {
 
  private:
   // (op, first GPU, stride, size, bytes, partner op or -1, partner bytes)
-  std::map<std::tuple<int, int, int, int, long long, int, long long>, std::int32_t> comm_ids_;
+  using CommKey = std::tuple<int, int, int, int, long long, int, long long>;
+  // The comm id of `key`, costed by cost() the first time. The last few looked up
+  // are checked first: a pass asks for the same few collectives in turn (ZeRO-3's
+  // gather, gather beside a reduce-scatter, reduce-scatter, layer after layer).
+  template <typename Cost>
+  std::int32_t interned_comm(const CommKey& key, Cost&& cost);
+  std::map<CommKey, std::int32_t> comm_ids_;
+  std::array<std::pair<CommKey, std::int32_t>, 4> recent_comms_{{{CommKey{}, -1}, {CommKey{}, -1}, {CommKey{}, -1}, {CommKey{}, -1}}};
+  std::size_t next_recent_comm_ = 0;
   std::map<std::tuple<std::string, int, int>, std::int32_t> label_ids_;
   std::map<std::pair<int, int>, std::int32_t> p2p_ids_;
   std::map<std::tuple<int, int, int, long long>, std::int32_t> expert_comm_ids_;  // (op, which, tp_group[0], bytes)
