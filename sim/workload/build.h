@@ -199,7 +199,8 @@ class WorkloadBuild {
   template <typename Cost>
   std::int32_t interned_comm(const CommKey& key, Cost&& cost);
   std::map<CommKey, std::int32_t> comm_ids_;
-  std::array<std::pair<CommKey, std::int32_t>, 4> recent_comms_{{{CommKey{}, -1}, {CommKey{}, -1}, {CommKey{}, -1}, {CommKey{}, -1}}};
+  std::array<std::pair<CommKey, std::int32_t>, 4> recent_comms_{
+      {{CommKey{}, -1}, {CommKey{}, -1}, {CommKey{}, -1}, {CommKey{}, -1}}};  // id -1: empty
   std::size_t next_recent_comm_ = 0;
   std::map<std::tuple<std::string, int, int>, std::int32_t> label_ids_;
   std::map<std::pair<int, int>, std::int32_t> p2p_ids_;

@@ -85,9 +85,10 @@ struct DetailOp {
   std::int32_t layer_offset = 0;  // added to TaskInfo::layer; -1: no layer (embedding, head)
 };
 
-// What the metrics read of a detail: its FLOPs and its time off the compute lane
-// (the collectives inside a collapsed block), in all and per category, summed op
-// by op in the detail's order.
+// What the metrics read of a detail: its time off the compute lane (the
+// collectives inside a collapsed block), in all and per category, and its FLOPs
+// (for traces): add_detail sums them op by op; a collapsed stretch kept as totals
+// adds its blocks' (integer times: the same sums).
 struct DetailTotals {
   double flops = 0.0;
   TimeNs comm_ns = 0;
