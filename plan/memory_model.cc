@@ -291,14 +291,14 @@ MemoryReport memory_report(const ModelSpec& m, const PlanSpec& p, const DeviceMe
     // Activations of the layers in flight.
     // Zero-bubble: the walk of the stage's program, for the layers in flight and the
     // weight gradients held (below).
-    const double w_layer = splits_backward(p.schedule) ? weight_grad_input_bytes(m, p) : 0.0;
-    const ZeroBubbleHeld held = splits_backward(p.schedule) ? zero_bubble_held(p, stage, per_layer, w_layer)
-                                                            : ZeroBubbleHeld{};
-    st.layer_microbatches_in_flight = layers_in_flight(m, p, stage, splits_backward(p.schedule) ? &held : nullptr);
+    const bool zero_bubble = splits_backward(p.schedule);
+    const double w_layer = zero_bubble ? weight_grad_input_bytes(m, p) : 0.0;
+    const ZeroBubbleHeld held = zero_bubble ? zero_bubble_held(p, stage, per_layer, w_layer) : ZeroBubbleHeld{};
+    st.layer_microbatches_in_flight = layers_in_flight(m, p, stage, zero_bubble ? &held : nullptr);
     const MoeStage moe = m.is_moe() ? moe_stage(m, p, stage) : MoeStage{};
     double activations = (m.is_moe() ? moe.per_layer : per_layer) * st.layer_microbatches_in_flight;
     const double microbatches_in_flight = st.layer_microbatches_in_flight / layers_per_stage;
-    if (splits_backward(p.schedule)) {
+    if (zero_bubble) {
       // Zero-bubble: micro-batches whose B has run hold only their W's inputs
       // until W (the peak of the program's walk, zero_bubble_held); on the rank
       // with the last virtual stage the output layer's too: its input and the

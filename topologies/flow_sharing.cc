@@ -303,24 +303,21 @@ void FlowSharing::attach(int slot) {
           break;
         }
       }
-      if (to < 0 && from >= 0 && covers(from, w)) {
-        to = from;
-        renew(from, group_sig_[static_cast<std::size_t>(from)] + member_sig(id, w));
-        join(from, slot, w);
-        last = static_cast<int>(splits_.size());
-        splits_.push_back({from, w, cap, to, head});
-        split_epoch_[static_cast<std::size_t>(from)] = split_stamp_;
-        split_head_[static_cast<std::size_t>(from)] = last;
-      } else if (to < 0) {
-        const std::uint64_t base = from < 0 ? capacity_sig(cap) : group_sig_[static_cast<std::size_t>(from)];
-        to = new_group(cap, base + member_sig(id, w), from < 0 ? 0.0 : load_[static_cast<std::size_t>(from)]);
-        if (from >= 0) {
-          group_made_by_[static_cast<std::size_t>(to)] = id;
-          group_parent_[static_cast<std::size_t>(to)] = from;
-          group_parent_serial_[static_cast<std::size_t>(to)] = group_serial_[static_cast<std::size_t>(from)];
-          for (std::size_t m = 0; m < link_flows_[static_cast<std::size_t>(from)].size(); ++m) {
-            const OnLink e = link_flows_[static_cast<std::size_t>(from)][m];
-            join(to, e.slot, flows_[static_cast<std::size_t>(e.slot)].weight[static_cast<std::size_t>(e.hop)]);
+      if (to < 0) {
+        if (from >= 0 && covers(from, w)) {
+          to = from;
+          renew(from, group_sig_[static_cast<std::size_t>(from)] + member_sig(id, w));
+        } else {
+          const std::uint64_t base = from < 0 ? capacity_sig(cap) : group_sig_[static_cast<std::size_t>(from)];
+          to = new_group(cap, base + member_sig(id, w), from < 0 ? 0.0 : load_[static_cast<std::size_t>(from)]);
+          if (from >= 0) {
+            group_made_by_[static_cast<std::size_t>(to)] = id;
+            group_parent_[static_cast<std::size_t>(to)] = from;
+            group_parent_serial_[static_cast<std::size_t>(to)] = group_serial_[static_cast<std::size_t>(from)];
+            for (std::size_t m = 0; m < link_flows_[static_cast<std::size_t>(from)].size(); ++m) {
+              const OnLink e = link_flows_[static_cast<std::size_t>(from)][m];
+              join(to, e.slot, flows_[static_cast<std::size_t>(e.slot)].weight[static_cast<std::size_t>(e.hop)]);
+            }
           }
         }
         join(to, slot, w);

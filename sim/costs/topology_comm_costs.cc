@@ -34,31 +34,26 @@ bool spans_nodes(const topo::Topology& t, const std::vector<int>& group) {
 
 }  // namespace
 
-bool CommCostCache::find(const Key& key, CommSpec& out) const {
+template <typename Map>
+bool CommCostCache::copy_out(const Map& map, const typename Map::key_type& key,
+                             typename Map::mapped_type& out) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = specs_.find(key);
-  if (it == specs_.end()) return false;
+  auto it = map.find(key);
+  if (it == map.end()) return false;
   out = it->second;
   return true;
 }
 
-void CommCostCache::insert(Key key, const CommSpec& spec) {
+template <typename Map>
+void CommCostCache::put(Map& map, typename Map::key_type key, const typename Map::mapped_type& value) {
   std::lock_guard<std::mutex> lock(mutex_);
-  specs_.emplace(std::move(key), spec);
+  map.emplace(std::move(key), value);
 }
 
-bool CommCostCache::find_rate(const RateKey& key, double& rate) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = rates_.find(key);
-  if (it == rates_.end()) return false;
-  rate = it->second;
-  return true;
-}
-
-void CommCostCache::insert_rate(RateKey key, double rate) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  rates_.emplace(std::move(key), rate);
-}
+bool CommCostCache::find(const Key& key, CommSpec& out) const { return copy_out(specs_, key, out); }
+void CommCostCache::insert(Key key, const CommSpec& spec) { put(specs_, std::move(key), spec); }
+bool CommCostCache::find_rate(const RateKey& key, double& rate) const { return copy_out(rates_, key, rate); }
+void CommCostCache::insert_rate(RateKey key, double rate) { put(rates_, std::move(key), rate); }
 
 const FlowShape* CommCostCache::find_shape(const ShapeKey& key) const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -157,7 +152,10 @@ TopologyCommCosts::Alone TopologyCommCosts::alone(CollectiveOp op, const std::ve
 
 CommSpec TopologyCommCosts::from_flows(CollectiveOp op, const std::vector<int>& group,
                                        double bytes) const {
-  const Alone a = alone(op, group, bytes);
+  return spec_of(alone(op, group, bytes), bytes);
+}
+
+CommSpec TopologyCommCosts::spec_of(const Alone& a, double bytes) {
   CommSpec spec;
   spec.fixed = a.fixed;
   spec.channels = a.choice.channels;
@@ -263,7 +261,8 @@ std::vector<std::vector<int>> TopologyCommCosts::symmetric_copies(const std::vec
 
 CommSpec TopologyCommCosts::folded(CollectiveOp op, const std::vector<int>& group, double bytes,
                                    std::optional<Partner> partner) const {
-  CommSpec own = from_flows(op, group, bytes);
+  const Alone alone_own = alone(op, group, bytes);
+  CommSpec own = spec_of(alone_own, bytes);
   if (own.bytes <= 0.0 || own.links.empty()) {
     own.drop_links();
     return own;
@@ -278,8 +277,7 @@ CommSpec TopologyCommCosts::folded(CollectiveOp op, const std::vector<int>& grou
   CommCostCache::RateKey key{static_cast<int>(op), partner ? static_cast<int>(partner->op) : -1, 0, {}, {}};
   std::vector<int>& gpus = std::get<3>(key);
   std::vector<double>& terms = std::get<4>(key);
-  auto add = [&](CollectiveOp o, const std::vector<int>& copy, double b) {
-    Alone a = alone(o, copy, b);
+  auto add = [&](const Alone& a) {
     if (a.shape == nullptr || !a.moves) {
       terms.push_back(-1.0);
       return;
@@ -289,14 +287,15 @@ CommSpec TopologyCommCosts::folded(CollectiveOp op, const std::vector<int>& grou
     flows.push_back(a);
   };
   for (const std::vector<int>& copy : copies) {
-    if (copy == group) own_index = flows.size();
+    const bool is_own = copy == group;
+    if (is_own) own_index = flows.size();
     gpus.push_back(static_cast<int>(copy.size()));
     gpus.insert(gpus.end(), copy.begin(), copy.end());
-    add(op, copy, bytes);
+    add(is_own ? alone_own : alone(op, copy, bytes));
   }
   std::get<2>(key) = static_cast<int>(own_index);
   if (partner) {
-    for (const std::vector<int>& copy : copies) add(partner->op, copy, partner->bytes);
+    for (const std::vector<int>& copy : copies) add(alone(partner->op, copy, partner->bytes));
   }
   double rate = 0.0;
   if (!cache_.find_rate(key, rate)) {

@@ -82,6 +82,13 @@ class CommCostCache {
   void insert_rate(RateKey key, double rate);
 
  private:
+  // A map's entry copied out, or a new one kept (the first of equal keys stays),
+  // under the lock.
+  template <typename Map>
+  bool copy_out(const Map& map, const typename Map::key_type& key, typename Map::mapped_type& out) const;
+  template <typename Map>
+  void put(Map& map, typename Map::key_type key, const typename Map::mapped_type& value);
+
   mutable std::mutex mutex_;
   std::map<Key, CommSpec> specs_;
   std::map<ShapeKey, std::unique_ptr<FlowShape>> shapes_;
@@ -116,6 +123,8 @@ class TopologyCommCosts : public CommCosts {
     double rate_cap_bytes_per_s = 0.0;
   };
   Alone alone(CollectiveOp op, const std::vector<int>& group, double bytes) const;
+  // The collective's spec (its flow over the shape's links) from its terms alone.
+  static CommSpec spec_of(const Alone& a, double bytes);
   CommSpec from_flows(CollectiveOp op, const std::vector<int>& group, double bytes) const;
   const FlowShape& flow_shape(CollectiveOp op, const std::vector<int>& group, double bytes,
                               const topo::CollectiveEstimate& choice) const;

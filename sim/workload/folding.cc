@@ -131,20 +131,19 @@ const CollapsedStretches::BlockSummary& CollapsedStretches::summary(const std::v
   auto it = block_summaries_.find(&segs);
   if (it != block_summaries_.end()) return it->second;
   BlockSummary sum;
-  for (std::size_t k = 0; k < segs.size(); ++k) {
-    const Segment& s = segs[k];
-    if (s.is_comm) {
-      sum.comms.push_back(comm_of(s));
-      sum.ns += beside_exposed_ns(segs, k, collapsed_comm_ns(b_.w.graph.comm(sum.comms.back())));
-      continue;
-    }
-    for (const DetailOp& op : s.ops) {
-      sum.ns += op.duration_ns;
-      sum.bytes += op.bytes;
-    }
-    sum.kernels += s.ops.size();
+  for (const Segment& s : segs) {
+    if (s.is_comm) sum.comms.push_back(comm_of(s));
   }
-  for_each_block_op(segs, sum.comms, b_.w.graph, 0, [&sum](const DetailOp& op) { sum.totals.add(op); });
+  // Its time is its ops' (each collective's as the block exposes it), its bytes and
+  // kernels its compute ops'.
+  for_each_block_op(segs, sum.comms, b_.w.graph, 0, [&sum](const DetailOp& op, const Segment& s) {
+    sum.ns += op.duration_ns;
+    if (!s.is_comm) {
+      sum.bytes += op.bytes;
+      ++sum.kernels;
+    }
+    sum.totals.add(op);
+  });
   return block_summaries_.emplace(&segs, sum).first->second;
 }
 
@@ -155,7 +154,7 @@ std::int32_t CollapsedStretches::detail(std::uint64_t key, const std::vector<Blo
     std::vector<DetailOp> ops;
     for (const Block& block : blocks) {
       for_each_block_op(*block.segments, block.summary->comms, b_.w.graph, block.layer,
-                        [&ops](const DetailOp& op) { ops.push_back(op); });
+                        [&ops](const DetailOp& op, const Segment&) { ops.push_back(op); });
     }
     id = b_.w.notes.add_detail(std::move(ops));
   } else {

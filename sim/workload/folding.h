@@ -51,7 +51,7 @@ const OpName& op_name(CollectiveOp op);
 // A collapsed block's ops in order, as a stretch's detail lists them: each compute
 // segment's ops, and each collective (its comm id the next of `comms`) on the
 // tp-comm lane for the time the block exposes it (beside_exposed_ns); every op
-// with layer_offset `layer`.
+// with layer_offset `layer`, handed to sink(op, its segment).
 template <typename Sink>
 void for_each_block_op(const std::vector<Segment>& segs, const std::vector<std::int32_t>& comms,
                        const TaskGraph& graph, int layer, Sink&& sink) {
@@ -60,12 +60,12 @@ void for_each_block_op(const std::vector<Segment>& segs, const std::vector<std::
     const Segment& s = segs[k];
     if (s.is_comm) {
       const TimeNs ns = beside_exposed_ns(segs, k, collapsed_comm_ns(graph.comm(comms[comm++])));
-      sink(DetailOp{op_name(s.op), comm_category(s), ns, 0.0, s.comm_bytes, StreamKind::kTpComm, layer});
+      sink(DetailOp{op_name(s.op), comm_category(s), ns, 0.0, s.comm_bytes, StreamKind::kTpComm, layer}, s);
       continue;
     }
     for (DetailOp op : s.ops) {
       op.layer_offset = layer;
-      sink(op);
+      sink(op, s);
     }
   }
 }
